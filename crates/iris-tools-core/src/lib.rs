@@ -1,0 +1,44 @@
+#![doc = include_str!("../README.md")]
+
+pub mod adapters;
+pub mod artifact;
+pub mod breaker;
+pub mod context;
+pub mod definition;
+pub mod error;
+pub mod fn_tool;
+pub mod hooks;
+pub mod middleware;
+pub mod permission;
+pub mod registry;
+pub mod result;
+pub mod search;
+pub mod spec;
+pub mod tool;
+pub mod workspace;
+
+pub use artifact::ToolArtifactStore;
+pub use breaker::{CircuitBreaker, Clock, SystemClock};
+pub use context::{CancellationSignal, Extensions, ToolExecutionContext};
+pub use definition::{ContextRetention, PreviewMode, ToolCapability, ToolDefinition};
+pub use error::{Error, Result, ToolErrorInfo, codes};
+pub use fn_tool::FnTool;
+pub use hooks::{BeforeOutcome, BodyStatus, ToolHookDispatcher};
+pub use middleware::{ToolCall, ToolMiddleware, ToolNext};
+pub use permission::{
+    ApprovalMode, DefaultPermissionPolicy, PermissionDecision, PermissionEffect, PermissionPolicy,
+};
+pub use registry::{ToolRegistry, ToolRegistryView, ViewFilter};
+pub use result::{ContentBlock, ToolArtifact, ToolResult, ToolResultBlock, ToolResultMessage};
+pub use spec::ToolSpec;
+pub use tool::{BoxFuture, Tool, ToolTimeoutOwner, ToolUse};
+pub use workspace::{PathError, WorkspacePolicy};
+
+/// Items generated code reaches through absolute `::iris_tools_core::__private::` paths.
+/// Not public API: no stability promise.
+#[doc(hidden)]
+pub mod __private {
+    pub use schemars;
+    pub use serde;
+    pub use serde_json;
+}
