@@ -6,6 +6,7 @@ pub mod breaker;
 pub mod context;
 pub mod definition;
 pub mod error;
+pub mod executor;
 pub mod fn_tool;
 pub mod hooks;
 pub mod middleware;
@@ -15,6 +16,7 @@ pub mod result;
 pub mod search;
 pub mod spec;
 pub mod tool;
+pub mod typed;
 pub mod workspace;
 
 pub use artifact::ToolArtifactStore;

@@ -1,0 +1,4 @@
+//! Benchmarks: executor.
+fn main() {
+    divan::main();
+}

@@ -1,0 +1,4 @@
+//! Benchmarks: search.
+fn main() {
+    divan::main();
+}

@@ -1,0 +1,1 @@
+//! [`ToolExecutor`]: the one path every tool call travels.

@@ -1,0 +1,1 @@
+//! Typed tools: the seed's `input_model` (builder) and `schema_for_input`.
