@@ -1,2 +1,107 @@
-//! Project automation: `cargo xtask ci`, `cargo xtask bench`, …
-fn main() {}
+//! Project automation for Iris for Rust, run as `cargo xtask <command>`.
+//!
+//! Commands:
+//! - `ci`: everything CI runs — formatting, clippy with `-D warnings`, every test
+//!   (unit, integration, doctests, trybuild, snapshot checks) of the whole workspace.
+//! - `schemas [--check]`: regenerate (or check) the `#[tool]` schema snapshots.
+//! - `bench`: the divan benchmarks plus the Python reference measurements.
+//!
+//! It depends on nothing but the standard library so it builds in seconds.
+
+use std::env;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+fn main() -> ExitCode {
+    let args: Vec<String> = env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("ci") => ci(),
+        Some("test") => test(),
+        Some("schemas") => schemas(args.iter().any(|a| a == "--check")),
+        Some("bench") => bench(),
+        _ => {
+            eprintln!("usage: cargo xtask <ci|test|schemas [--check]|bench>");
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("xtask: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn root() -> PathBuf {
+    // xtask lives one level below the workspace root.
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+fn cargo() -> Command {
+    let mut cmd = Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(root());
+    cmd
+}
+
+fn run(mut cmd: Command) -> Result<(), String> {
+    let shown = format!("{cmd:?}");
+    eprintln!("xtask: running {shown}");
+    let status = cmd
+        .status()
+        .map_err(|e| format!("cannot start {shown}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{shown} failed with {status}"))
+    }
+}
+
+/// Formatting, lints, then every test.
+fn ci() -> Result<(), String> {
+    let mut fmt = cargo();
+    fmt.args(["fmt", "--all", "--check"]);
+    run(fmt)?;
+    let mut clippy = cargo();
+    clippy.args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]);
+    run(clippy)?;
+    test()
+}
+
+/// Every test of the workspace: unit, integration, doctests and snapshot checks.
+fn test() -> Result<(), String> {
+    let mut test = cargo();
+    // CI must fail on a stale snapshot instead of writing a new one.
+    test.env("INSTA_UPDATE", "no").env("CI", "true");
+    test.args(["test", "--workspace", "--no-fail-fast"]);
+    run(test)
+}
+
+/// Regenerates the `#[tool]` gallery snapshots, or checks them with `--check`.
+fn schemas(check: bool) -> Result<(), String> {
+    let mut test = cargo();
+    test.env("INSTA_UPDATE", if check { "no" } else { "always" });
+    if check {
+        test.env("CI", "true");
+    }
+    test.args(["test", "-p", "iris-macro-tests", "--", "gallery"]);
+    run(test)
+}
+
+/// Divan benchmarks, then the Python reference measurements when Python has them.
+fn bench() -> Result<(), String> {
+    let mut bench = cargo();
+    bench.args(["bench", "-p", "iris-tools-core"]);
+    run(bench)?;
+    let script = root().join("crates/iris-tools-core/benches/openai_agents_trivial.py");
+    if script.exists() {
+        let mut py = Command::new("python3");
+        py.arg(&script);
+        if let Err(e) = run(py) {
+            eprintln!("xtask: Python reference skipped: {e} (pip install openai-agents)");
+        }
+    }
+    Ok(())
+}
