@@ -65,7 +65,14 @@ fn ci() -> Result<(), String> {
     fmt.args(["fmt", "--all", "--check"]);
     run(fmt)?;
     let mut clippy = cargo();
-    clippy.args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]);
+    clippy.args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]);
     run(clippy)?;
     test()
 }

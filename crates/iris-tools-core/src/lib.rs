@@ -9,6 +9,7 @@ pub mod error;
 pub mod executor;
 pub mod fn_tool;
 pub mod hooks;
+pub mod lint;
 pub mod middleware;
 pub mod permission;
 pub mod registry;

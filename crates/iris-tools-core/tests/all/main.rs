@@ -5,6 +5,7 @@ mod artifact;
 mod breaker;
 mod definition;
 mod executor;
+mod lint;
 mod permission;
 mod registry;
 mod search;
