@@ -1,0 +1,16 @@
+#![doc = include_str!("../README.md")]
+
+pub mod dispatcher;
+pub mod error;
+pub mod event;
+pub mod registration;
+
+pub use dispatcher::{HookDispatcher, HookFailure};
+pub use error::{HookError, HookErrorKind};
+pub use event::{
+    EventCommon, EventPayload, HookEvent, HookEventKind, RunStatus, WIRE_FORMAT_VERSION,
+};
+pub use registration::{
+    DEFAULT_HOOK_TIMEOUT_SECONDS, HookHandler, HookRegistration, HookRegistrationBuilder,
+    HookResult, ToolAfterResult, ToolBeforeResult,
+};

@@ -1,0 +1,212 @@
+//! [`HookRegistration`], [`HookHandler`] and hook results.
+
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use iris_tools_core::BoxFuture;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{HookError, HookErrorKind};
+use crate::event::{HookEvent, HookEventKind};
+
+/// Default hook deadline in seconds (seed 000).
+pub const DEFAULT_HOOK_TIMEOUT_SECONDS: f64 = 10.0;
+
+/// What a `tool.before` hook may return.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolBeforeResult {
+    /// When set, the call is denied with this reason.
+    pub deny_reason: Option<String>,
+}
+
+/// What a `tool.after` hook may return.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolAfterResult {
+    /// Text appended to the result the model sees.
+    pub feedback: Option<String>,
+}
+
+/// A hook's answer.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum HookResult {
+    /// Nothing to say.
+    #[default]
+    None,
+    /// A `tool.before` answer.
+    ToolBefore(ToolBeforeResult),
+    /// A `tool.after` answer.
+    ToolAfter(ToolAfterResult),
+}
+
+impl HookResult {
+    /// Deny the call (for `tool.before`).
+    pub fn deny(reason: impl Into<String>) -> Self {
+        HookResult::ToolBefore(ToolBeforeResult {
+            deny_reason: Some(reason.into()),
+        })
+    }
+
+    /// Add feedback (for `tool.after`).
+    pub fn feedback(text: impl Into<String>) -> Self {
+        HookResult::ToolAfter(ToolAfterResult {
+            feedback: Some(text.into()),
+        })
+    }
+}
+
+/// An async hook handler. Closures `Fn(HookEvent) -> impl Future<Output =
+/// Result<HookResult, HookError>>` implement it.
+pub trait HookHandler: Send + Sync {
+    /// Handles one event snapshot.
+    fn handle(&self, event: HookEvent) -> BoxFuture<'_, Result<HookResult, HookError>>;
+}
+
+impl<F, Fut> HookHandler for F
+where
+    F: Fn(HookEvent) -> Fut + Send + Sync,
+    Fut: Future<Output = Result<HookResult, HookError>> + Send + 'static,
+{
+    fn handle(&self, event: HookEvent) -> BoxFuture<'_, Result<HookResult, HookError>> {
+        Box::pin(self(event))
+    }
+}
+
+/// One hook: which event, which tools, which handler, how long it may take.
+///
+/// ```
+/// use iris_hooks::{HookEventKind, HookRegistration, HookResult};
+///
+/// let reg = HookRegistration::builder(HookEventKind::ToolBefore, "no-rm", |_event| async {
+///     Ok(HookResult::deny("rm is not allowed"))
+/// })
+/// .tools(["exec_command"])
+/// .timeout_seconds(5.0)
+/// .build()
+/// .unwrap();
+/// assert!(reg.applies_to(HookEventKind::ToolBefore, Some("exec_command")));
+/// assert!(!reg.applies_to(HookEventKind::ToolBefore, Some("read_file")));
+/// ```
+#[derive(Clone)]
+pub struct HookRegistration {
+    /// The event it listens to.
+    pub event: HookEventKind,
+    /// Non-empty name, used in logs and deny reasons.
+    pub name: String,
+    /// The handler.
+    pub handler: Arc<dyn HookHandler>,
+    /// For tool events: only these canonical tool names (`None` = every tool).
+    pub tool_names: Option<BTreeSet<String>>,
+    /// Deadline of one invocation.
+    pub timeout: Duration,
+}
+
+impl std::fmt::Debug for HookRegistration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HookRegistration")
+            .field("event", &self.event)
+            .field("name", &self.name)
+            .field("tool_names", &self.tool_names)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HookRegistration {
+    /// Starts a registration (keyword-style builder).
+    pub fn builder(
+        event: HookEventKind,
+        name: impl Into<String>,
+        handler: impl HookHandler + 'static,
+    ) -> HookRegistrationBuilder {
+        HookRegistrationBuilder {
+            event,
+            name: name.into(),
+            handler: Arc::new(handler),
+            tool_names: None,
+            timeout_seconds: DEFAULT_HOOK_TIMEOUT_SECONDS,
+        }
+    }
+
+    /// Whether this registration handles an event (and tool).
+    pub fn applies_to(&self, event: HookEventKind, tool_name: Option<&str>) -> bool {
+        if self.event != event {
+            return false;
+        }
+        match (&self.tool_names, tool_name) {
+            (Some(names), Some(tool)) => names.contains(tool),
+            _ => true,
+        }
+    }
+}
+
+/// Builder for [`HookRegistration`]; `build` validates.
+pub struct HookRegistrationBuilder {
+    event: HookEventKind,
+    name: String,
+    handler: Arc<dyn HookHandler>,
+    tool_names: Option<Vec<String>>,
+    timeout_seconds: f64,
+}
+
+impl std::fmt::Debug for HookRegistrationBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HookRegistrationBuilder")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HookRegistrationBuilder {
+    /// Limits a tool event to these tools.
+    #[must_use]
+    pub fn tools<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.tool_names = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Sets the deadline in seconds (positive, finite; default 10).
+    #[must_use]
+    pub fn timeout_seconds(mut self, seconds: f64) -> Self {
+        self.timeout_seconds = seconds;
+        self
+    }
+
+    /// Validates: non-empty name, positive finite timeout, non-empty `tools` only on
+    /// tool events.
+    pub fn build(self) -> Result<HookRegistration, HookError> {
+        let invalid = |msg: String| HookError::new(HookErrorKind::InvalidRegistration, msg);
+        if self.name.trim().is_empty() {
+            return Err(invalid("hook name must not be empty".into()));
+        }
+        if !(self.timeout_seconds.is_finite() && self.timeout_seconds > 0.0) {
+            return Err(invalid(format!(
+                "hook `{}`: timeout_seconds must be a positive finite number, got {}",
+                self.name, self.timeout_seconds
+            )));
+        }
+        let tool_names = match self.tool_names {
+            None => None,
+            Some(names) if names.is_empty() => None,
+            Some(names) => {
+                if !self.event.is_tool_event() {
+                    return Err(invalid(format!(
+                        "hook `{}`: `tools` only applies to tool events, not {}",
+                        self.name, self.event
+                    )));
+                }
+                Some(names.into_iter().collect())
+            }
+        };
+        Ok(HookRegistration {
+            event: self.event,
+            name: self.name,
+            handler: self.handler,
+            tool_names,
+            timeout: Duration::from_secs_f64(self.timeout_seconds),
+        })
+    }
+}

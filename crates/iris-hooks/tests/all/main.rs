@@ -1,0 +1,7 @@
+//! Integration tests of iris-hooks: one binary, one module per area.
+// Tests may unwrap: a failed unwrap is a failed test with a clear location.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod dispatcher;
+mod event;
+mod registration;
