@@ -122,10 +122,19 @@ impl HookRegistration {
         name: impl Into<String>,
         handler: impl HookHandler + 'static,
     ) -> HookRegistrationBuilder {
+        Self::builder_shared(event, name, Arc::new(handler))
+    }
+
+    /// Starts a registration with an already shared handler.
+    pub fn builder_shared(
+        event: HookEventKind,
+        name: impl Into<String>,
+        handler: Arc<dyn HookHandler>,
+    ) -> HookRegistrationBuilder {
         HookRegistrationBuilder {
             event,
             name: name.into(),
-            handler: Arc::new(handler),
+            handler,
             tool_names: None,
             timeout_seconds: DEFAULT_HOOK_TIMEOUT_SECONDS,
         }
