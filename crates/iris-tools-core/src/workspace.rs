@@ -71,7 +71,11 @@ const MAX_SYMLINK_HOPS: usize = 40;
 #[non_exhaustive]
 pub enum PathError {
     /// The path resolves outside the workspace.
-    #[error("path `{}` resolves outside the workspace `{}`", path.display(), workspace.display())]
+    #[error(
+        "path `{}` resolves outside the workspace `{}`",
+        shown(path),
+        shown(workspace)
+    )]
     OutsideWorkspace {
         /// The path as given.
         path: PathBuf,
@@ -79,7 +83,7 @@ pub enum PathError {
         workspace: PathBuf,
     },
     /// The path cannot be used (empty, NUL byte, workspace missing, symlink loop, …).
-    #[error("invalid path `{}`: {reason}", path.display())]
+    #[error("invalid path `{}`: {reason}", shown(path))]
     Invalid {
         /// The path as given (or the workspace root, when the root is the problem).
         path: PathBuf,
@@ -118,6 +122,12 @@ impl PathError {
         ToolErrorInfo::new(self.code(), self.to_string())
             .with_detail("path", self.path().to_string_lossy().into_owned())
     }
+}
+
+/// A path for a one-line message: lossy UTF-8 with control characters (NUL, newlines)
+/// escaped, so a hostile name cannot break the line or smuggle a terminator.
+fn shown(path: &Path) -> String {
+    path.to_string_lossy().escape_debug().to_string()
 }
 
 /// Confines file paths to a workspace. See the [module docs](self) for the rules.
