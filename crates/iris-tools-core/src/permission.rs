@@ -338,8 +338,10 @@ impl DefaultPermissionPolicy {
             {
                 Err(PathError::OutsideWorkspace { workspace, .. }) => {
                     Some(PermissionDecision::deny(format!(
-                        "tool `{}`: `{key}` = `{value}` resolves outside the workspace `{}`",
+                        "tool `{}`: `{key}` = `{}` resolves outside the workspace `{}`",
                         def.name,
+                        // Escaped so a hostile path cannot break the one-line reason.
+                        value.escape_debug(),
                         workspace.display()
                     )))
                 }

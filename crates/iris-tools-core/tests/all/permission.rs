@@ -111,8 +111,8 @@ fn policy(write_mode: ApprovalMode, execute_mode: ApprovalMode) -> DefaultPermis
         .execute_mode(execute_mode)
 }
 
-/// Checks one decision: its effect, and that a deny or require-human reason names the
-/// tool in backticks. Returns the mismatch as text.
+/// Checks one decision: its effect, and that a deny or require-human reason is one line
+/// naming the tool in backticks. Returns the mismatch as text.
 fn check(
     label: &str,
     tool: &dyn Tool,
@@ -131,6 +131,9 @@ fn check(
     match decision.reason() {
         Some(reason) if !reason.contains(&name) => {
             Err(format!("{label}: reason {reason:?} does not name {name}"))
+        }
+        Some(reason) if reason.contains('\n') => {
+            Err(format!("{label}: reason {reason:?} is not one line"))
         }
         _ => Ok(()),
     }
@@ -642,6 +645,14 @@ mod paths {
                 A,
                 Effect::Deny,
                 "`cwd` = `..`",
+            ),
+            (
+                "escaping path with a newline",
+                &[C::Read],
+                json!({"path": "../a\nb"}),
+                A,
+                Effect::Deny,
+                "`../a\\nb`",
             ),
             // Not a path-bearing capability: the path is not the policy's business.
             (
