@@ -1,27 +1,49 @@
 //! [`PermissionPolicy`] and the seed's [`DefaultPermissionPolicy`].
+//!
+//! The executor asks a policy about every call after the input is validated and before
+//! any hook, middleware or body runs. The answer is a [`PermissionDecision`]: allow,
+//! deny with a reason, or require a human with a reason. A standalone executor never
+//! prompts anyone; a require-human decision becomes a structured result the runner
+//! turns into a WAITING run.
+//!
+//! Capability declarations drive the decision; they do not sandbox the process. A tool
+//! that lies about its capabilities is outside what a policy can fix.
+
+use std::fmt;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::context::ToolExecutionContext;
-use crate::definition::ToolCapability;
+use crate::definition::{ToolCapability, ToolDefinition};
 use crate::tool::Tool;
-use crate::workspace::WorkspacePolicy;
+use crate::workspace::{PathError, WorkspacePolicy};
 
 /// What a policy decided for one call.
+///
+/// Serialized with an `effect` tag; deny and require-human carry a `reason`:
+///
+/// ```
+/// use iris_tools_core::PermissionDecision;
+/// let d = PermissionDecision::require_human("tool `write_file` writes local state");
+/// assert_eq!(
+///     serde_json::to_value(&d).unwrap(),
+///     serde_json::json!({"effect": "require_human", "reason": "tool `write_file` writes local state"}),
+/// );
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "effect", rename_all = "snake_case")]
 pub enum PermissionEffect {
     /// Run the call.
     Allow,
-    /// Refuse the call.
+    /// Refuse the call; it does not run and no human is asked.
     Deny {
-        /// Why.
+        /// Why, in one human-readable line naming the tool.
         reason: String,
     },
-    /// A human must decide first.
+    /// A human must approve the call before it runs.
     RequireHuman {
-        /// What the human is asked.
+        /// What the human is asked about, in one line naming the tool.
         reason: String,
     },
 }
@@ -41,6 +63,7 @@ impl PermissionDecision {
             effect: PermissionEffect::Allow,
         }
     }
+
     /// Deny with a reason.
     pub fn deny(reason: impl Into<String>) -> Self {
         Self {
@@ -49,6 +72,7 @@ impl PermissionDecision {
             },
         }
     }
+
     /// Ask a human, with a reason.
     pub fn require_human(reason: impl Into<String>) -> Self {
         Self {
@@ -57,9 +81,36 @@ impl PermissionDecision {
             },
         }
     }
+
     /// Whether the effect is allow.
     pub fn is_allowed(&self) -> bool {
         matches!(self.effect, PermissionEffect::Allow)
+    }
+
+    /// Whether the effect is deny.
+    pub fn is_denied(&self) -> bool {
+        matches!(self.effect, PermissionEffect::Deny { .. })
+    }
+
+    /// Whether the effect is require-human.
+    pub fn requires_human(&self) -> bool {
+        matches!(self.effect, PermissionEffect::RequireHuman { .. })
+    }
+
+    /// The reason of a deny or require-human decision; `None` for allow.
+    ///
+    /// ```
+    /// use iris_tools_core::PermissionDecision;
+    /// assert_eq!(PermissionDecision::allow().reason(), None);
+    /// assert_eq!(PermissionDecision::deny("no").reason(), Some("no"));
+    /// ```
+    pub fn reason(&self) -> Option<&str> {
+        match &self.effect {
+            PermissionEffect::Allow => None,
+            PermissionEffect::Deny { reason } | PermissionEffect::RequireHuman { reason } => {
+                Some(reason)
+            }
+        }
     }
 }
 
@@ -87,46 +138,289 @@ pub enum ApprovalMode {
     Deny,
 }
 
+impl ApprovalMode {
+    /// The lower-case name used in YAML and JSON (`"allow"`, `"confirm"`, `"deny"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalMode::Allow => "allow",
+            ApprovalMode::Confirm => "confirm",
+            ApprovalMode::Deny => "deny",
+        }
+    }
+}
+
+impl fmt::Display for ApprovalMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The [`ToolDefinition::metadata`] key that puts a built-in tool in a
+/// [`PermissionClass`]; the value is [`PermissionClass::as_str`].
+///
+/// ```
+/// use iris_tools_core::{ToolDefinition, ToolCapability};
+/// use iris_tools_core::permission::{PermissionClass, PERMISSION_CLASS_KEY};
+/// use serde_json::json;
+///
+/// let def = ToolDefinition::new("web_search", "Search the web.", json!({"type": "object"}))
+///     .with_capabilities([ToolCapability::Network])
+///     .with_metadata(PERMISSION_CLASS_KEY, PermissionClass::Web.as_str());
+/// assert_eq!(PermissionClass::of(&def), Some(PermissionClass::Web));
+/// ```
+pub const PERMISSION_CLASS_KEY: &str = "iris.permission_class";
+
+/// Built-in tool families the seed auto-allows despite capabilities that would
+/// otherwise need a human (network for web, agent for subagent).
+///
+/// A tool joins a class through `metadata["iris.permission_class"]`
+/// ([`PERMISSION_CLASS_KEY`]). The class is ignored when the tool also declares
+/// `write` or `mcp` (and `execute` is decided before classes are looked at), so a
+/// marker can never turn a writing or MCP tool into an automatic one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PermissionClass {
+    /// The built-in `web_search` / `web_fetch` tools.
+    Web,
+    /// Tool discovery (`tool_search`).
+    ToolDiscovery,
+    /// Memory search (`memory_search`, `memory_fetch`).
+    MemorySearch,
+    /// The `subagent` tool (the child runs under its own, stricter policy).
+    Subagent,
+}
+
+impl PermissionClass {
+    /// Every class, in declaration order.
+    pub const ALL: [PermissionClass; 4] = [
+        PermissionClass::Web,
+        PermissionClass::ToolDiscovery,
+        PermissionClass::MemorySearch,
+        PermissionClass::Subagent,
+    ];
+
+    /// The metadata value: `"web"`, `"tool_discovery"`, `"memory_search"`, `"subagent"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PermissionClass::Web => "web",
+            PermissionClass::ToolDiscovery => "tool_discovery",
+            PermissionClass::MemorySearch => "memory_search",
+            PermissionClass::Subagent => "subagent",
+        }
+    }
+
+    /// The class named by a metadata value; `None` for anything else.
+    pub fn parse(value: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.as_str() == value)
+    }
+
+    /// The class a definition declares under [`PERMISSION_CLASS_KEY`], if any. A value
+    /// that is not a known class name counts as no class, which is the stricter choice.
+    pub fn of(definition: &ToolDefinition) -> Option<Self> {
+        definition
+            .metadata
+            .get(PERMISSION_CLASS_KEY)
+            .and_then(Value::as_str)
+            .and_then(Self::parse)
+    }
+}
+
+impl fmt::Display for PermissionClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Parameter names that hold a file or directory path, checked against the workspace.
+pub const PATH_PARAMETERS: [&str; 3] = ["file_path", "path", "cwd"];
+
 /// The seed's default policy.
+///
+/// Rules, in order; the first that applies decides:
+///
+/// 1. **Path escape.** A tool declaring `read`, `write` or `execute` whose top-level
+///    string parameter `file_path`, `path` or `cwd` resolves outside the workspace
+///    (through [`WorkspacePolicy::resolve_path`] against
+///    [`ToolExecutionContext::workspace_root`]) is denied, whatever the modes say. A
+///    path that merely does not exist yet is fine; an unusable path (empty, NUL byte)
+///    is left to the tool, which reports `INVALID_PATH` itself.
+/// 2. **Execute first.** A tool declaring `execute` gets `execute_mode`.
+/// 3. **MCP.** A tool declaring `mcp` is allowed only when it is effectively trusted
+///    read-only: [`Tool::is_read_only`] is true (the MCP layer says so only under
+///    `trust_annotations` plus `readOnlyHint`) and it declares no `write`. Otherwise a
+///    human decides.
+/// 4. **Plain read-only.** [`Tool::is_read_only`] and no declared `write`: allowed.
+/// 5. **Built-in classes.** A [`PermissionClass`] marker (web, tool discovery, memory
+///    search, subagent) on a tool without `write`: allowed.
+/// 6. **Pure read/write.** Capabilities within `{read, write}` with `write`:
+///    `write_mode`.
+/// 7. **Anything else** (network, agent, mixed): a human decides.
+///
+/// ```
+/// use iris_tools_core::{
+///     ApprovalMode, DefaultPermissionPolicy, FnTool, PermissionPolicy, ToolCapability,
+///     ToolDefinition, ToolExecutionContext, ToolResult,
+/// };
+/// use serde_json::json;
+///
+/// let write = FnTool::new(
+///     ToolDefinition::new("write_note", "Write a note.", json!({"type": "object"}))
+///         .with_capabilities([ToolCapability::Write]),
+///     |_, _| async { ToolResult::ok_text("") },
+/// );
+/// let ctx = ToolExecutionContext::new(std::env::temp_dir());
+///
+/// let policy = DefaultPermissionPolicy::new();
+/// assert!(policy.check(&write, &json!({}), &ctx).requires_human());
+///
+/// let policy = DefaultPermissionPolicy::new().write_mode(ApprovalMode::Allow);
+/// assert!(policy.check(&write, &json!({}), &ctx).is_allowed());
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct DefaultPermissionPolicy {
     /// Path confinement used for path parameters.
     pub workspace_policy: WorkspacePolicy,
-    /// How write tools are treated.
+    /// How pure read/write tools are treated (default: confirm).
     pub write_mode: ApprovalMode,
-    /// How execute tools are treated.
+    /// How execute tools are treated (default: confirm).
     pub execute_mode: ApprovalMode,
+}
+
+impl DefaultPermissionPolicy {
+    /// The seed's defaults: `write_mode` and `execute_mode` both confirm.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets how pure read/write tools are treated.
+    #[must_use]
+    pub fn write_mode(mut self, mode: ApprovalMode) -> Self {
+        self.write_mode = mode;
+        self
+    }
+
+    /// Sets how execute tools are treated.
+    #[must_use]
+    pub fn execute_mode(mut self, mode: ApprovalMode) -> Self {
+        self.execute_mode = mode;
+        self
+    }
+
+    /// Sets the path confinement used for path parameters.
+    #[must_use]
+    pub fn workspace_policy(mut self, policy: WorkspacePolicy) -> Self {
+        self.workspace_policy = policy;
+        self
+    }
+
+    /// Rule 1: the first path parameter that resolves outside the workspace.
+    fn path_escape(
+        &self,
+        def: &ToolDefinition,
+        params: &Value,
+        ctx: &ToolExecutionContext,
+    ) -> Option<PermissionDecision> {
+        let touches_paths = [
+            ToolCapability::Read,
+            ToolCapability::Write,
+            ToolCapability::Execute,
+        ]
+        .into_iter()
+        .any(|c| def.has(c));
+        if !touches_paths {
+            return None;
+        }
+        PATH_PARAMETERS.into_iter().find_map(|key| {
+            let value = params.get(key)?.as_str()?;
+            match self
+                .workspace_policy
+                .resolve_path(value, &ctx.workspace_root)
+            {
+                Err(PathError::OutsideWorkspace { workspace, .. }) => {
+                    Some(PermissionDecision::deny(format!(
+                        "tool `{}`: `{key}` = `{}` resolves outside the workspace `{}`",
+                        def.name,
+                        // Escaped so a hostile path cannot break the one-line reason.
+                        value.escape_debug(),
+                        workspace.display()
+                    )))
+                }
+                // Inside, or unusable: an unusable path is the tool's INVALID_PATH to
+                // report, not a permission question.
+                _ => None,
+            }
+        })
+    }
 }
 
 impl PermissionPolicy for DefaultPermissionPolicy {
     fn check(
         &self,
         tool: &dyn Tool,
-        _params: &Value,
-        _ctx: &ToolExecutionContext,
+        params: &Value,
+        ctx: &ToolExecutionContext,
     ) -> PermissionDecision {
+        use ToolCapability as C;
         let def = tool.definition();
-        if def.has(ToolCapability::Execute) {
-            return decide(self.execute_mode, &def.name);
+        let name = &def.name;
+
+        if let Some(denied) = self.path_escape(def, params, ctx) {
+            return denied;
         }
-        if tool.is_read_only() {
+        if def.has(C::Execute) {
+            return by_mode(
+                self.execute_mode,
+                format!("tool `{name}` executes programs"),
+                "execute_mode",
+            );
+        }
+        let writes = def.has(C::Write);
+        if def.has(C::Mcp) {
+            return if tool.is_read_only() && !writes {
+                PermissionDecision::allow()
+            } else {
+                PermissionDecision::require_human(format!(
+                    "MCP tool `{name}` is not trusted as read-only \
+                     (that needs trust_annotations and readOnlyHint)"
+                ))
+            };
+        }
+        if tool.is_read_only() && !writes {
             return PermissionDecision::allow();
         }
-        if def.has(ToolCapability::Write) {
-            return decide(self.write_mode, &def.name);
+        if !writes && PermissionClass::of(def).is_some() {
+            return PermissionDecision::allow();
         }
-        PermissionDecision::require_human(format!("`{}` needs confirmation", def.name))
+        let pure_read_write = def
+            .capabilities
+            .iter()
+            .all(|c| matches!(c, C::Read | C::Write));
+        if writes && pure_read_write {
+            return by_mode(
+                self.write_mode,
+                format!("tool `{name}` writes local state"),
+                "write_mode",
+            );
+        }
+        let caps: Vec<&str> = def.capabilities.iter().map(|c| c.as_str()).collect();
+        PermissionDecision::require_human(format!(
+            "tool `{name}` declares {} and no automatic rule allows it",
+            if caps.is_empty() {
+                "no capabilities but is not read-only".to_owned()
+            } else {
+                format!("capabilities [{}]", caps.join(", "))
+            }
+        ))
     }
 }
 
-fn decide(mode: ApprovalMode, name: &str) -> PermissionDecision {
+/// Applies a mode; `what` says what the tool does, `setting` names the mode.
+fn by_mode(mode: ApprovalMode, what: String, setting: &str) -> PermissionDecision {
     match mode {
         ApprovalMode::Allow => PermissionDecision::allow(),
         ApprovalMode::Confirm => {
-            PermissionDecision::require_human(format!("`{name}` needs confirmation"))
+            PermissionDecision::require_human(format!("{what} and {setting} is `confirm`"))
         }
-        ApprovalMode::Deny => {
-            PermissionDecision::deny(format!("`{name}` is not allowed by policy"))
-        }
+        ApprovalMode::Deny => PermissionDecision::deny(format!("{what} and {setting} is `deny`")),
     }
 }
