@@ -29,7 +29,8 @@ pub use fn_tool::FnTool;
 pub use hooks::{BeforeOutcome, BodyStatus, ToolHookDispatcher};
 pub use middleware::{ToolCall, ToolMiddleware, ToolNext};
 pub use permission::{
-    ApprovalMode, DefaultPermissionPolicy, PermissionDecision, PermissionEffect, PermissionPolicy,
+    ApprovalMode, DefaultPermissionPolicy, PERMISSION_CLASS_KEY, PermissionClass,
+    PermissionDecision, PermissionEffect, PermissionPolicy,
 };
 pub use registry::{ToolRegistry, ToolRegistryView, ViewFilter};
 pub use result::{ContentBlock, ToolArtifact, ToolResult, ToolResultBlock, ToolResultMessage};
