@@ -11,6 +11,8 @@ use super::schema::{
 ///
 /// `pointer` is a JSON Pointer (RFC 6901) into the schema given to [`to_gemini_schema`];
 /// the root is `""`.
+/// Below an inlined `$ref` the pointer continues under the referring node, where the
+/// definition is used, rather than inside `$defs`.
 ///
 /// ```
 /// use iris_tools_core::adapters::{SchemaIssue, to_gemini_schema};
@@ -168,7 +170,10 @@ impl Converter<'_> {
             Value::Bool(b) => return Err(fail(SchemaIssue::BooleanSchema(*b))),
             _ => return Err(fail(SchemaIssue::NotASchema)),
         };
-        fold_single_all_of(&mut map).map_err(fail)?;
+        fold_single_all_of(&mut map).map_err(|issue| GeminiSchemaError {
+            pointer: child(pointer, "allOf"),
+            issue,
+        })?;
         if map.contains_key("$ref") {
             return self.inline_ref(map, pointer);
         }

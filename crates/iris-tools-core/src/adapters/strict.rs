@@ -12,6 +12,8 @@ use super::schema::{
 ///
 /// `pointer` is a JSON Pointer (RFC 6901) into the schema given to
 /// [`to_strict_schema`]; the root is `""`. The message shows it as a URI fragment.
+/// Below an inlined `$ref` the pointer continues under the referring node, where the
+/// definition is used, rather than inside `$defs`.
 ///
 /// ```
 /// use iris_tools_core::adapters::{SchemaIssue, to_strict_schema};
@@ -189,7 +191,10 @@ impl Converter<'_> {
             Value::Bool(b) => return Err(fail(SchemaIssue::BooleanSchema(*b))),
             _ => return Err(fail(SchemaIssue::NotASchema)),
         };
-        fold_single_all_of(&mut map).map_err(fail)?;
+        fold_single_all_of(&mut map).map_err(|issue| StrictSchemaError {
+            pointer: child(pointer, "allOf"),
+            issue,
+        })?;
         if map.contains_key("$ref") {
             return self.convert_ref(map, pointer);
         }
