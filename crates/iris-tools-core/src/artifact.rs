@@ -585,33 +585,47 @@ impl Reference<'_> {
             .map_or(before, |nl| &before[nl + 1..])
             .chars()
             .count();
-        let position = if column == 0 {
-            format!("offset {line}")
-        } else {
-            format!("offset {line} and column {column}")
-        };
         let path = &self.path;
+        let call = if column == 0 {
+            format!("call read_file with file_path \"{path}\" and offset {line}")
+        } else {
+            format!("call read_file with file_path \"{path}\", offset {line} and column {column}")
+        };
         let saved = format!(
-            "The full result ({total} chars, {lines} lines, {} bytes) is saved at \"{path}\".",
-            self.size_bytes
+            "The full result ({}, {}, {}) is saved at \"{path}\".",
+            counted(total as u64, "char"),
+            counted(lines as u64, "line"),
+            counted(self.size_bytes, "byte"),
         );
         match self.mode {
             PreviewMode::HeadTail if shown_tail > 0 => {
                 let hidden = &body[..self.tail_start];
                 let last_line = hidden.matches('\n').count() - usize::from(hidden.ends_with('\n'));
+                let span = if last_line == line {
+                    format!("on line {line}")
+                } else {
+                    format!("lines {line}-{last_line}")
+                };
                 format!(
                     "[Truncated: showing the first {shown_head} and the last {shown_tail} of \
-                     {total} chars. {saved} The omitted part is lines {line}-{last_line}; to \
-                     read it, call read_file with file_path \"{path}\" and {position}, then \
-                     follow next_offset.]"
+                     {total} chars. {saved} The omitted part is {span}; to read it, {call}, \
+                     then follow next_offset.]"
                 )
             }
             _ => format!(
                 "[Truncated: showing the first {shown_head} of {total} chars. {saved} To read \
-                 the rest, call read_file with file_path \"{path}\" and {position}, then \
-                 follow next_offset.]"
+                 the rest, {call}, then follow next_offset.]"
             ),
         }
+    }
+}
+
+/// `1 line`, `2 lines`: a count with its unit.
+fn counted(n: u64, unit: &str) -> String {
+    if n == 1 {
+        format!("1 {unit}")
+    } else {
+        format!("{n} {unit}s")
     }
 }
 
