@@ -73,15 +73,13 @@ fn lookups(registry: &ToolRegistry, names: &[&str]) -> Vec<(String, Option<Strin
         .collect()
 }
 
+/// `Ok`, or the conflicting name and what already holds it.
+type Outcome = Result<(), (&'static str, &'static str)>;
+
 /// Registers `batch` on a registry holding `existing`. `expect` is `Ok` or the
 /// conflicting name and what already holds it; on failure the registry must be
 /// exactly as before (names, length, every lookup).
-fn check_register(
-    label: &str,
-    existing: &[Spec],
-    batch: &[Spec],
-    expect: Result<(), (&str, &str)>,
-) {
+fn check_register(label: &str, existing: &[Spec], batch: &[Spec], expect: Outcome) {
     let registry = registry(existing);
     let probe: Vec<&str> = existing
         .iter()
@@ -125,7 +123,7 @@ fn conflicts_are_detected_before_anything_is_published() {
     let a = eager("alpha", "core");
     let b = eager("beta", "core");
     let c = eager("gamma", "core");
-    let cases: Vec<(&str, Vec<Spec>, Vec<Spec>, Result<(), (&str, &str)>)> = vec![
+    let cases: Vec<(&str, Vec<Spec>, Vec<Spec>, Outcome)> = vec![
         (
             "no conflict",
             vec![a],
