@@ -238,8 +238,10 @@ impl CircuitBreaker {
         }
     }
 
-    /// Releases a probe slot whose call ended without a body verdict (cancelled or
-    /// timed out before the body could report), so the next call may probe instead.
+    /// Releases a probe slot whose call ended without a body verdict (the run was
+    /// cancelled), so the next call may probe instead. A body that timed out did fail:
+    /// record that with [`CircuitBreaker::record_failure`], since a tool that keeps
+    /// hanging is what the breaker is for.
     pub fn record_aborted(&self, tool: &str) {
         if let Some(state) = self.lock().get_mut(tool) {
             state.probe_started = None;
