@@ -21,7 +21,7 @@ pub mod typed;
 pub mod workspace;
 
 pub use artifact::ToolArtifactStore;
-pub use breaker::{CircuitBreaker, Clock, SystemClock};
+pub use breaker::{CircuitBreaker, CircuitState, Clock, ManualClock, SystemClock};
 pub use context::{CancellationSignal, Extensions, ToolExecutionContext};
 pub use definition::{ContextRetention, PreviewMode, ToolCapability, ToolDefinition};
 pub use error::{Error, Result, ToolErrorInfo, codes};
