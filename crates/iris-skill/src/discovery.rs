@@ -239,10 +239,12 @@ impl Scan {
             .collect();
         names.sort();
         for name in names {
-            self.entry(scope, &dir, &dir.join(&name));
+            self.entry(scope, root, &dir.join(&name));
         }
     }
 
+    /// Examines one direct child of a root; `root` is the root as configured, for
+    /// messages.
     fn entry(&mut self, scope: SkillScope, root: &Path, path: &Path) {
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
             let message = "directory name is not valid UTF-8";
