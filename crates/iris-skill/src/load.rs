@@ -239,6 +239,8 @@ impl Tool for LoadSkillTool {
         input: Value,
         _ctx: &'a ToolExecutionContext,
     ) -> BoxFuture<'a, ToolResult> {
+        // The reads below are blocking but small and bounded (one SKILL.md and a capped
+        // directory listing), so they run inline rather than pulling in tokio's fs.
         Box::pin(async move {
             let name = match parse_input(&input) {
                 Ok(name) => name,

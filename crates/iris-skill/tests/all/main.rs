@@ -6,7 +6,9 @@
 mod catalog;
 mod config;
 mod discovery;
+mod error;
 mod load;
 mod realistic;
+mod registry;
 mod subagent;
 mod support;
