@@ -2,6 +2,13 @@
 
 pub use iris_tools_core as core;
 pub use iris_tools_core::adapters::{Provider, Strict};
+
+/// Hook events, registrations and the dispatcher (`hooks` feature).
+#[cfg(feature = "hooks")]
+pub use iris_hooks as hooks;
+/// Skills and the subagent catalog (`skill` feature).
+#[cfg(feature = "skill")]
+pub use iris_skill as skill;
 pub use iris_tools_core::{adapters, codes};
 
 /// The items most programs need, for `use iris::prelude::*`.
