@@ -488,11 +488,11 @@ pub(crate) fn timeout_from_seconds(seconds: f64) -> Result<Duration> {
     if !(seconds.is_finite() && seconds > 0.0) {
         return Err(Error::config(
             "timeout_seconds",
-            format!("is {seconds}; must be a positive number of seconds"),
+            format!("is {seconds:?}; must be a positive number of seconds"),
         ));
     }
     Duration::try_from_secs_f64(seconds)
-        .map_err(|_| Error::config("timeout_seconds", format!("is {seconds}; too large")))
+        .map_err(|_| Error::config("timeout_seconds", format!("is {seconds:?}; too large")))
 }
 
 /// Parses and checks a base URL. Messages never quote the URL: a malformed one may

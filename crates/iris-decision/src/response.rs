@@ -261,7 +261,7 @@ fn check_unit(value: f64, field: &str) -> Result<()> {
     } else {
         Err(Error::response(
             field,
-            format!("is {value}; must be within [0, 1]"),
+            format!("is {value:?}; must be within [0, 1]"),
         ))
     }
 }
@@ -281,7 +281,7 @@ fn check_distribution(entries: impl Iterator<Item = (String, f64)>, field: &str)
     if (total - 1.0).abs() > PROBABILITY_TOLERANCE {
         return Err(Error::response(
             field,
-            format!("sum to {total}; must sum to 1 (±{PROBABILITY_TOLERANCE})"),
+            format!("sum to {total:.3}; must sum to 1 (±{PROBABILITY_TOLERANCE})"),
         ));
     }
     Ok(total)
