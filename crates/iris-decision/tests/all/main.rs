@@ -10,3 +10,4 @@ mod jev;
 mod request;
 mod response;
 mod support;
+mod wire_doc;
