@@ -89,6 +89,10 @@ impl std::fmt::Debug for ApiKey {
 /// There are no retries and no redirects. [`JevClient::close`] drops the HTTP client
 /// and makes every later (and every in-flight) call fail with `DECISION_CLOSED`.
 ///
+/// Dropping the client releases the same resources as closing it; `close` is for a
+/// client shared behind an `Arc` (it reaches every holder) and for ending calls in
+/// flight — Rust's counterpart of the seed's async context manager.
+///
 /// The key is sent as `Authorization: Bearer …`; it never appears in `Debug`, in
 /// `Display`, or in errors (service texts are redacted). Plain `http://` is accepted
 /// only for loopback hosts, so a key never crosses a network unencrypted.
