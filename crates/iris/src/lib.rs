@@ -9,6 +9,9 @@ pub use iris_hooks as hooks;
 /// Skills and the subagent catalog (`skill` feature).
 #[cfg(feature = "skill")]
 pub use iris_skill as skill;
+/// Decision types, the Jev client and the decision discovery backend (`decision` feature).
+#[cfg(feature = "decision")]
+pub use iris_decision as decision;
 pub use iris_tools_core::{adapters, codes};
 
 /// The items most programs need, for `use iris::prelude::*`.
