@@ -22,24 +22,31 @@
 //! digit and on camelCase humps, lower-cased, stripped of a short stop-word list and of
 //! pure numbers, and reduced by a small suffix-stripping stemmer (plurals, `-ing`,
 //! `-ed`, `-er`, `-ly`, `-tion`/`-ation`), so "created", "creating" and "creation" meet
-//! "create".
+//! "create". A pluralised acronym stays one word ("PRs" is "pr").
 //!
 //! # How a query is scored
 //!
-//! Each query term contributes the best of a few *alternatives*, never their sum, so a
+//! Each query word contributes the best of a few *alternatives*, never their sum, so a
 //! tool that happens to contain three synonyms is not rewarded three times:
 //!
-//! * the term itself (weight 1.0);
+//! * the word itself (weight 1.0, with its own idf);
 //! * its synonyms from a small curated thesaurus of common tool verbs and nouns
 //!   (create/new/add/make/open, delete/remove/drop, get/fetch/read/show, issue/ticket/bug,
 //!   pr/"pull request", folder/directory, …; weight 0.7). A synonym may be a phrase: "pr"
-//!   is scored as the sum of "pull" and "request";
-//! * when the term is unknown to the index, the indexed words it is a prefix of, so a
+//!   matches where both "pull" and "request" occur, as strongly as the weaker of the two;
+//! * when the word is unknown to the index, the indexed words it is a prefix of, so a
 //!   partial word such as "kube" still finds "kubernetes" (weight 0.5).
 //!
+//! Synonyms and completions share one idf: that of the whole concept, counting every
+//! tool any alternative matched (as Lucene's synonym query does). Otherwise a rare
+//! synonym would outweigh the common word the user actually typed: "bug" would mean
+//! "ticket" (a few helpdesk tools) far more than "issue" (every tracker).
+//!
 //! Finally a tool whose *name* pairs a verb and an object the query also pairs (through
-//! two different query words, synonyms allowed) gets a 30 % bonus: "open a ticket" favours
-//! `create_issue` over `add_issue_comment`, which shares only the object.
+//! two different query words, synonyms allowed) gets a 30 % bonus. Tool names read
+//! "verb + compound noun", so the name's verb is its first verb and its object is its
+//! last word: "open a ticket" favours `create_issue` over `add_issue_comment`, which
+//! adds a *comment*.
 //!
 //! Ties keep candidate order, so results are deterministic.
 //!
@@ -264,22 +271,31 @@ fn for_each_word(text: &str, mut f: impl FnMut(&str)) {
         if run.is_empty() {
             continue;
         }
-        let chars: Vec<(usize, char)> = run.char_indices().collect();
         let mut start = 0;
-        for i in 1..chars.len() {
-            let (pos, c) = chars[i];
-            let prev = chars[i - 1].1;
-            let next_is_lower = chars.get(i + 1).is_some_and(|&(_, n)| n.is_lowercase());
+        // A window of (previous, current, next, the one after) over the run's chars.
+        let mut chars = run.char_indices().peekable();
+        let Some((_, mut prev)) = chars.next() else {
+            continue;
+        };
+        while let Some((pos, c)) = chars.next() {
+            let mut ahead = chars.clone();
+            let next = ahead.next().map(|(_, n)| n);
+            let after_next = ahead.next();
+            // A pluralised acronym ("PRs", "URLs") ends in a lone "s": no hump there.
+            let plural_acronym = next == Some('s') && after_next.is_none();
             // A hump starts at an upper-case letter after a lower-case letter or digit,
             // or at the last capital of an acronym followed by a lower-case letter.
             let hump = c.is_uppercase()
                 && (prev.is_lowercase()
                     || prev.is_ascii_digit()
-                    || (prev.is_uppercase() && next_is_lower));
+                    || (prev.is_uppercase()
+                        && next.is_some_and(char::is_lowercase)
+                        && !plural_acronym));
             if hump {
                 f(&run[start..pos]);
                 start = pos;
             }
+            prev = c;
         }
         f(&run[start..]);
     }
@@ -294,19 +310,63 @@ fn normalize_word(word: &str) -> Option<String> {
     if STOP_WORDS.binary_search(&lower.as_str()).is_ok() {
         return None;
     }
-    Some(stem(&lower))
+    Some(stem(lower))
 }
+
+/// Words ending in "-er" that are not "someone who does": stripping would make them
+/// another word ("custom-er", "contain-er", "serv-er") or no word at all. Sorted.
+const KEEP_ER: &[&str] = &[
+    "after",
+    "answer",
+    "better",
+    "cluster",
+    "container",
+    "corner",
+    "cover",
+    "customer",
+    "enter",
+    "filter",
+    "folder",
+    "header",
+    "layer",
+    "letter",
+    "master",
+    "matter",
+    "member",
+    "never",
+    "number",
+    "order",
+    "other",
+    "over",
+    "owner",
+    "paper",
+    "parameter",
+    "power",
+    "register",
+    "server",
+    "under",
+    "water",
+];
 
 /// A small suffix-stripping stemmer for lower-case English words.
 ///
 /// It is deliberately simple: it only has to map the forms tool metadata and requests
-/// actually use onto one another, consistently. Non-ASCII words are left as they are.
-fn stem(word: &str) -> String {
-    if !word.is_ascii() || word.len() <= 3 {
-        return word.to_owned();
+/// actually use onto one another, consistently. Three ordered steps strip a plural, an
+/// inflection ("-ing", "-ed") and a derivation ("-ation", "-tion", "-er", "-ly"), so
+/// "filters", "filtered" and "filtering" all meet "filter". Non-ASCII words are left
+/// as they are.
+fn stem(mut w: String) -> String {
+    if !w.is_ascii() || w.len() < 3 {
+        return w;
     }
-    let mut w = word.to_owned();
-    // Plurals.
+    if w.len() == 3 {
+        // Plurals of two-letter acronyms: "prs", "ids".
+        if w.ends_with('s') && !(w.ends_with("ss") || w.ends_with("us") || w.ends_with("is")) {
+            w.pop();
+        }
+        return w;
+    }
+    // Step 1: plurals.
     if w.ends_with("ies") && w.len() > 4 {
         w.truncate(w.len() - 3);
         w.push('y');
@@ -315,26 +375,23 @@ fn stem(word: &str) -> String {
     } else if w.ends_with('s') && !(w.ends_with("ss") || w.ends_with("us") || w.ends_with("is")) {
         w.pop();
     }
-    // One derivational or inflectional suffix, keeping at least three letters.
-    let mut stripped_inflection = false;
-    for (suffix, replacement) in [
-        ("ation", "ate"),
-        ("tion", "te"),
-        ("ied", "y"),
-        ("ing", ""),
-        ("ed", ""),
-        ("er", ""),
-        ("ly", ""),
-    ] {
-        if w.ends_with(suffix) && w.len() - suffix.len() >= 3 {
-            w.truncate(w.len() - suffix.len());
-            w.push_str(replacement);
-            stripped_inflection = replacement.is_empty();
-            break;
-        }
+    // Step 2: inflections, keeping at least three letters.
+    let mut undouble = strip_suffix(&mut w, &[("ied", "y", 3), ("ing", "", 3), ("ed", "", 3)]);
+    // Step 3: derivations. "-ly" needs a longer stem, so that "reply" and "apply" keep
+    // theirs while "recently" loses it.
+    if KEEP_ER.binary_search(&w.as_str()).is_err() {
+        undouble |= strip_suffix(
+            &mut w,
+            &[
+                ("ation", "ate", 3),
+                ("tion", "te", 3),
+                ("er", "", 3),
+                ("ly", "", 5),
+            ],
+        );
     }
-    // "running" → "runn" → "run"; "stopped" → "stopp" → "stop" (but "installed" keeps "ll").
-    if stripped_inflection && w.len() > 3 {
+    // "running" → "runn" → "run"; "shopper" → "shopp" → "shop" ("installed" keeps "ll").
+    if undouble && w.len() > 3 {
         let bytes = w.as_bytes();
         let (a, b) = (bytes[bytes.len() - 2], bytes[bytes.len() - 1]);
         if a == b && !matches!(b, b'a' | b'e' | b'i' | b'o' | b'u' | b'l' | b's' | b'z') {
@@ -346,6 +403,19 @@ fn stem(word: &str) -> String {
         w.pop();
     }
     w
+}
+
+/// Strips the first matching `(suffix, replacement, minimal stem length)`; returns
+/// whether it removed a suffix without replacing it (so a doubled consonant may remain).
+fn strip_suffix(w: &mut String, rules: &[(&str, &str, usize)]) -> bool {
+    for &(suffix, replacement, min_stem) in rules {
+        if w.ends_with(suffix) && w.len() - suffix.len() >= min_stem {
+            w.truncate(w.len() - suffix.len());
+            w.push_str(replacement);
+            return replacement.is_empty();
+        }
+    }
+    false
 }
 
 /// The thesaurus after normalisation, built once per process.
@@ -367,7 +437,7 @@ fn thesaurus() -> &'static Thesaurus {
                 // Thesaurus words are normalised without the stop list, so that a
                 // phrase member such as "look up" keeps both of its words.
                 let mut terms = Vec::new();
-                for_each_word(word, |w| terms.push(stem(&w.to_lowercase())));
+                for_each_word(word, |w| terms.push(stem(w.to_lowercase())));
                 if let [single] = terms.as_slice() {
                     let entry = by_term.entry(single.clone()).or_default();
                     if !entry.contains(&g) {
@@ -390,8 +460,7 @@ pub struct SearchIndex {
     vocabulary: HashMap<String, u32>,
     /// `(term, id)` sorted by term, for prefix completion.
     sorted_terms: Vec<(Box<str>, u32)>,
-    /// Per term: `(doc, score)` with the BM25F score of that term in that doc,
-    /// in doc order.
+    /// Per term: `(doc, saturated BM25F term frequency)`, in doc order.
     postings: Vec<Vec<(u32, f64)>>,
     /// Per term: the verb groups of the thesaurus it belongs to.
     verb_groups: Vec<Vec<u16>>,
@@ -414,7 +483,7 @@ impl std::fmt::Debug for SearchIndex {
 /// The normalised fields of one definition.
 struct DocFields {
     fields: [Vec<String>; FIELD_COUNT],
-    /// The tool's own name terms, in order, before de-duplication.
+    /// The tool's own name terms in order, aliases excluded.
     name: Vec<String>,
 }
 
@@ -495,7 +564,8 @@ fn collect_schema(schema: &Value, names: &mut Vec<String>, descs: &mut Vec<Strin
 /// A query word with everything it may match.
 struct QueryTerm {
     /// `(terms, weight)`: the word itself, its synonyms and its completions. An
-    /// alternative of several terms (a phrase) scores their sum.
+    /// alternative of several terms (a phrase) needs all of them and scores as its
+    /// weakest.
     alternatives: Vec<(Vec<u32>, f64)>,
     /// Verb groups the word belongs to (empty when it is no verb).
     verb_groups: Vec<u16>,
@@ -581,13 +651,11 @@ impl SearchIndex {
         }
         postings.resize_with(vocabulary.len(), Vec::new);
 
-        // Final per-posting score: idf · tf·(k1+1)/(tf+k1), with the non-negative idf.
-        let n = docs.len() as f64;
+        // Saturate once here; the idf is applied per query word, because a word and its
+        // synonyms share one (see `search`).
         for list in &mut postings {
-            let df = list.len() as f64;
-            let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
             for (_, tf) in list.iter_mut() {
-                *tf = idf * *tf * (K1 + 1.0) / (*tf + K1);
+                *tf = *tf * (K1 + 1.0) / (*tf + K1);
             }
         }
 
@@ -748,39 +816,67 @@ impl SearchIndex {
             return Vec::new();
         }
         let terms = self.query_terms(query);
+        let n = self.docs as f64;
+        let idf = |df: f64| (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
         let mut total = vec![0.0f64; self.docs];
-        let mut best = vec![0.0f64; self.docs];
+        // Per doc, for the current query word: the typed word's score and the best
+        // weighted synonym or completion.
+        let mut direct = vec![0.0f64; self.docs];
+        let mut expanded = vec![0.0f64; self.docs];
         let mut alt = vec![0.0f64; self.docs];
+        let mut hits_per_doc = vec![0u32; self.docs];
         let mut touched: Vec<u32> = Vec::new();
-        let mut best_touched: Vec<u32> = Vec::new();
+        let mut matched: Vec<u32> = Vec::new();
         for term in &terms {
             for (ids, weight) in &term.alternatives {
+                let is_direct = term.id.is_some() && ids.len() == 1 && Some(ids[0]) == term.id;
+                // A phrase matches a doc only where all of its words occur, as strongly
+                // as its weakest word.
+                let words = u32::try_from(ids.len()).unwrap_or(u32::MAX);
                 for &id in ids {
-                    for &(doc, score) in &self.postings[id as usize] {
-                        if alt[doc as usize] == 0.0 {
+                    for &(doc, tf) in &self.postings[id as usize] {
+                        let d = doc as usize;
+                        if hits_per_doc[d] == 0 {
                             touched.push(doc);
+                            alt[d] = tf;
+                        } else {
+                            alt[d] = alt[d].min(tf);
                         }
-                        alt[doc as usize] += score;
+                        hits_per_doc[d] += 1;
                     }
                 }
                 for &doc in &touched {
                     let d = doc as usize;
-                    let candidate = weight * alt[d];
-                    if best[d] == 0.0 {
-                        best_touched.push(doc);
-                    }
-                    if candidate > best[d] {
-                        best[d] = candidate;
+                    if hits_per_doc[d] == words {
+                        if direct[d] == 0.0 && expanded[d] == 0.0 {
+                            matched.push(doc);
+                        }
+                        let slot = if is_direct {
+                            &mut direct[d]
+                        } else {
+                            &mut expanded[d]
+                        };
+                        *slot = slot.max(weight * alt[d]);
                     }
                     alt[d] = 0.0;
+                    hits_per_doc[d] = 0;
                 }
                 touched.clear();
             }
-            for &doc in &best_touched {
-                total[doc as usize] += best[doc as usize];
-                best[doc as usize] = 0.0;
+            // The typed word keeps its own idf. Its synonyms and completions share the
+            // idf of the whole concept (every doc any alternative matched), so a rare
+            // synonym cannot outweigh the word the user actually wrote.
+            let own_idf = term
+                .id
+                .map_or(0.0, |id| idf(self.postings[id as usize].len() as f64));
+            let concept_idf = idf(matched.len() as f64);
+            for &doc in &matched {
+                let d = doc as usize;
+                total[d] += (own_idf * direct[d]).max(concept_idf * expanded[d]);
+                direct[d] = 0.0;
+                expanded[d] = 0.0;
             }
-            best_touched.clear();
+            matched.clear();
         }
 
         let mut hits: Vec<SearchHit> = total
