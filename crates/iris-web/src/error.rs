@@ -101,7 +101,7 @@ pub enum Error {
         message: Option<String>,
     },
     /// The request missed its total deadline.
-    #[error("the Tavily API did not answer within {:.1} s", timeout.as_secs_f64())]
+    #[error("the Tavily API did not answer within {}", human_duration(*timeout))]
     Timeout {
         /// The deadline that expired.
         timeout: Duration,
@@ -151,6 +151,17 @@ fn auth_message(secret: &str, failure: AuthFailure) -> String {
             "the Tavily API rejected the API key (HTTP {status}); the host must provide a \
              valid secret `{secret}`"
         ),
+    }
+}
+
+/// `30 s`, `2.5 s`, `50 ms`: a deadline as a person would write it.
+fn human_duration(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{} ms", d.as_millis())
+    } else if d.subsec_nanos() == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
     }
 }
 

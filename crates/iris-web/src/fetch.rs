@@ -165,13 +165,13 @@ fn input_schema() -> Value {
                 "description": "The http(s) pages to read, each listed once, e.g. [\"https://doc.rust-lang.org/book/ch16-00-concurrency.html\"].",
                 "items": {"type": "string", "format": "uri", "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://\\S"},
                 "minItems": MIN_URLS,
+                // No `uniqueItems`: OpenAI strict mode refuses it. The typed parse
+                // refuses repeated URLs instead.
                 "maxItems": MAX_URLS,
-                "uniqueItems": true,
             },
             "query": {
                 "type": ["string", "null"],
                 "description": "What you look for in the pages, to get only the relevant excerpts of long pages, e.g. `pricing`; null returns whole pages.",
-                "minLength": 1,
                 "pattern": "\\S",
                 "default": null,
             },
@@ -188,7 +188,15 @@ fn normalized(request: &ExtractRequest) -> Value {
 
 /// The server's failures plus every requested URL it mentioned in neither list.
 fn failures(requested: &[String], response: &ExtractResponse) -> Vec<FailedUrl> {
-    let mut failed = response.failed_results.clone();
+    // An empty server reason reads the same in the text, the error and `data`.
+    let mut failed: Vec<FailedUrl> = response
+        .failed_results
+        .iter()
+        .map(|f| FailedUrl {
+            url: f.url.clone(),
+            error: failure_reason(f),
+        })
+        .collect();
     // Compare parsed URLs so `https://a.example` matches the server's
     // `https://a.example/`.
     let parsed = |text: &str| Url::parse(text).ok();
@@ -242,7 +250,7 @@ fn to_text(request: &ExtractRequest, pages: &[ExtractedPage], failed: &[FailedUr
     if !failed.is_empty() {
         text.push_str("\n\nFailed:");
         for f in failed {
-            text.push_str(&format!("\n- {}: {}", f.url, failure_reason(f)));
+            text.push_str(&format!("\n- {}: {}", f.url, f.error));
         }
     }
     text
@@ -288,7 +296,7 @@ impl Tool for WebFetchTool {
                 let error = Error::FetchFailed {
                     failed: failed
                         .iter()
-                        .map(|f| (f.url.clone(), failure_reason(f)))
+                        .map(|f| (f.url.clone(), f.error.clone()))
                         .collect(),
                 };
                 return ToolResult::error("", "", error.to_info())

@@ -15,9 +15,10 @@ pub(crate) fn object<'a>(
     tool: &str,
     known: &[&str],
 ) -> Result<&'a Map<String, Value>, ToolErrorInfo> {
+    // A non-object input has no field to name, so `details.field` is left out.
     let object = input.as_object().ok_or_else(|| {
-        invalid(
-            "",
+        ToolErrorInfo::new(
+            codes::INVALID_INPUT,
             format!("{tool} input must be a JSON object, got {}", kind(input)),
         )
     })?;

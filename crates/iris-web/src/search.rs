@@ -161,7 +161,6 @@ fn input_schema() -> Value {
             "query": {
                 "type": "string",
                 "description": "What to search for, in plain words or keywords, e.g. `tokio 1.0 release date`.",
-                "minLength": 1,
                 "pattern": "\\S",
             },
             "max_results": {
@@ -180,14 +179,14 @@ fn input_schema() -> Value {
             "include_domains": {
                 "type": "array",
                 "description": "Search only these sites, when the user names a source, e.g. [\"docs.rs\", \"github.com\"].",
-                "items": {"type": "string", "minLength": 1, "pattern": "\\S"},
+                "items": {"type": "string", "pattern": "\\S"},
                 "maxItems": MAX_INCLUDE_DOMAINS,
                 "default": [],
             },
             "exclude_domains": {
                 "type": "array",
                 "description": "Leave these sites out, e.g. to skip a mirror or a forum: [\"pinterest.com\"].",
-                "items": {"type": "string", "minLength": 1, "pattern": "\\S"},
+                "items": {"type": "string", "pattern": "\\S"},
                 "maxItems": MAX_EXCLUDE_DOMAINS,
                 "default": [],
             },
