@@ -237,6 +237,8 @@ impl TavilyClient {
         let mut auth = HeaderValue::from_str(&format!("Bearer {}", key.expose()))
             .map_err(|_| self.auth_error(AuthFailure::Malformed))?;
         auth.set_sensitive(true);
+        // Encoding plain strings, numbers and lists cannot fail; the error is mapped
+        // rather than unwrapped because this crate never panics.
         let body = serde_json::to_vec(body).map_err(|e| Error::InvalidResponse {
             endpoint,
             reason: format!("the request could not be encoded: {e}"),

@@ -93,7 +93,7 @@ impl WebSearchTool {
         let definition = ToolDefinition::new(Self::NAME, DESCRIPTION, input_schema())
             .with_capabilities([ToolCapability::Network])
             .with_context_retention(ContextRetention::Observation)
-            .with_timeout(client.timeout() + TOOL_TIMEOUT_MARGIN)
+            .with_timeout(client.timeout().saturating_add(TOOL_TIMEOUT_MARGIN))
             .with_metadata(PERMISSION_CLASS_KEY, PermissionClass::Web.as_str())
             .with_metadata("tags", json!(["web", "search", "internet", "tavily"]));
         Self { client, definition }

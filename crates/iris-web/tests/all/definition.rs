@@ -103,13 +103,18 @@ fn capabilities_permission_and_scheduling() {
 
 #[test]
 fn tool_timeout_leaves_room_for_the_client_deadline() {
-    let client = Arc::new(
-        TavilyClient::from_env()
-            .with_timeout(Duration::from_secs(12))
-            .unwrap(),
-    );
-    for tool in iris_web::builtin_tools(client) {
-        assert_eq!(tool.definition().timeout, Some(Duration::from_secs(17)));
+    // (client deadline, tool definition timeout)
+    let cases = [
+        (Duration::from_secs(30), Duration::from_secs(35)),
+        (Duration::from_secs(12), Duration::from_secs(17)),
+        (Duration::from_millis(1), Duration::from_millis(5_001)),
+        (Duration::MAX, Duration::MAX),
+    ];
+    for (deadline, expected) in cases {
+        let client = Arc::new(TavilyClient::from_env().with_timeout(deadline).unwrap());
+        for tool in iris_web::builtin_tools(client) {
+            assert_eq!(tool.definition().timeout, Some(expected), "{deadline:?}");
+        }
     }
 }
 
