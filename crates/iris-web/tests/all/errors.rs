@@ -215,6 +215,42 @@ async fn a_server_slower_than_the_deadline_times_out() {
 }
 
 #[tokio::test]
+async fn the_deadline_covers_reading_the_body() {
+    // The status line and headers arrive at once; the body never completes. A deadline
+    // that only covered the head would wait forever.
+    let server = TestServer::start(Reply::HangInBody).await;
+    let result = call(
+        &search_tool(impatient_client(&server)),
+        json!({"query": "q"}),
+    )
+    .await;
+    assert_eq!(result.error_code(), Some("WEB_TIMEOUT"), "{result:?}");
+}
+
+#[tokio::test]
+async fn an_oversized_answer_is_refused() {
+    let huge = format!(
+        "{{\"results\": [], \"pad\": \"{}\"}}",
+        "x".repeat(33 * 1024 * 1024)
+    );
+    let server = TestServer::start(Reply::raw(200, "application/json", &huge)).await;
+    let result = call(&search_tool(client(&server)), json!({"query": "q"})).await;
+    assert_eq!(
+        result.error_code(),
+        Some("WEB_INVALID_RESPONSE"),
+        "{:?}",
+        result.error
+    );
+    assert!(
+        result
+            .error
+            .unwrap()
+            .message
+            .contains("larger than 33554432 bytes")
+    );
+}
+
+#[tokio::test]
 async fn the_runtime_deadline_shortens_the_client_deadline() {
     let server = TestServer::start(Reply::Hang).await;
     // The client would wait 30 s; the runtime gives the call 40 ms.

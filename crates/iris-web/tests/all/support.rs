@@ -26,6 +26,8 @@ pub(crate) enum Reply {
     },
     /// Read the request, then never answer (a server slower than any deadline).
     Hang,
+    /// Send a 200 head and the start of the body, then never finish it.
+    HangInBody,
 }
 
 impl Reply {
@@ -163,6 +165,12 @@ async fn serve(
     count_tx.send_modify(|n| *n += 1);
     match reply {
         Reply::Hang => std::future::pending::<()>().await,
+        Reply::HangInBody => {
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{\"results\": [";
+            let _ = stream.write_all(head.as_bytes()).await;
+            let _ = stream.flush().await;
+            std::future::pending::<()>().await;
+        }
         Reply::Answer {
             status,
             headers,
