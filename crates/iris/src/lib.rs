@@ -12,6 +12,9 @@ pub use iris_skill as skill;
 /// Decision types, the Jev client and the decision discovery backend (`decision` feature).
 #[cfg(feature = "decision")]
 pub use iris_decision as decision;
+/// The `web_search` and `web_fetch` tools over Tavily (`web` feature).
+#[cfg(feature = "web")]
+pub use iris_web as web;
 pub use iris_tools_core::{adapters, codes};
 
 /// The items most programs need, for `use iris::prelude::*`.
