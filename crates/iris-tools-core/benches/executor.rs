@@ -40,9 +40,12 @@ fn read_def(name: &str) -> ToolDefinition {
 }
 
 fn echo_tool() -> Arc<dyn Tool> {
-    Arc::new(FnTool::new(read_def("echo"), |input: Value, _ctx| async move {
-        ToolResult::ok_text(input["text"].as_str().unwrap_or_default())
-    }))
+    Arc::new(FnTool::new(
+        read_def("echo"),
+        |input: Value, _ctx| async move {
+            ToolResult::ok_text(input["text"].as_str().unwrap_or_default())
+        },
+    ))
 }
 
 fn ctx() -> ToolExecutionContext {

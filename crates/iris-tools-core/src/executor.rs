@@ -351,8 +351,13 @@ impl ToolExecutor {
         }
         let mut slots: Vec<Option<ToolResult>> = vec![None; calls.len()];
         while let Some(joined) = set.join_next_with_id().await {
-            let (id, result) = match joined {
-                Ok((id, result)) => (id, result),
+            match joined {
+                // `execute_one` bound the result to its call already.
+                Ok((id, result)) => {
+                    if let Some(&index) = index_of.get(&id) {
+                        slots[index] = Some(result);
+                    }
+                }
                 // `execute_one` isolates panics itself, so a join error means the task
                 // was aborted (runtime shutdown) or something escaped the isolation.
                 Err(err) => {
@@ -361,17 +366,10 @@ impl ToolExecutor {
                     } else {
                         ToolErrorInfo::new(codes::CANCELLED, "the call's task was aborted")
                     };
-                    (err.id(), fail(info))
+                    if let Some(&index) = index_of.get(&err.id()) {
+                        slots[index] = Some(self.bind_to_call(fail(info), &calls[index]));
+                    }
                 }
-            };
-            if let Some(&index) = index_of.get(&id) {
-                let call = &calls[index];
-                let name = self
-                    .inner
-                    .registry
-                    .get(&call.name)
-                    .map_or_else(|_| call.name.clone(), |t| t.definition().name.clone());
-                slots[index] = Some(result.bind(&call.id, &name));
             }
         }
         slots
@@ -379,14 +377,20 @@ impl ToolExecutor {
             .zip(calls)
             .map(|(slot, call)| {
                 slot.unwrap_or_else(|| {
-                    fail(ToolErrorInfo::new(
-                        codes::CANCELLED,
-                        "the call never reported",
-                    ))
-                    .bind(&call.id, &call.name)
+                    let info = ToolErrorInfo::new(codes::CANCELLED, "the call never reported");
+                    self.bind_to_call(fail(info), call)
                 })
             })
             .collect()
+    }
+
+    /// Binds a result the call's own path did not produce: canonical name when the
+    /// tool is known, the requested name otherwise.
+    fn bind_to_call(&self, result: ToolResult, call: &ToolUse) -> ToolResult {
+        match self.inner.registry.get(&call.name) {
+            Ok(tool) => result.bind(&call.id, &tool.definition().name),
+            Err(_) => result.bind(&call.id, &call.name),
+        }
     }
 
     /// Runs one call along the full path (see the module docs) and returns its result,
