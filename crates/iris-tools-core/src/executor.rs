@@ -22,7 +22,7 @@
 //! open, hook deny, middleware short-circuit) skips the body and the after-hooks.
 
 mod deadline;
-mod panic;
+pub mod panic;
 mod plan;
 mod validation;
 

@@ -46,6 +46,7 @@ pub mod __private {
     pub use serde;
     pub use serde_json;
 }
+pub use executor::panic::{CatchUnwind, panic_message};
 pub use executor::{
     CommandBinding, DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_TOOL_TIMEOUT, Deadline, DeadlineBound,
     TOOL_OWNED_DEADLINE_GRACE, ToolBatch, ToolBatchPlan, ToolExecutor,

@@ -3,19 +3,19 @@
 pub use iris_tools_core as core;
 pub use iris_tools_core::adapters::{Provider, Strict};
 
+/// Decision types, the Jev client and the decision discovery backend (`decision` feature).
+#[cfg(feature = "decision")]
+pub use iris_decision as decision;
 /// Hook events, registrations and the dispatcher (`hooks` feature).
 #[cfg(feature = "hooks")]
 pub use iris_hooks as hooks;
 /// Skills and the subagent catalog (`skill` feature).
 #[cfg(feature = "skill")]
 pub use iris_skill as skill;
-/// Decision types, the Jev client and the decision discovery backend (`decision` feature).
-#[cfg(feature = "decision")]
-pub use iris_decision as decision;
+pub use iris_tools_core::{adapters, codes};
 /// The `web_search` and `web_fetch` tools over Tavily (`web` feature).
 #[cfg(feature = "web")]
 pub use iris_web as web;
-pub use iris_tools_core::{adapters, codes};
 
 /// The items most programs need, for `use iris::prelude::*`.
 pub mod prelude {

@@ -11,19 +11,26 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 /// A panic payload, as `catch_unwind` hands it back.
-pub(crate) type PanicPayload = Box<dyn Any + Send + 'static>;
+pub type PanicPayload = Box<dyn Any + Send + 'static>;
 
 /// Polls an inner future and turns a panic during any poll into `Err(payload)`.
 ///
 /// After a panic the inner future is never polled again: the wrapper reports the panic
 /// once and the caller drops it. `AssertUnwindSafe` is sound here because the
 /// panicked future is discarded, so no broken invariant inside it is observed later.
-pub(crate) struct CatchUnwind<F> {
+pub struct CatchUnwind<F> {
     inner: F,
 }
 
+impl<F> std::fmt::Debug for CatchUnwind<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CatchUnwind")
+    }
+}
+
 impl<F> CatchUnwind<F> {
-    pub(crate) fn new(inner: F) -> Self {
+    /// Wraps a future.
+    pub fn new(inner: F) -> Self {
         Self { inner }
     }
 }
@@ -42,13 +49,13 @@ impl<F: Future + Unpin> Future for CatchUnwind<F> {
 }
 
 /// Runs a synchronous closure, turning a panic into `Err(payload)`.
-pub(crate) fn catch_sync<T>(f: impl FnOnce() -> T) -> Result<T, PanicPayload> {
+pub fn catch_sync<T>(f: impl FnOnce() -> T) -> Result<T, PanicPayload> {
     catch_unwind(AssertUnwindSafe(f))
 }
 
 /// The human-readable message of a panic payload (`panic!("…")` carries a `&str` or a
 /// `String`; anything else is reported generically).
-pub(crate) fn panic_message(payload: &PanicPayload) -> String {
+pub fn panic_message(payload: &PanicPayload) -> String {
     if let Some(s) = payload.downcast_ref::<&'static str>() {
         (*s).to_owned()
     } else if let Some(s) = payload.downcast_ref::<String>() {
