@@ -228,9 +228,14 @@ pub struct Json<T>(pub T);
 
 impl<T: Serialize> IntoToolResult for Json<T> {
     fn into_tool_result(self) -> ToolResult {
-        match serde_json::to_value(&self.0) {
-            Ok(value) => value.into_tool_result(),
-            Err(e) => ToolResult::err(
+        // The text is serialized from `T` itself so struct fields keep their declared
+        // order (a `Value` would sort them); the value for the host is built as well.
+        match (
+            serde_json::to_string(&self.0),
+            serde_json::to_value(&self.0),
+        ) {
+            (Ok(text), Ok(value)) => ToolResult::ok_text(text).with_data("output", value),
+            (Err(e), _) | (_, Err(e)) => ToolResult::err(
                 codes::TOOL_FAILED,
                 format!("the tool's result could not be serialized as JSON: {e}"),
             ),
@@ -335,7 +340,11 @@ impl TypedCore {
             reason,
         };
         let Some(slot) = self.presets.iter_mut().find(|p| p.name == name) else {
-            let known: Vec<String> = self.presets.iter().map(|p| format!("`{}`", p.name)).collect();
+            let known: Vec<String> = self
+                .presets
+                .iter()
+                .map(|p| format!("`{}`", p.name))
+                .collect();
             let known = if known.is_empty() {
                 "it declares no presets".to_owned()
             } else {
@@ -349,72 +358,119 @@ impl TypedCore {
             check(&value).map_err(|e| invalid(format!("preset `{name}` does not fit: {e}")))?;
         }
         if let Err(e) = jsonschema::validate(&slot.schema, &value) {
-            return Err(invalid(format!("preset `{name}` does not fit its schema: {e}")));
+            return Err(invalid(format!(
+                "preset `{name}` does not fit its schema: {e}"
+            )));
         }
         slot.value = Some(value);
         Ok(())
     }
 
     /// Checks raw model input without keeping the parsed value: the object shape, no
-    /// preset keys, every preset bound, and a typed parse into `I`. Returns the raw
+    /// preset keys, every preset bound, and a typed parse into `I`, which holds the
+    /// model's fields and the presets (the builder's input type). Returns the raw
     /// input unchanged, so preset values never reach hooks, logs or permission checks.
     pub fn validate<I: DeserializeOwned>(
         &self,
         raw: Value,
     ) -> std::result::Result<Value, ToolErrorInfo> {
-        let merged = self.merge(&raw)?;
-        serde_json::from_value::<I>(Value::Object(merged)).map_err(|e| self.parse_error(&e))?;
+        self.parse::<I>(raw.clone())?;
         Ok(raw)
     }
 
-    /// Parses (already validated) input into `I`, with the bound presets merged in.
+    /// Parses input into `I` (the model's fields and the presets in one type).
     pub fn parse<I: DeserializeOwned>(&self, raw: Value) -> std::result::Result<I, ToolErrorInfo> {
-        let merged = self.merge(&raw)?;
-        serde_json::from_value::<I>(Value::Object(merged)).map_err(|e| self.parse_error(&e))
+        let mut object = self.model_object(raw)?;
+        object.extend(self.preset_object()?);
+        self.parse_model(object)
     }
 
-    fn parse_error(&self, error: &serde_json::Error) -> ToolErrorInfo {
-        ToolErrorInfo::new(
-            codes::INVALID_INPUT,
-            format!("invalid input for `{}`: {error}", self.definition.name),
-        )
+    /// Like [`TypedCore::validate`] for a tool whose presets live in a separate type
+    /// (what `#[tool]` generates): `I` holds only the model's fields, so a typo is
+    /// never answered with a list of fields that includes the host's presets.
+    pub fn validate_apart<I: DeserializeOwned>(
+        &self,
+        raw: Value,
+    ) -> std::result::Result<Value, ToolErrorInfo> {
+        let object = self.model_object(raw.clone())?;
+        self.preset_object()?;
+        self.parse_model::<I>(object)?;
+        Ok(raw)
     }
 
-    /// The model's object plus the bound presets.
-    fn merge(&self, raw: &Value) -> std::result::Result<Map<String, Value>, ToolErrorInfo> {
+    /// Parses the model's fields into `I` and the bound presets into `P`.
+    pub fn parse_apart<I: DeserializeOwned, P: DeserializeOwned>(
+        &self,
+        raw: Value,
+    ) -> std::result::Result<(I, P), ToolErrorInfo> {
+        let object = self.model_object(raw)?;
+        let presets = self.preset_object()?;
+        let input = self.parse_model(object)?;
+        // Every value was checked against its type when bound, so this only fails if
+        // the tool was assembled by hand with mismatched types.
+        let presets = serde_json::from_value(Value::Object(presets)).map_err(|e| {
+            ToolErrorInfo::new(
+                codes::INVALID_DEFINITION,
+                format!("presets of `{}` do not fit: {e}", self.definition.name),
+            )
+        })?;
+        Ok((input, presets))
+    }
+
+    fn parse_model<I: DeserializeOwned>(
+        &self,
+        object: Map<String, Value>,
+    ) -> std::result::Result<I, ToolErrorInfo> {
+        serde_json::from_value::<I>(Value::Object(object)).map_err(|e| {
+            ToolErrorInfo::new(
+                codes::INVALID_INPUT,
+                format!("invalid input for `{}`: {e}", self.definition.name),
+            )
+        })
+    }
+
+    /// The model's input as an object, after the checks every call shares: it is an
+    /// object (or `null`, which some providers send for a call without arguments)
+    /// and it sets no preset.
+    fn model_object(&self, raw: Value) -> std::result::Result<Map<String, Value>, ToolErrorInfo> {
         let tool = &self.definition.name;
-        let mut object = match raw {
-            Value::Object(map) => map.clone(),
-            // Some providers send `null` for a call without arguments.
+        let object = match raw {
+            Value::Object(map) => map,
             Value::Null => Map::new(),
             other => {
                 return Err(ToolErrorInfo::new(
                     codes::INVALID_INPUT,
                     format!(
                         "input for `{tool}` must be a JSON object, not {}",
-                        json_kind(other)
+                        json_kind(&other)
                     ),
                 ));
             }
         };
+        if let Some(slot) = self.presets.iter().find(|p| object.contains_key(&p.name)) {
+            return Err(ToolErrorInfo::new(
+                codes::INVALID_INPUT,
+                format!(
+                    "`{}` is set by the host for `{tool}`; the model may not set it",
+                    slot.name
+                ),
+            )
+            .with_detail("field", slot.name.clone()));
+        }
+        Ok(object)
+    }
+
+    /// The bound presets as an object; an error names the first unbound one.
+    fn preset_object(&self) -> std::result::Result<Map<String, Value>, ToolErrorInfo> {
+        let mut object = Map::new();
         for slot in &self.presets {
-            if object.contains_key(&slot.name) {
-                return Err(ToolErrorInfo::new(
-                    codes::INVALID_INPUT,
-                    format!(
-                        "`{}` is set by the host for `{tool}`; the model may not set it",
-                        slot.name
-                    ),
-                )
-                .with_detail("field", slot.name.clone()));
-            }
             let Some(value) = &slot.value else {
                 return Err(ToolErrorInfo::new(
                     codes::INVALID_DEFINITION,
                     format!(
-                        "preset `{}` of `{tool}` was never bound; the host must call \
+                        "preset `{}` of `{}` was never bound; the host must call \
                          `.preset(\"{}\", value)` before registering the tool",
-                        slot.name, slot.name
+                        slot.name, self.definition.name, slot.name
                     ),
                 ));
             };
@@ -474,10 +530,10 @@ fn prune_unused_defs(root: &mut Map<String, Value>) {
     let mut pending: Vec<String> = Vec::new();
     collect_refs(&Value::Object(root.clone()), &mut pending);
     while let Some(name) = pending.pop() {
-        if reachable.insert(name.clone()) {
-            if let Some(def) = defs.get(&name) {
-                collect_refs(def, &mut pending);
-            }
+        if reachable.insert(name.clone())
+            && let Some(def) = defs.get(&name)
+        {
+            collect_refs(def, &mut pending);
         }
     }
     let kept: Map<String, Value> = defs
@@ -538,6 +594,9 @@ struct PresetDecl {
     check: Option<PresetCheck>,
     value: Option<std::result::Result<Value, String>>,
 }
+
+/// A preset value from the builder, or why it could not be serialized.
+type PresetBinding = (String, std::result::Result<Value, String>);
 
 impl fmt::Debug for PresetDecl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -693,7 +752,7 @@ impl TypedToolBuilder {
         self
     }
 
-    fn assemble<I: JsonSchema>(self) -> (TypedCore, Vec<(String, std::result::Result<Value, String>)>) {
+    fn assemble<I: JsonSchema>(self) -> (TypedCore, Vec<PresetBinding>) {
         let mut description = self
             .description
             .filter(|d| !d.trim().is_empty())
@@ -792,9 +851,12 @@ impl TypedToolBuilder {
                 reason,
             };
             if !properties.contains(&name) {
-                return Err(invalid(format!("preset `{name}` is not a field of the input type")));
+                return Err(invalid(format!(
+                    "preset `{name}` is not a field of the input type"
+                )));
             }
-            let value = value.map_err(|e| invalid(format!("preset `{name}` could not be serialized: {e}")))?;
+            let value = value
+                .map_err(|e| invalid(format!("preset `{name}` could not be serialized: {e}")))?;
             core.bind_preset(&name, value)?;
         }
         Ok(TypedTool {
@@ -1022,7 +1084,10 @@ mod tests {
     #[test]
     fn error_results_keep_structured_codes() {
         let cases: Vec<(ToolResult, &str)> = vec![
-            (error_into_result(ToolErrorInfo::new("MY_CODE", "mine")), "Error[MY_CODE]: mine"),
+            (
+                error_into_result(ToolErrorInfo::new("MY_CODE", "mine")),
+                "Error[MY_CODE]: mine",
+            ),
             (
                 error_into_result(Error::NotFound("x".into())),
                 "Error[TOOL_NOT_FOUND]: tool `x` not found",

@@ -78,7 +78,11 @@ pub(crate) fn parse(tokens: TokenStream, errors: &mut Errors) -> ToolArgs {
         let key = path
             .get_ident()
             .map_or_else(|| quote::quote!(#path).to_string(), ToString::to_string);
-        let key_span = meta.path.segments.first().map_or_else(Span::call_site, |s| s.ident.span());
+        let key_span = meta
+            .path
+            .segments
+            .first()
+            .map_or_else(Span::call_site, |s| s.ident.span());
         if !KEYS.contains(&key.as_str()) {
             errors.at(
                 key_span,
@@ -98,13 +102,13 @@ pub(crate) fn parse(tokens: TokenStream, errors: &mut Errors) -> ToolArgs {
     if let Err(e) = parser.parse2(tokens) {
         errors.push(e);
     }
-    if args.deprecation_message.is_some() && !args.deprecated {
-        if let Some(message) = &args.deprecation_message {
-            errors.spanned(
-                message,
-                "`deprecation_message` needs `deprecated`: add `deprecated` to mark the tool deprecated",
-            );
-        }
+    if let Some(message) = &args.deprecation_message
+        && !args.deprecated
+    {
+        errors.spanned(
+            message,
+            "`deprecation_message` needs `deprecated`: add `deprecated` to mark the tool deprecated",
+        );
     }
     args
 }
@@ -168,10 +172,18 @@ fn parse_key(
         "capabilities" => {
             let mut seen = HashSet::new();
             meta.parse_nested_meta(|cap| {
-                let name = cap.path.get_ident().map(ToString::to_string).unwrap_or_default();
+                let name = cap
+                    .path
+                    .get_ident()
+                    .map(ToString::to_string)
+                    .unwrap_or_default();
                 match CAPABILITIES.iter().find(|(n, _)| *n == name) {
                     Some((_, variant)) if seen.insert(name.clone()) => {
-                        let span = cap.path.segments.first().map_or_else(Span::call_site, |s| s.ident.span());
+                        let span = cap
+                            .path
+                            .segments
+                            .first()
+                            .map_or_else(Span::call_site, |s| s.ident.span());
                         args.capabilities.push(Ident::new(variant, span));
                     }
                     Some(_) => errors.spanned(&cap.path, format!("duplicate capability `{name}`")),
@@ -314,7 +326,10 @@ pub(crate) fn check_tool_name(name: &str) -> Result<(), String> {
     if !(first.is_ascii_alphabetic() || first == '_') {
         return Err(format!("`{name}` must start with a letter or `_`"));
     }
-    if let Some(bad) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || *c == '_')) {
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_'))
+    {
         return Err(format!(
             "`{name}` may contain only ASCII letters, digits and `_`, not `{bad}`"
         ));

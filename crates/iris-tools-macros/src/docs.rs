@@ -68,9 +68,14 @@ enum Section {
     MarkdownArgs,
     /// A Google-style `Args:` section with its header indentation and the indentation
     /// of its entries (known after the first one).
-    GoogleArgs { header: usize, entry: Option<usize> },
+    GoogleArgs {
+        header: usize,
+        entry: Option<usize>,
+    },
     /// Any other section; `Some(indent)` for a Google-style one.
-    Other { google: Option<usize> },
+    Other {
+        google: Option<usize>,
+    },
 }
 
 /// Splits doc text into description and parameter descriptions.
@@ -244,10 +249,10 @@ fn leading_name(text: &str) -> Option<(String, &str)> {
 /// Skips one `(type)` group.
 fn skip_parens(text: &str) -> &str {
     let text = text.trim_start();
-    if text.starts_with('(') {
-        if let Some(end) = text.find(')') {
-            return text[end + 1..].trim_start();
-        }
+    if text.starts_with('(')
+        && let Some(end) = text.find(')')
+    {
+        return text[end + 1..].trim_start();
     }
     text
 }
@@ -262,7 +267,10 @@ fn markdown_item(item: &str) -> Option<(String, String)> {
     let quoted = item.starts_with('`');
     let (name, rest) = leading_name(item)?;
     let rest = skip_parens(rest);
-    let text = match ["-", "–", "—", ":"].iter().find_map(|sep| rest.strip_prefix(sep)) {
+    let text = match ["-", "–", "—", ":"]
+        .iter()
+        .find_map(|sep| rest.strip_prefix(sep))
+    {
         Some(text) => text,
         None if quoted => rest,
         None => return None,
@@ -294,7 +302,8 @@ mod tests {
 
     #[test]
     fn descriptions_and_parameters() {
-        let cases: &[(&str, &str, &[(&str, &str)])] = &[
+        type Case<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
+        let cases: &[Case<'_>] = &[
             ("", "", &[]),
             ("Read a key.", "Read a key.", &[]),
             (
@@ -314,7 +323,10 @@ mod tests {
             (
                 "Summary.\n\nArgs:\n    path: the file\n        relative to the root\n    limit (int): at most\n\nReturns:\n    the lines\n\nTrailing prose.",
                 "Summary.\n\nTrailing prose.",
-                &[("path", "the file relative to the root"), ("limit", "at most")],
+                &[
+                    ("path", "the file relative to the root"),
+                    ("limit", "at most"),
+                ],
             ),
             (
                 "Summary.\n\n# Errors\nFails when x.\n\n# Examples\n```\n# Arguments\n```\n# Arguments\n* `a` - first",
@@ -351,7 +363,10 @@ mod tests {
             syn::parse_quote!(#[inline]),
             syn::parse_quote!(#[doc = include_str!("x.md")]),
         ];
-        assert_eq!(doc_text(&attrs).as_deref(), Some("First line.\n\n indented"));
+        assert_eq!(
+            doc_text(&attrs).as_deref(),
+            Some("First line.\n\n indented")
+        );
         assert_eq!(doc_text(&[]), None);
     }
 }

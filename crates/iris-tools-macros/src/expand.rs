@@ -54,14 +54,17 @@ pub(crate) fn tool(
     check_signature(&func.sig, &args, &mut errors);
 
     let fn_name = unraw(&func.sig.ident);
-    let tool_name = args.name.as_ref().map_or_else(|| fn_name.clone(), syn::LitStr::value);
-    if args.name.is_none() {
-        if let Err(reason) = args::check_tool_name(&tool_name) {
-            errors.spanned(
-                &func.sig.ident,
-                format!("invalid tool name: {reason}; set a valid one with `#[tool(name = \"…\")]`"),
-            );
-        }
+    let tool_name = args
+        .name
+        .as_ref()
+        .map_or_else(|| fn_name.clone(), syn::LitStr::value);
+    if args.name.is_none()
+        && let Err(reason) = args::check_tool_name(&tool_name)
+    {
+        errors.spanned(
+            &func.sig.ident,
+            format!("invalid tool name: {reason}; set a valid one with `#[tool(name = \"…\")]`"),
+        );
     }
 
     let doc = docs::parse(&docs::doc_text(&func.attrs).unwrap_or_default());
@@ -114,7 +117,10 @@ fn check_signature(sig: &Signature, args: &ToolArgs, errors: &mut Errors) {
         );
     }
     if let syn::Safety::Unsafe(token) = &sig.safety {
-        errors.spanned(token, "a `#[tool]` function cannot be `unsafe`: the model calls it");
+        errors.spanned(
+            token,
+            "a `#[tool]` function cannot be `unsafe`: the model calls it",
+        );
     }
     if let Some(variadic) = &sig.variadic {
         errors.spanned(variadic, "a `#[tool]` function cannot be variadic");
@@ -149,6 +155,14 @@ impl Generated<'_> {
         let fn_name = unraw(ident);
 
         let (fields, default_fns) = self.input_fields();
+        let preset_fields = self
+            .params
+            .iter()
+            .filter(|p| p.role == Role::Preset)
+            .map(|p| {
+                let (ident, ty) = (&p.ident, &p.ty);
+                quote!(#ident: #ty)
+            });
         let serde_path = format!("{}::__private::serde", path_string(krate));
         let schemars_path = format!("{}::__private::schemars", path_string(krate));
         let builder = self.builder(&p);
@@ -182,6 +196,14 @@ impl Generated<'_> {
                 #[schemars(crate = #schemars_path)]
                 struct __IrisInput {
                     #(#fields,)*
+                }
+
+                // Presets are parsed apart from the model's input, so an error about
+                // the input never lists them as fields the model could set.
+                #[derive(#p::serde::Deserialize)]
+                #[serde(crate = #serde_path)]
+                struct __IrisPresets {
+                    #(#preset_fields,)*
                 }
 
                 #(#default_fns)*
@@ -245,7 +267,7 @@ impl Generated<'_> {
                         &self,
                         raw: #p::serde_json::Value,
                     ) -> ::core::result::Result<#p::serde_json::Value, #p::ToolErrorInfo> {
-                        self.__core.validate::<__IrisInput>(raw)
+                        self.__core.validate_apart::<__IrisInput>(raw)
                     }
 
                     fn run<'a>(
@@ -254,8 +276,11 @@ impl Generated<'_> {
                         __ctx: &'a #p::ToolExecutionContext,
                     ) -> #p::BoxFuture<'a, #p::ToolResult> {
                         ::std::boxed::Box::pin(async move {
-                            let __input = match self.__core.parse::<__IrisInput>(input) {
-                                ::core::result::Result::Ok(input) => input,
+                            let (__input, __presets) = match self
+                                .__core
+                                .parse_apart::<__IrisInput, __IrisPresets>(input)
+                            {
+                                ::core::result::Result::Ok(parsed) => parsed,
                                 ::core::result::Result::Err(error) => {
                                     return #p::ToolResult::error("", "", error);
                                 }
@@ -272,12 +297,12 @@ impl Generated<'_> {
         }
     }
 
-    /// The input struct's fields (every parameter but the context) and the functions
-    /// that produce `#[default = expr]` values.
+    /// The input struct's fields (the model's parameters) and the functions that
+    /// produce `#[default = expr]` values.
     fn input_fields(&self) -> (Vec<TokenStream>, Vec<TokenStream>) {
         let mut fields = Vec::new();
         let mut default_fns = Vec::new();
-        for param in self.params.iter().filter(|p| p.role != Role::Context) {
+        for param in self.params.iter().filter(|p| p.role == Role::Input) {
             let ident = &param.ident;
             let ty = &param.ty;
             let passthrough = &param.passthrough;
@@ -290,7 +315,6 @@ impl Generated<'_> {
                         .find(|(name, _)| name == &param.name)
                         .map(|(_, d)| d.as_str())
                 })
-                .filter(|_| param.role == Role::Input)
                 .map(|d| quote!(#[schemars(description = #d)]));
             let default = match &param.default {
                 None => None,
@@ -350,7 +374,10 @@ impl Generated<'_> {
         }
         if !args.examples.is_empty() {
             let json_path = quote!(#p::serde_json);
-            let examples = args.examples.iter().map(|e| json::value_tokens(e, &json_path));
+            let examples = args
+                .examples
+                .iter()
+                .map(|e| json::value_tokens(e, &json_path));
             calls.push(quote!(.examples([#(#examples),*])));
         }
         if let Some(version) = &args.version {
@@ -384,9 +411,13 @@ impl Generated<'_> {
         let args = self.params.iter().map(|param| match param.role {
             Role::Context if thread => quote!(&__ctx_owned),
             Role::Context => quote!(__ctx),
-            Role::Input | Role::Preset => {
+            Role::Input => {
                 let field = &param.ident;
                 quote!(__input.#field)
+            }
+            Role::Preset => {
+                let field = &param.ident;
+                quote!(__presets.#field)
             }
         });
         let call = quote!(#ident(#(#args),*));
@@ -450,7 +481,11 @@ fn is_result(ty: &Type) -> bool {
 /// `::a::b` as text, for `#[serde(crate = "…")]`.
 fn path_string(path: &syn::Path) -> String {
     let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
-    let prefix = if path.leading_colon.is_some() { "::" } else { "" };
+    let prefix = if path.leading_colon.is_some() {
+        "::"
+    } else {
+        ""
+    };
     format!("{prefix}{}", segments.join("::"))
 }
 
@@ -461,7 +496,12 @@ mod tests {
     fn expand(args: TokenStream, item: TokenStream) -> Result<String, String> {
         tool(args, item, CORE_PATH)
             .map(|t| t.to_string())
-            .map_err(|e| e.into_iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n"))
+            .map_err(|e| {
+                e.into_iter()
+                    .map(|e| e.to_string())
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
     }
 
     /// Expands and checks that the errors contain every expected fragment (or, with no
@@ -490,51 +530,85 @@ mod tests {
     #[test]
     fn signatures() {
         let cases: Vec<(TokenStream, TokenStream, Vec<&str>)> = vec![
-            (quote!(), quote!(async fn ok(key: String) -> String { key }), vec![]),
-            (quote!(), quote!(fn sync_ok() {}), vec![]),
             (
-                quote!(execution_mode = "thread"),
-                quote!(fn blocking(ctx: &ToolExecutionContext, n: u32) -> u32 { n }),
+                quote!(),
+                quote!(
+                    async fn ok(key: String) -> String {
+                        key
+                    }
+                ),
                 vec![],
             ),
             (
                 quote!(),
-                quote!(async fn method(&self, key: String) {}),
+                quote!(
+                    fn sync_ok() {}
+                ),
+                vec![],
+            ),
+            (
+                quote!(execution_mode = "thread"),
+                quote!(
+                    fn blocking(ctx: &ToolExecutionContext, n: u32) -> u32 {
+                        n
+                    }
+                ),
+                vec![],
+            ),
+            (
+                quote!(),
+                quote!(
+                    async fn method(&self, key: String) {}
+                ),
                 vec!["cannot take `self`"],
             ),
             (
                 quote!(),
-                quote!(async fn pat((a, b): (u8, u8)) {}),
+                quote!(
+                    async fn pat((a, b): (u8, u8)) {}
+                ),
                 vec!["must be plain names"],
             ),
             (
                 quote!(),
-                quote!(async fn borrowed(key: &str, list: Vec<&str>) {}),
+                quote!(
+                    async fn borrowed(key: &str, list: Vec<&str>) {}
+                ),
                 vec!["must be an owned type", "must be an owned type"],
             ),
             (
                 quote!(),
-                quote!(async fn opaque(key: impl Into<String>) {}),
+                quote!(
+                    async fn opaque(key: impl Into<String>) {}
+                ),
                 vec!["`impl Trait` cannot be a tool parameter"],
             ),
             (
                 quote!(),
-                quote!(async fn generic<T>(key: T) {}),
+                quote!(
+                    async fn generic<T>(key: T) {}
+                ),
                 vec!["cannot be generic"],
             ),
             (
                 quote!(execution_mode = "thread"),
-                quote!(async fn threaded() {}),
+                quote!(
+                    async fn threaded() {}
+                ),
                 vec!["is for sync functions"],
             ),
             (
                 quote!(),
-                quote!(async fn ctx_mut(ctx: &mut ToolExecutionContext) {}),
+                quote!(
+                    async fn ctx_mut(ctx: &mut ToolExecutionContext) {}
+                ),
                 vec!["by shared reference"],
             ),
             (
                 quote!(),
-                quote!(unsafe fn danger() {}),
+                quote!(
+                    unsafe fn danger() {}
+                ),
                 vec!["cannot be `unsafe`"],
             ),
         ];
@@ -545,28 +619,67 @@ mod tests {
 
     #[test]
     fn attribute_arguments() {
-        let item = quote!(async fn read_config(key: String) -> String { key });
+        let item = quote!(
+            async fn read_config(key: String) -> String {
+                key
+            }
+        );
         let cases: Vec<(TokenStream, Vec<&str>)> = vec![
             (
-                quote!(name = "cfg", description = "Read.", capabilities(read, network), group = "config",
-                       deferred, examples(r#"{"key": "a"}"#), tags("a", "b"), version = "1.0",
-                       deprecated, deprecation_message = "use cfg2", concurrency_safe = false,
-                       timeout = "30s", aliases("c"), execution_mode = "inline", crate = "::iris::core"),
+                quote!(
+                    name = "cfg",
+                    description = "Read.",
+                    capabilities(read, network),
+                    group = "config",
+                    deferred,
+                    examples(r#"{"key": "a"}"#),
+                    tags("a", "b"),
+                    version = "1.0",
+                    deprecated,
+                    deprecation_message = "use cfg2",
+                    concurrency_safe = false,
+                    timeout = "30s",
+                    aliases("c"),
+                    execution_mode = "inline",
+                    crate = "::iris::core"
+                ),
                 vec![],
             ),
-            (quote!(nmae = "x"), vec!["unknown `#[tool]` argument `nmae`"]),
-            (quote!(name = "a", name = "b"), vec!["duplicate `#[tool]` argument `name`"]),
+            (
+                quote!(nmae = "x"),
+                vec!["unknown `#[tool]` argument `nmae`"],
+            ),
+            (
+                quote!(name = "a", name = "b"),
+                vec!["duplicate `#[tool]` argument `name`"],
+            ),
             (quote!(name = "read-config"), vec!["invalid tool name"]),
             (quote!(aliases("ok", "1bad")), vec!["invalid alias"]),
-            (quote!(capabilities(read, fly, read)), vec!["unknown capability", "duplicate capability `read`"]),
-            (quote!(examples("[1]", "{")), vec!["must be a JSON object", "must be valid JSON"]),
+            (
+                quote!(capabilities(read, fly, read)),
+                vec!["unknown capability", "duplicate capability `read`"],
+            ),
+            (
+                quote!(examples("[1]", "{")),
+                vec!["must be a JSON object", "must be valid JSON"],
+            ),
             (quote!(timeout = "soon"), vec!["duration string"]),
-            (quote!(execution_mode = "fiber"), vec!["\"inline\" or \"thread\""]),
-            (quote!(deprecation_message = "x"), vec!["needs `deprecated`"]),
+            (
+                quote!(execution_mode = "fiber"),
+                vec!["\"inline\" or \"thread\""],
+            ),
+            (
+                quote!(deprecation_message = "x"),
+                vec!["needs `deprecated`"],
+            ),
             (quote!(description = ""), vec!["must not be empty"]),
             (
                 quote!(nmae = "x", group = "", timeout = 0),
-                vec!["unknown `#[tool]` argument", "`group` must not be empty", "at least 1ms"],
+                vec![
+                    "unknown `#[tool]` argument",
+                    "`group` must not be empty",
+                    "at least 1ms",
+                ],
             ),
         ];
         for (args, expect) in cases {
@@ -578,25 +691,75 @@ mod tests {
     fn parameter_attributes() {
         let cases: Vec<(TokenStream, Vec<&str>)> = vec![
             (
-                quote!(async fn f(
-                    #[preset] root: std::path::PathBuf,
-                    /// The key.
-                    key: String,
-                    #[default = 10] limit: u32,
-                    #[tool(default = "x", description = "Mode.")] mode: String,
-                    #[serde(rename = "type")] kind: Option<String>,
-                    ctx: &ToolExecutionContext,
-                ) {}),
+                quote!(
+                    async fn f(
+                        #[preset] root: std::path::PathBuf,
+                        /// The key.
+                        key: String,
+                        #[default = 10] limit: u32,
+                        #[tool(default = "x", description = "Mode.")] mode: String,
+                        #[serde(rename = "type")] kind: Option<String>,
+                        ctx: &ToolExecutionContext,
+                    ) {
+                    }
+                ),
                 vec![],
             ),
-            (quote!(async fn f(#[preset(x)] a: String) {}), vec!["takes no arguments"]),
-            (quote!(async fn f(#[preset] #[default] a: String) {}), vec!["takes no default"]),
-            (quote!(async fn f(#[default] #[default = 1] a: u8) {}), vec!["duplicate `default`"]),
-            (quote!(async fn f(#[tool(hidden)] a: u8) {}), vec!["unknown parameter argument"]),
-            (quote!(async fn f(#[cfg(test)] a: u8) {}), vec!["`#[cfg]` on a tool parameter"]),
-            (quote!(async fn f(#[preset] ctx: &ToolExecutionContext) {}), vec!["is injected"]),
             (
-                quote!(async fn f(#[preset] #[serde(rename = "b")] a: u8) {}),
+                quote!(
+                    async fn f(#[preset(x)] a: String) {}
+                ),
+                vec!["takes no arguments"],
+            ),
+            (
+                quote!(
+                    async fn f(
+                        #[preset]
+                        #[default]
+                        a: String,
+                    ) {
+                    }
+                ),
+                vec!["takes no default"],
+            ),
+            (
+                quote!(
+                    async fn f(
+                        #[default]
+                        #[default = 1]
+                        a: u8,
+                    ) {
+                    }
+                ),
+                vec!["duplicate `default`"],
+            ),
+            (
+                quote!(
+                    async fn f(#[tool(hidden)] a: u8) {}
+                ),
+                vec!["unknown parameter argument"],
+            ),
+            (
+                quote!(
+                    async fn f(#[cfg(test)] a: u8) {}
+                ),
+                vec!["`#[cfg]` on a tool parameter"],
+            ),
+            (
+                quote!(
+                    async fn f(#[preset] ctx: &ToolExecutionContext) {}
+                ),
+                vec!["is injected"],
+            ),
+            (
+                quote!(
+                    async fn f(
+                        #[preset]
+                        #[serde(rename = "b")]
+                        a: u8,
+                    ) {
+                    }
+                ),
                 vec!["`#[serde]`/`#[schemars]` do not apply"],
             ),
         ];
@@ -614,12 +777,22 @@ mod tests {
             /// * `keyy` - the key
             async fn read_config(key: String) {}
         };
-        check(quote!(), item, &["describes `keyy`, which is not a parameter"]);
+        check(
+            quote!(),
+            item,
+            &["describes `keyy`, which is not a parameter"],
+        );
     }
 
     #[test]
     fn non_functions_are_rejected() {
-        check(quote!(), quote!(struct NotAFunction;), &["goes on a function"]);
+        check(
+            quote!(),
+            quote!(
+                struct NotAFunction;
+            ),
+            &["goes on a function"],
+        );
     }
 
     #[test]

@@ -51,7 +51,10 @@ mod tests {
             ("7", "J :: Value :: from (7u64)"),
             ("-7", "J :: Value :: from (- 7i64)"),
             ("1.5", "J :: Value :: from (1.5f64)"),
-            ("\"a\"", "J :: Value :: String (:: std :: string :: String :: from (\"a\"))"),
+            (
+                "\"a\"",
+                "J :: Value :: String (:: std :: string :: String :: from (\"a\"))",
+            ),
             ("[]", "J :: Value :: Array (:: std :: vec ! [])"),
         ];
         for (text, expect) in cases {

@@ -14,7 +14,9 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
     let expanded = expand::tool(args.into(), item.into(), expand::CORE_PATH);
-    expanded.unwrap_or_else(syn::Error::into_compile_error).into()
+    expanded
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
 }
 
 /// `#[tool]` with generated paths rooted at `::iris::core`, for crates that depend only
@@ -23,5 +25,7 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn tool_in_iris_facade(args: TokenStream, item: TokenStream) -> TokenStream {
     let expanded = expand::tool(args.into(), item.into(), expand::FACADE_PATH);
-    expanded.unwrap_or_else(syn::Error::into_compile_error).into()
+    expanded
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
 }

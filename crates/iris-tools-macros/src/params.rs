@@ -106,7 +106,10 @@ fn build_param(ident: Ident, ty: &Type, attrs: ParamAttrs, errors: &mut Errors) 
             .into_iter()
             .flatten()
         {
-            errors.at(*span, "the context parameter is injected; it takes no `#[preset]` or `#[default]`");
+            errors.at(
+                *span,
+                "the context parameter is injected; it takes no `#[preset]` or `#[default]`",
+            );
         }
         return Some(Param {
             ident,

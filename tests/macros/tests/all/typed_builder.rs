@@ -1,0 +1,1 @@
+//! The runtime builder (the seed's `input_model`).
