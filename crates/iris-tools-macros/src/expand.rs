@@ -45,13 +45,29 @@ pub(crate) fn tool(
     let mut func = match syn::parse2::<Item>(item)? {
         Item::Fn(func) => func,
         other => {
-            errors.spanned(&other, "`#[tool]` goes on a function");
-            errors.finish()?;
-            return Ok(TokenStream::new());
+            let error = syn::Error::new_spanned(&other, "`#[tool]` goes on a function");
+            return Err(error);
         }
     };
     let params = params::analyze(&mut func.sig, &mut errors);
-    check_signature(&func.sig, &args, &mut errors);
+    let result = check_and_emit(&func, &args, &params, default_crate, errors);
+    // On errors the function is still emitted (without the consumed attributes), so
+    // its callers and imports do not add unrelated errors to the real ones.
+    result.or_else(|errors| {
+        let errors = errors.into_compile_error();
+        Ok(quote!(#func #errors))
+    })
+}
+
+/// Checks everything but the parameters (already analysed) and emits the expansion.
+fn check_and_emit(
+    func: &ItemFn,
+    args: &ToolArgs,
+    params: &[Param],
+    default_crate: &str,
+    mut errors: Errors,
+) -> syn::Result<TokenStream> {
+    check_signature(&func.sig, args, &mut errors);
 
     let fn_name = unraw(&func.sig.ident);
     let tool_name = args
@@ -93,9 +109,9 @@ pub(crate) fn tool(
         .or_else(|| Some(doc.description.clone()).filter(|d| !d.is_empty()))
         .unwrap_or_else(|| tool_name.clone());
     let generated = Generated {
-        func: &func,
-        args: &args,
-        params: &params,
+        func,
+        args,
+        params,
         doc_params: &doc.params,
         tool_name: &tool_name,
         description: &description,
@@ -493,15 +509,37 @@ fn path_string(path: &syn::Path) -> String {
 mod tests {
     use super::*;
 
+    /// The expansion as text, or the messages of its errors, one per line (from the
+    /// `compile_error!` items emitted next to the function, or the `Err`).
     fn expand(args: TokenStream, item: TokenStream) -> Result<String, String> {
-        tool(args, item, CORE_PATH)
-            .map(|t| t.to_string())
-            .map_err(|e| {
-                e.into_iter()
-                    .map(|e| e.to_string())
-                    .collect::<Vec<_>>()
-                    .join("\n")
+        let join = |e: syn::Error| e.into_iter().map(|e| e.to_string()).collect::<Vec<_>>();
+        let tokens = tool(args, item, CORE_PATH).map_err(|e| join(e).join("\n"))?;
+        let file = syn::parse2::<syn::File>(tokens.clone())
+            .unwrap_or_else(|e| panic!("expansion does not parse: {e}: {tokens}"));
+        let is_compile_error = |m: &syn::ItemMacro| {
+            m.mac
+                .path
+                .segments
+                .last()
+                .is_some_and(|s| s.ident == "compile_error")
+        };
+        let messages: Vec<String> = file
+            .items
+            .iter()
+            .filter_map(|item| match item {
+                Item::Macro(m) if is_compile_error(m) => Some(
+                    m.mac
+                        .parse_body::<syn::LitStr>()
+                        .map_or_else(|e| e.to_string(), |l| l.value()),
+                ),
+                _ => None,
             })
+            .collect();
+        if messages.is_empty() {
+            Ok(tokens.to_string())
+        } else {
+            Err(messages.join("\n"))
+        }
     }
 
     /// Expands and checks that the errors contain every expected fragment (or, with no
@@ -782,6 +820,20 @@ mod tests {
             item,
             &["describes `keyy`, which is not a parameter"],
         );
+    }
+
+    #[test]
+    fn errors_keep_the_function_without_consumed_attributes() {
+        let out = tool(
+            quote!(nmae = "x"),
+            quote!(
+                fn keep_me(#[preset(x)] a: String) {}
+            ),
+            CORE_PATH,
+        );
+        let out = out.map(|t| t.to_string()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(out.starts_with("fn keep_me (a : String) { }"), "{out}");
+        assert_eq!(out.matches("compile_error").count(), 2, "{out}");
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! A tool function's parameters: which become input fields, which are presets, which
 //! receive the call context, and the attributes that shape each field.
 
-use syn::spanned::Spanned;
+use proc_macro2::TokenStream;
+use quote::ToTokens;
 use syn::{Attribute, Expr, FnArg, Ident, LitStr, Meta, Pat, Signature, Type};
 
 use crate::ctxt::Errors;
@@ -102,12 +103,12 @@ fn build_param(ident: Ident, ty: &Type, attrs: ParamAttrs, errors: &mut Errors) 
         None => Role::Input,
     };
     if role == Role::Context {
-        for span in [attrs.preset.as_ref(), attrs.default_span.as_ref()]
+        for at in [attrs.preset.as_ref(), attrs.default_at.as_ref()]
             .into_iter()
             .flatten()
         {
-            errors.at(
-                *span,
+            errors.spanned(
+                at,
                 "the context parameter is injected; it takes no `#[preset]` or `#[default]`",
             );
         }
@@ -123,9 +124,9 @@ fn build_param(ident: Ident, ty: &Type, attrs: ParamAttrs, errors: &mut Errors) 
     }
     check_owned(ty, errors);
     if role == Role::Preset {
-        if let Some(span) = attrs.default_span {
-            errors.at(
-                span,
+        if let Some(at) = &attrs.default_at {
+            errors.spanned(
+                at,
                 "a `#[preset]` parameter is always bound by the host, so it takes no default",
             );
         }
@@ -173,8 +174,8 @@ fn context_type(ty: &Type) -> Option<bool> {
 /// Reports types that cannot be deserialized into an owned input field.
 fn check_owned(ty: &Type, errors: &mut Errors) {
     match ty {
-        Type::Reference(r) => errors.at(
-            r.and_token.span,
+        Type::Reference(r) => errors.spanned(
+            r,
             "a tool parameter must be an owned type, since it is deserialized from JSON: \
              use `String` for `&str` and `Vec<T>` for `&[T]`; only `&ToolExecutionContext` is injected",
         ),
@@ -212,9 +213,11 @@ fn check_owned(ty: &Type, errors: &mut Errors) {
 /// The attributes found on one parameter.
 #[derive(Default)]
 struct ParamAttrs {
-    preset: Option<proc_macro2::Span>,
+    /// Where `preset` was written, for error spans.
+    preset: Option<TokenStream>,
     default: Option<DefaultValue>,
-    default_span: Option<proc_macro2::Span>,
+    /// Where the default was written, for error spans.
+    default_at: Option<TokenStream>,
     description: Option<String>,
     docs: Vec<Attribute>,
     passthrough: Vec<Attribute>,
@@ -231,14 +234,17 @@ impl ParamAttrs {
             self.passthrough.push(attr);
         } else if path.is_ident("preset") {
             match &attr.meta {
-                Meta::Path(_) => self.set_preset(attr.span(), errors),
+                Meta::Path(_) => self.set_preset(attr.to_token_stream(), errors),
                 _ => errors.spanned(&attr, "`#[preset]` takes no arguments"),
             }
         } else if path.is_ident("default") {
             match &attr.meta {
-                Meta::Path(_) => self.set_default(DefaultValue::Trait, attr.span(), errors),
+                Meta::Path(_) => {
+                    self.set_default(DefaultValue::Trait, attr.to_token_stream(), errors);
+                }
                 Meta::NameValue(nv) => {
-                    self.set_default(DefaultValue::Expr(nv.value.clone()), attr.span(), errors);
+                    let at = attr.to_token_stream();
+                    self.set_default(DefaultValue::Expr(nv.value.clone()), at, errors);
                 }
                 Meta::List(_) => errors.spanned(
                     &attr,
@@ -263,15 +269,15 @@ impl ParamAttrs {
     fn take_tool(&mut self, attr: &Attribute, errors: &mut Errors) {
         let mut local = Errors::default();
         let result = attr.parse_nested_meta(|meta| {
-            let span = meta.path.span();
+            let at = meta.path.to_token_stream();
             if meta.path.is_ident("preset") {
-                self.set_preset(span, &mut local);
+                self.set_preset(at, &mut local);
             } else if meta.path.is_ident("default") {
                 if meta.input.peek(syn::Token![=]) {
                     let expr: Expr = meta.value()?.parse()?;
-                    self.set_default(DefaultValue::Expr(expr), span, &mut local);
+                    self.set_default(DefaultValue::Expr(expr), at, &mut local);
                 } else {
-                    self.set_default(DefaultValue::Trait, span, &mut local);
+                    self.set_default(DefaultValue::Trait, at, &mut local);
                 }
             } else if meta.path.is_ident("description") {
                 let lit: LitStr = meta.value()?.parse()?;
@@ -283,8 +289,8 @@ impl ParamAttrs {
                     self.description = Some(lit.value().trim().to_owned());
                 }
             } else {
-                local.at(
-                    span,
+                local.spanned(
+                    at,
                     "unknown parameter argument; expected `preset`, `default`, `default = value` \
                      or `description = \"…\"`",
                 );
@@ -302,19 +308,19 @@ impl ParamAttrs {
         }
     }
 
-    fn set_preset(&mut self, span: proc_macro2::Span, errors: &mut Errors) {
+    fn set_preset(&mut self, at: TokenStream, errors: &mut Errors) {
         if self.preset.is_some() {
-            errors.at(span, "duplicate `preset`");
+            errors.spanned(&at, "duplicate `preset`");
         }
-        self.preset = Some(span);
+        self.preset = Some(at);
     }
 
-    fn set_default(&mut self, value: DefaultValue, span: proc_macro2::Span, errors: &mut Errors) {
+    fn set_default(&mut self, value: DefaultValue, at: TokenStream, errors: &mut Errors) {
         if self.default.is_some() {
-            errors.at(span, "duplicate `default`");
+            errors.spanned(&at, "duplicate `default`");
             return;
         }
         self.default = Some(value);
-        self.default_span = Some(span);
+        self.default_at = Some(at);
     }
 }

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod definitions;
+mod returns;
 mod runtime;
 mod support;
 mod typed_builder;
