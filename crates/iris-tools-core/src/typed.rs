@@ -74,7 +74,8 @@ use crate::tool::{BoxFuture, Tool};
 /// (`"$ref": "#/$defs/Name"`), and without the root `$schema` and `title` keywords,
 /// which only add noise to what a model sees. A struct input yields
 /// `"type": "object"`; `#[serde(deny_unknown_fields)]` yields
-/// `"additionalProperties": false`. `#[tool]` produces its schemas with this function.
+/// `"additionalProperties": false`, and an object always lists its `properties`, even
+/// when there are none. `#[tool]` produces its schemas with this function.
 ///
 /// ```
 /// use iris_tools_core::typed::schema_for_input;
@@ -105,6 +106,12 @@ pub fn schema_for_input<T: JsonSchema + ?Sized>() -> Value {
         // The root description of an input type repeats the tool description that
         // the definition already carries, so models would read it twice.
         root.remove("description");
+        // A tool without parameters still lists (no) properties: several providers
+        // reject an object schema without them.
+        if root.get("type").and_then(Value::as_str) == Some("object") {
+            root.entry("properties")
+                .or_insert_with(|| Value::Object(Map::new()));
+        }
     }
     schema
 }
