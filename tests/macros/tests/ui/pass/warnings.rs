@@ -24,4 +24,20 @@ fn all_attributes(
     let _ = (a, b, c, d, e, f, g, h, i, j, k.take(), r#type);
 }
 
+/// A tool compiled out by a `#[cfg]` written below `#[tool]`: the generated tool
+/// type goes with it.
+#[tool]
+#[cfg(any())]
+fn feature_gated() -> &'static str {
+    "gated"
+}
+
+/// A deprecated Rust function behind a deprecated tool: calling it from the
+/// generated code does not warn.
+#[tool(deprecated, deprecation_message = "use `new_api`")]
+#[deprecated = "use `new_api`"]
+async fn old_api() -> &'static str {
+    "old"
+}
+
 fn main() {}
