@@ -31,3 +31,48 @@ fn gallery_definitions_match_snapshots() {
         insta::assert_json_snapshot!(definition.name.clone(), definition);
     }
 }
+
+#[test]
+fn name_and_description_fall_back_in_the_seed_order() {
+    use iris_tools_core::tool;
+
+    #[tool]
+    fn undocumented() {}
+
+    /// Ignored: the attribute wins.
+    #[tool(description = "From the attribute.")]
+    fn described() {}
+
+    /// # Arguments
+    /// * `key` - only a parameter list, no prose
+    #[tool]
+    fn only_arguments(key: String) -> String {
+        key
+    }
+
+    /// From the doc comment.
+    #[tool(name = "renamed")]
+    fn original_name() {}
+
+    // (definition, name, description): attribute, then doc comment, then the name.
+    let cases = [
+        (undocumented::definition(), "undocumented", "undocumented"),
+        (described::definition(), "described", "From the attribute."),
+        (
+            only_arguments::definition(),
+            "only_arguments",
+            "only_arguments",
+        ),
+        (
+            original_name::definition(),
+            "renamed",
+            "From the doc comment.",
+        ),
+    ];
+    for (definition, name, description) in cases {
+        assert_eq!(
+            (definition.name.as_str(), definition.description.as_str()),
+            (name, description)
+        );
+    }
+}
