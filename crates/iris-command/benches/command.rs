@@ -1,1 +1,2 @@
+//! Benchmarks: command (placeholder replaced below).
 fn main() {}

@@ -170,8 +170,8 @@ mod tests {
         check(
             4,
             &[b"0123456789", b"x"],
-            "01\n[... 9 bytes of stdout dropped; 4 kept ...]\n9x",
-            (11, 4, 9),
+            "01\n[... 7 bytes of stdout dropped; 4 kept ...]\n9x",
+            (11, 4, 7),
         );
         // A limit of 1 keeps one head byte and no tail.
         check(

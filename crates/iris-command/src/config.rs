@@ -202,10 +202,10 @@ fn check_endpoint(endpoint: &str) -> Result<(), CommandError> {
             ),
         ));
     }
-    if let Some(pipe) = endpoint.strip_prefix("npipe://") {
-        if !pipe.is_empty() {
-            return Ok(());
-        }
+    if let Some(pipe) = endpoint.strip_prefix("npipe://")
+        && !pipe.is_empty()
+    {
+        return Ok(());
     }
     Err(CommandError::config(
         "docker.endpoint",

@@ -65,20 +65,27 @@ p=$!
 exec 3<&-
 wait "$p"
 rc=$?
-kill -s KILL -- "-$p" 2>/dev/null
+kill -9 "-$p" 2>/dev/null
 exit "$rc""#;
 
 /// Kills process group `$1` and waits (bounded: 400 checks, 25 ms apart) until no
 /// member is left. Exit 0 when the group is gone, 1 when it is still there.
+///
+/// The `kill -9 -PGID` / `kill -0 -PGID` spellings (numeric signal, no `--`) are the
+/// ones dash and busybox `sh` both accept.
 pub const KILL_SCRIPT: &str = r#"p=$1
 n=0
-while kill -0 -- "-$p" 2>/dev/null; do
-  kill -s KILL -- "-$p" 2>/dev/null
+while kill -0 "-$p" 2>/dev/null; do
+  kill -9 "-$p" 2>/dev/null
   n=$((n+1))
   if [ "$n" -ge 400 ]; then exit 1; fi
   sleep 0.025
 done
 exit 0"#;
+
+/// How to get an engine, appended to every "engine unreachable" message.
+const ENGINE_HINT: &str =
+    "start the engine (for example `dockerd > /tmp/dockerd.log 2>&1 &`) or fix docker.endpoint";
 
 /// Keeps the container alive; `tini` (PID 1) forwards the stop signal.
 const KEEP_ALIVE: &str = "while :; do sleep 3600; done";
@@ -136,7 +143,7 @@ impl DockerBackend {
     fn connect(&self) -> Result<Docker, CommandError> {
         let fail = |e: bollard::errors::Error| {
             CommandError::unavailable(format!(
-                "cannot connect to the Docker engine at {}: {e}",
+                "cannot connect to the Docker engine at {}: {e}; {ENGINE_HINT}",
                 self.endpoint_label()
             ))
         };
@@ -156,8 +163,7 @@ impl DockerBackend {
         let docker = self.connect()?;
         let docker = docker.negotiate_version().await.map_err(|e| {
             CommandError::unavailable(format!(
-                "the Docker engine at {} does not answer ({e}); start it (for example \
-                 `dockerd > /tmp/dockerd.log 2>&1 &`) or fix docker.endpoint",
+                "the Docker engine at {} does not answer ({e}); {ENGINE_HINT}",
                 self.endpoint_label()
             ))
         })?;
@@ -193,17 +199,22 @@ impl DockerBackend {
             remove(&prepared).await;
             return Err(e);
         }
-        let mut slot = self
-            .prepared
-            .lock()
-            .map_err(|_| CommandError::unavailable("the backend state is poisoned"))?;
-        if slot.is_some() {
+        let won = {
+            let mut slot = self
+                .prepared
+                .lock()
+                .map_err(|_| CommandError::unavailable("the backend state is poisoned"))?;
+            if slot.is_some() {
+                false
+            } else {
+                *slot = Some(prepared.clone());
+                true
+            }
+        };
+        if !won {
             // A concurrent prepare won; keep one container.
-            drop(slot);
             remove(&prepared).await;
-            return Ok(());
         }
-        *slot = Some(prepared);
         Ok(())
     }
 
@@ -470,6 +481,17 @@ async fn run_helper(prepared: &Prepared, cmd: Vec<String>) -> Result<Option<i64>
     exit_code(prepared, &exec.id).await
 }
 
+/// The argv of the kill exec for one process group.
+fn kill_command(pgid: i64) -> Vec<String> {
+    vec![
+        "/bin/sh".into(),
+        "-c".into(),
+        KILL_SCRIPT.into(),
+        "iris-kill".into(),
+        pgid.to_string(),
+    ]
+}
+
 async fn next(stream: &mut OutputStream) -> Option<Result<LogOutput, bollard::errors::Error>> {
     std::future::poll_fn(|cx| stream.as_mut().poll_next(cx)).await
 }
@@ -620,17 +642,7 @@ impl Process for DockerProcess {
         let Some(pgid) = self.pgid else {
             return Err("the exec never reported its process id".to_owned());
         };
-        let code = run_helper(
-            &self.prepared,
-            vec![
-                "/bin/sh".into(),
-                "-c".into(),
-                KILL_SCRIPT.into(),
-                "iris-kill".into(),
-                pgid.to_string(),
-            ],
-        )
-        .await?;
+        let code = run_helper(&self.prepared, kill_command(pgid)).await?;
         match code {
             Some(0) => Ok(()),
             other => Err(format!(
@@ -643,23 +655,13 @@ impl Process for DockerProcess {
 impl Drop for DockerProcess {
     fn drop(&mut self) {
         // The driver is gone mid-run (runtime shutting down): kill the tree if we can.
-        if self.ended.is_none() {
-            if let (Some(pgid), Ok(handle)) = (self.pgid, tokio::runtime::Handle::try_current()) {
-                let prepared = self.prepared.clone();
-                handle.spawn(async move {
-                    let _ = run_helper(
-                        &prepared,
-                        vec![
-                            "/bin/sh".into(),
-                            "-c".into(),
-                            KILL_SCRIPT.into(),
-                            "iris-kill".into(),
-                            pgid.to_string(),
-                        ],
-                    )
-                    .await;
-                });
-            }
+        if self.ended.is_none()
+            && let (Some(pgid), Ok(handle)) = (self.pgid, tokio::runtime::Handle::try_current())
+        {
+            let prepared = self.prepared.clone();
+            handle.spawn(async move {
+                let _ = run_helper(&prepared, kill_command(pgid)).await;
+            });
         }
     }
 }

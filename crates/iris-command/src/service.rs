@@ -231,10 +231,10 @@ impl CommandService {
     /// Docker mode, which uses the image's `python3`.
     #[must_use]
     pub fn with_native_python(self, interpreter: impl Into<PathBuf>) -> Self {
-        if let Backend::Native(native) = &self.inner.backend {
-            if let Ok(mut python) = native.python.lock() {
-                *python = Some(interpreter.into());
-            }
+        if let Backend::Native(native) = &self.inner.backend
+            && let Ok(mut python) = native.python.lock()
+        {
+            *python = Some(interpreter.into());
         }
         self
     }
@@ -290,16 +290,20 @@ impl CommandService {
             Backend::Native(native) => native.prepare()?,
             Backend::Docker(docker) => docker.prepare().await?,
         }
-        let mut state = self.lock_state()?;
-        if state.closed {
-            drop(state);
+        let closed = {
+            let mut state = self.lock_state()?;
+            if !state.closed {
+                state.prepared = true;
+            }
+            state.closed
+        };
+        if closed {
             // close() ran while we prepared; do not leave a container behind.
             if let Backend::Docker(docker) = &self.inner.backend {
                 docker.close().await;
             }
             return Err(CommandError::unavailable("the command service is closed"));
         }
-        state.prepared = true;
         Ok(())
     }
 

@@ -146,13 +146,13 @@ fn parse(kind: Kind, raw: Value) -> Result<Input, ToolErrorInfo> {
             format!("`{field}` must not be empty"),
         ));
     }
-    if let Some(t) = input.timeout_seconds {
-        if !(t.is_finite() && t > 0.0) {
-            return Err(ToolErrorInfo::new(
-                codes::INVALID_INPUT,
-                format!("`timeout_seconds` must be a positive number, got {t}"),
-            ));
-        }
+    if let Some(t) = input.timeout_seconds
+        && !(t.is_finite() && t > 0.0)
+    {
+        return Err(ToolErrorInfo::new(
+            codes::INVALID_INPUT,
+            format!("`timeout_seconds` must be a positive number, got {t}"),
+        ));
     }
     Ok(input)
 }
