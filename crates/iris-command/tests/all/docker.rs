@@ -148,32 +148,27 @@ async fn bridge_network_has_an_interface() {
 }
 
 /// (config, words the COMMAND_UNAVAILABLE message must contain)
-fn check_unavailable(
-    config: CommandConfig,
-    words: &[&str],
-) -> impl std::future::Future<Output = ()> {
-    async move {
-        let dir = tempfile::tempdir().unwrap();
-        let service = CommandService::new(config, dir.path()).unwrap();
-        let err = service.prepare().await.unwrap_err();
-        assert_eq!(err.code(), "COMMAND_UNAVAILABLE");
-        let message = err.to_string();
-        for word in words {
-            assert!(message.contains(word), "`{word}` missing from: {message}");
-        }
-        assert!(!message.contains('\n'), "one line: {message}");
-        // No container, no fallback: the service stays Docker and refuses to run.
-        assert_eq!(service.docker_container_id(), None);
-        assert_eq!(service.mode(), CommandMode::Docker);
-        let run = service
-            .execute(
-                &CommandScope::default(),
-                CommandRequest::shell("x", "true", "."),
-            )
-            .await
-            .unwrap_err();
-        assert_eq!(run.code(), "COMMAND_UNAVAILABLE");
+async fn check_unavailable(config: CommandConfig, words: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    let service = CommandService::new(config, dir.path()).unwrap();
+    let err = service.prepare().await.unwrap_err();
+    assert_eq!(err.code(), "COMMAND_UNAVAILABLE");
+    let message = err.to_string();
+    for word in words {
+        assert!(message.contains(word), "`{word}` missing from: {message}");
     }
+    assert!(!message.contains('\n'), "one line: {message}");
+    // No container, no fallback: the service stays Docker and refuses to run.
+    assert_eq!(service.docker_container_id(), None);
+    assert_eq!(service.mode(), CommandMode::Docker);
+    let run = service
+        .execute(
+            &CommandScope::default(),
+            CommandRequest::shell("x", "true", "."),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(run.code(), "COMMAND_UNAVAILABLE");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -118,7 +118,7 @@ async fn tools_register_and_a_borrower_cannot_close() {
     root.prepare().await.unwrap();
     let child = CommandBinding::borrowed(&root);
     assert!(root.is_owner() && !child.is_owner());
-    assert!(CommandBinding::borrowed(&child).is_owner() == false);
+    assert!(!CommandBinding::borrowed(&child).is_owner());
 
     let registry = ToolRegistry::new();
     registry.register_many(command_tools(&child)).unwrap();
