@@ -6,6 +6,9 @@
 //! leaves the group on purpose (`setsid`, `setpgid`) is outside what a group kill
 //! reaches. When the leader exits by itself, the rest of its group is killed too: a
 //! call owns its processes, and background jobs do not outlive it.
+//!
+//! The backend needs a Unix host; on other hosts `prepare` reports
+//! `COMMAND_UNAVAILABLE` (the seed's `cmd.exe` variant is not written yet).
 
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
@@ -46,6 +49,13 @@ pub(crate) struct NativeBackend {
 impl NativeBackend {
     /// Checks the shell exists.
     pub(crate) fn prepare(&self) -> Result<(), CommandError> {
+        if !cfg!(unix) {
+            // Killing a whole process tree is implemented with Unix process groups;
+            // a Windows (cmd.exe, job object) variant is not written yet.
+            return Err(CommandError::unavailable(
+                "native commands need a Unix host in this version; use docker mode",
+            ));
+        }
         if Path::new(SHELL).exists() {
             Ok(())
         } else {
@@ -75,9 +85,10 @@ impl NativeBackend {
                 (python.to_string_lossy().into_owned(), c)
             }
         };
+        #[cfg(unix)]
+        command.process_group(0);
         command
             .current_dir(&job.cwd)
-            .process_group(0)
             .stdin(if job.stdin.is_some() {
                 Stdio::piped()
             } else {
@@ -238,9 +249,12 @@ async fn sleep_until_opt(at: Option<Instant>) {
 
 /// Sends `SIGKILL` to a process group; a group that is already gone is fine.
 pub(crate) fn signal_group(pgid: i32) {
+    #[cfg(unix)]
     if let Some(pid) = rustix::process::Pid::from_raw(pgid) {
         let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
     }
+    #[cfg(not(unix))]
+    let _ = pgid;
 }
 
 /// Whether any non-zombie process is in the group.
@@ -276,8 +290,14 @@ pub(crate) fn group_alive(pgid: i32) -> bool {
 }
 
 fn probe_group(pgid: i32) -> bool {
-    rustix::process::Pid::from_raw(pgid)
-        .is_some_and(|pid| rustix::process::test_kill_process_group(pid).is_ok())
+    #[cfg(unix)]
+    return rustix::process::Pid::from_raw(pgid)
+        .is_some_and(|pid| rustix::process::test_kill_process_group(pid).is_ok());
+    #[cfg(not(unix))]
+    return {
+        let _ = pgid;
+        false
+    };
 }
 
 /// `(state, pgrp)` from a `/proc/<pid>/stat` line. The command name (field 2) may hold
