@@ -32,9 +32,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let tool = ExecCommandTool::new(binding.clone());
     let ctx = ToolExecutionContext::new(&workspace).session_id("example");
-    let result = tool.run(json!({"command": command, "timeout_seconds": 30}), &ctx).await;
+    let result = tool
+        .run(json!({"command": command, "timeout_seconds": 30}), &ctx)
+        .await;
     println!("--- model sees ---\n{}", result.model_content());
-    println!("--- host data ---\n{}", serde_json::to_string_pretty(&result.data)?);
+    println!(
+        "--- host data ---\n{}",
+        serde_json::to_string_pretty(&result.data)?
+    );
 
     binding.close().await?;
     Ok(())
