@@ -169,7 +169,9 @@ pub(crate) async fn deadline_is_the_minimum(b: Backend) {
 
 pub(crate) async fn timeout_kills_the_whole_tree(b: Backend) {
     let h = Harness::new(b).await;
-    let request = CommandRequest::shell("slow", tree_script("t"), ".").timeout_seconds(2.0);
+    // 5 s leaves the tree ample time to build (it records all its pids first) even on a
+    // loaded machine; the outcome does not depend on how long the build takes.
+    let request = CommandRequest::shell("slow", tree_script("t"), ".").timeout_seconds(5.0);
     let outcome = h
         .service
         .execute(&Harness::scope("timeout"), request)
@@ -220,6 +222,11 @@ pub(crate) async fn stop_kills_the_whole_tree(b: Backend) {
     assert_eq!(outcome.status, CommandStatus::EnvironmentInterrupted);
     assert_eq!(outcome.exit_code, None);
     assert_eq!(outcome.detail.as_deref(), Some("the scope was stopped"));
+    let error = outcome
+        .error_info()
+        .expect("an interrupted call is an error");
+    assert_eq!(error.code, "COMMAND_ENVIRONMENT_INTERRUPTED");
+    assert!(error.retryable, "the environment may be back on retry");
     operation.wait_drained().await;
     h.service.wait_drained(&receipt).await.expect("own receipt");
     assert_eq!(h.service.running_count(), 0);
