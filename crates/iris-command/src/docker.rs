@@ -617,8 +617,12 @@ impl Process for DockerProcess {
     }
 
     async fn kill(&mut self, out: &mut Captures) -> Result<(), String> {
-        if self.ended.is_some() {
+        if matches!(self.ended, Some(Ok(_))) {
+            // The exec finished: the wrapper already killed what was left of its group.
             return Ok(());
+        }
+        if let (None, Some(Err(e))) = (self.pgid, &self.ended) {
+            return Err(format!("{e}, before the exec reported its process id"));
         }
         if self.pgid.is_none() {
             // The payload prints its pid first thing; wait for it (bounded).
