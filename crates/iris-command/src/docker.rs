@@ -95,6 +95,8 @@ const IMAGE_PYTHON: &str = "python3";
 const FRAME_CAPACITY: usize = 64 * 1024;
 /// How long to wait for the wrapper's pid line before a kill gives up on it.
 const PID_LINE_WAIT: Duration = Duration::from_secs(10);
+/// How many times a running container is confirmed after a signal-like exit code.
+const CONTAINER_CHECKS: usize = 10;
 /// Engine request timeout (seconds) for non-streaming calls.
 const ENGINE_TIMEOUT_SECONDS: u64 = 120;
 
@@ -481,6 +483,27 @@ async fn run_helper(prepared: &Prepared, cmd: Vec<String>) -> Result<Option<i64>
     exit_code(prepared, &exec.id).await
 }
 
+/// Why the container cannot run calls any more, or `None` while it runs.
+///
+/// The engine may end an exec's stream before it updates the state of a container
+/// that is dying, so a running answer is confirmed a few times (bounded, about
+/// 0.5 s). This only happens for a missing or signal-like exit code.
+async fn container_gone(prepared: &Prepared) -> Option<String> {
+    for _ in 0..CONTAINER_CHECKS {
+        match prepared
+            .docker
+            .inspect_container(&prepared.container_id, None)
+            .await
+        {
+            Ok(inspect) if inspect.state.as_ref().and_then(|s| s.running) == Some(true) => {}
+            Ok(_) => return Some("the command container stopped".to_owned()),
+            Err(e) => return Some(format!("the command container is gone: {e}")),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    None
+}
+
 /// The argv of the kill exec for one process group.
 fn kill_command(pgid: i64) -> Vec<String> {
     vec![
@@ -603,7 +626,14 @@ impl Process for DockerProcess {
                     }
                 }
             }
-            let code = exit_code(&self.prepared, &self.exec_id).await;
+            let mut code = exit_code(&self.prepared, &self.exec_id).await;
+            // A missing or signal-like code may mean the container itself went away
+            // under the call; then the environment, not the command, ended it.
+            if matches!(code, Ok(None)) || matches!(code, Ok(Some(c)) if c >= 128) {
+                if let Some(reason) = container_gone(&self.prepared).await {
+                    code = Err(reason);
+                }
+            }
             self.ended = Some(code);
         }
         match &self.ended {

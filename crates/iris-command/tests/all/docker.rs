@@ -197,3 +197,45 @@ async fn engine_or_image_missing_is_unavailable() {
     )
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn losing_the_container_interrupts_the_call() {
+    let h = Harness::new(Backend::Docker).await;
+    let service = h.service.clone();
+    let running = tokio::spawn(async move {
+        service
+            .execute(
+                &CommandScope::default(),
+                CommandRequest::shell("lost", crate::support::tree_script("x"), "."),
+            )
+            .await
+    });
+    h.wait_for_file("xready").await;
+    let id = h.service.docker_container_id().unwrap();
+    docker_cli(&["kill", &id]);
+    let outcome = running.await.unwrap().unwrap();
+    assert_eq!(
+        outcome.status,
+        CommandStatus::EnvironmentInterrupted,
+        "{outcome:?}"
+    );
+    assert_eq!(outcome.exit_code, None);
+    assert!(
+        outcome
+            .detail
+            .as_deref()
+            .is_some_and(|d| d.contains("container")),
+        "{outcome:?}"
+    );
+    // Nothing falls back: later calls report the environment unavailable.
+    let err = h
+        .service
+        .execute(
+            &CommandScope::default(),
+            CommandRequest::shell("next", "true", "."),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "COMMAND_UNAVAILABLE");
+    h.close().await;
+}
