@@ -629,10 +629,10 @@ impl Process for DockerProcess {
             let mut code = exit_code(&self.prepared, &self.exec_id).await;
             // A missing or signal-like code may mean the container itself went away
             // under the call; then the environment, not the command, ended it.
-            if matches!(code, Ok(None)) || matches!(code, Ok(Some(c)) if c >= 128) {
-                if let Some(reason) = container_gone(&self.prepared).await {
-                    code = Err(reason);
-                }
+            if matches!(code, Ok(None) | Ok(Some(128..)))
+                && let Some(reason) = container_gone(&self.prepared).await
+            {
+                code = Err(reason);
             }
             self.ended = Some(code);
         }
