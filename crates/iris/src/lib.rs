@@ -1,6 +1,10 @@
 #![doc = include_str!("../README.md")]
 
 pub use iris_tools_core as core;
+/// `#[tool]` for crates that depend on `iris` only: the generated code reaches core
+/// through this facade.
+#[cfg(feature = "macros")]
+pub use iris_tools_core::__tool_in_iris_facade as tool;
 pub use iris_tools_core::adapters::{Provider, Strict};
 
 /// Decision types, the Jev client and the decision discovery backend (`decision` feature).
@@ -19,9 +23,11 @@ pub use iris_web as web;
 
 /// The items most programs need, for `use iris::prelude::*`.
 pub mod prelude {
+    #[cfg(feature = "macros")]
+    pub use crate::tool;
     pub use iris_tools_core::{
         ApprovalMode, CancellationSignal, CircuitBreaker, ContentBlock, DefaultPermissionPolicy,
-        FnTool, Tool, ToolCapability, ToolDefinition, ToolExecutionContext, ToolRegistry,
-        ToolRegistryView, ToolResult, ToolUse, ViewFilter,
+        FnTool, Tool, ToolCapability, ToolDefinition, ToolExecutionContext, ToolExecutor,
+        ToolRegistry, ToolRegistryView, ToolResult, ToolUse, ViewFilter,
     };
 }
