@@ -217,7 +217,7 @@ fn edit(
         updated.as_bytes(),
         WriteMode::Replace { verify: &verify },
     )?;
-    record_written(service, ctx, &target, updated.as_bytes());
+    let hash = record_written(service, ctx, &target, updated.as_bytes());
     let line = line_of(text, at);
     Ok(ToolResult::text(
         "",
@@ -228,7 +228,7 @@ fn edit(
     .with_data("line", line)
     .with_data("size_bytes", updated.len() as u64)
     .with_data("lines", count_lines(&updated))
-    .with_data("sha256", ContentHash::of(updated.as_bytes()).to_string()))
+    .with_data("sha256", hash.to_string()))
 }
 
 #[cfg(test)]

@@ -184,7 +184,7 @@ fn write(
             (resolved, true)
         }
     };
-    record_written(service, ctx, &target, content);
+    let hash = record_written(service, ctx, &target, content);
     let lines = std::str::from_utf8(content).map_or(0, count_lines);
     let verb = if created { "Created" } else { "Wrote" };
     Ok(ToolResult::text(
@@ -200,20 +200,26 @@ fn write(
     .with_data("created", created)
     .with_data("size_bytes", content.len() as u64)
     .with_data("lines", lines)
-    .with_data("sha256", ContentHash::of(content).to_string()))
+    .with_data("sha256", hash.to_string()))
 }
 
 /// After our own write the model knows the content exactly, so the written bytes
-/// become this session's observation (a later edit needs no extra read).
+/// become this session's observation (a later edit needs no extra read). Returns
+/// the content hash.
 pub(super) fn record_written(
     service: &FileService,
     ctx: &ToolExecutionContext,
     target: &Resolved,
     content: &[u8],
-) {
-    if let Ok(meta) = target.abs.metadata() {
-        service
-            .read_state(ctx)
-            .record(target.abs.clone(), Observation::of(content, &meta));
-    }
+) -> ContentHash {
+    let observation = Observation {
+        content_hash: ContentHash::of(content),
+        size: content.len() as u64,
+        modified: target.abs.metadata().and_then(|m| m.modified()).ok(),
+    };
+    let hash = observation.content_hash;
+    service
+        .read_state(ctx)
+        .record(target.abs.clone(), observation);
+    hash
 }
