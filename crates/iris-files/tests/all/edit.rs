@@ -51,8 +51,11 @@ async fn apply(h: &Harness, step: Step) {
             assert_eq!(code(&r), "OK");
         }
         Step::ReadViaSymlink => {
+            // Where symlinks are unavailable the step is a plain read.
+            #[cfg(unix)]
             std::os::unix::fs::symlink(&target, h.path("link.toml")).unwrap();
-            let r = h.call("read_file", json!({"file_path": "link.toml"})).await;
+            let name = if cfg!(unix) { "link.toml" } else { "cfg.toml" };
+            let r = h.call("read_file", json!({"file_path": name})).await;
             assert_eq!(code(&r), "OK");
         }
         Step::ChangeOnDisk => h.put("cfg.toml", "level = DEBUG\nname = app\nmore = 1\n"),

@@ -8,6 +8,7 @@
 mod atomic;
 mod definitions;
 mod edit;
+#[cfg(unix)] // The escape table is built from symlinks.
 mod escape;
 mod grep;
 mod images;

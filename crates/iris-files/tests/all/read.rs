@@ -318,3 +318,62 @@ async fn reads_record_observations() {
     // Other sessions see nothing.
     assert!(h.service.session_state("s-2").is_empty());
 }
+
+/// A long result saved by the artifact store can be paged back with read_file.
+#[tokio::test]
+async fn saved_tool_results_can_be_paged() {
+    let h = Harness::with_config(FileToolsConfig::default().with_read_char_budget(1000));
+    let body: String = (0..500).map(|i| format!("row {i}\n")).collect();
+    let store = iris_tools_core::ToolArtifactStore::for_session(&h.ws, "s-1");
+    let saved = store
+        .persist_if_large(
+            iris_tools_core::ToolResult::text("call_9", "x", body.clone()),
+            100,
+        )
+        .unwrap();
+    let path = saved.artifact.unwrap().text_path.unwrap();
+    let rel = path
+        .strip_prefix(&h.ws)
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let mut out = String::new();
+    let mut next = Some((0, 0));
+    while let Some((offset, column)) = next {
+        let r = h
+            .call(
+                "read_file",
+                json!({"file_path": rel, "offset": offset, "column": column}),
+            )
+            .await;
+        assert_eq!(code(&r), "OK");
+        out.push_str(first_text(&r));
+        next = r.data["next_offset"]
+            .as_u64()
+            .zip(r.data["next_column"].as_u64());
+    }
+    assert!(out == body, "the saved body reassembles");
+}
+
+/// A call whose cancellation was already requested does no work.
+#[tokio::test]
+async fn cancelled_calls_stop() {
+    let h = fixture();
+    let signal = iris_tools_core::CancellationSignal::new();
+    signal.cancel();
+    let ctx = h.ctx.clone().cancellation(signal);
+    for (tool, input) in [
+        ("read_file", json!({"file_path": "lines.txt"})),
+        ("list_files", json!({})),
+        ("grep_search", json!({"pattern": "x"})),
+        (
+            "write_file",
+            json!({"file_path": "new.txt", "content": "x"}),
+        ),
+    ] {
+        let r = h.call_in(&ctx, tool, input).await;
+        assert_eq!(code(&r), iris_tools_core::codes::CANCELLED, "{tool}");
+    }
+    assert!(!h.path("new.txt").exists());
+}
