@@ -50,9 +50,13 @@ fn io_error(rel: &str, what: &str, e: &std::io::Error) -> ToolErrorInfo {
 /// Creates a fresh temporary file next to `target`.
 fn create_temp(target: &Path, rel: &str) -> Result<(TempFile, File), ToolErrorInfo> {
     let dir = target.parent().unwrap_or_else(|| Path::new("."));
-    let name = target
+    // Keep the temporary name well below the usual 255-byte name limit.
+    let name: String = target
         .file_name()
-        .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
+        .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned())
+        .chars()
+        .take(64)
+        .collect();
     for _ in 0..16 {
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         let path = dir.join(format!(".{name}.iris-{}-{n}.tmp", std::process::id()));

@@ -110,8 +110,10 @@ impl Tool for PublishArtifactTool {
 /// A directory or file-name component made safe: characters outside
 /// `[A-Za-z0-9._-]` become `_`, and `.`/`..`/empty become `fallback`.
 fn safe_component(raw: &str, fallback: &str) -> String {
+    // Bounded so that `<call>-<name>` stays below the usual 255-byte name limit.
     let cleaned: String = raw
         .chars()
+        .take(100)
         .map(|c| {
             if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
                 c
@@ -207,14 +209,14 @@ fn publish(
     let dest = link_unique(&temp, &dir, &name)?;
     drop(cleanup);
 
-    let bytes = fs::read(&dest).map_err(|e| io_err("read the published copy", &e))?;
-    let mime = guess_mime(&dest, &bytes[..bytes.len().min(8192)]);
-    let preview = match std::str::from_utf8(&bytes) {
-        Ok(text) if !bytes.contains(&0) => text.chars().take(PREVIEW_CHARS).collect(),
-        _ => String::new(),
-    };
+    // Stream the copy for its hash; only the head is needed for the type and preview,
+    // so a large file is never loaded whole.
+    let (hash, size) =
+        ContentHash::of_file(&dest).map_err(|e| io_err("read the published copy", &e))?;
+    let head = read_head(&dest).map_err(|e| io_err("read the published copy", &e))?;
+    let mime = guess_mime(&dest, &head);
+    let preview = text_preview(&head);
     let published_rel = relative_display(&source.root, &dest);
-    let size = bytes.len() as u64;
     let mut result = ToolResult::text(
         "",
         "",
@@ -227,7 +229,7 @@ fn publish(
     .with_data("published_path", published_rel)
     .with_data("size_bytes", size)
     .with_data("mime_type", mime)
-    .with_data("sha256", ContentHash::of(&bytes).to_string());
+    .with_data("sha256", hash.to_string());
     result.artifact = Some(ToolArtifact {
         path: dest,
         mime_type: mime.to_owned(),
@@ -236,6 +238,30 @@ fn publish(
         text_path: None,
     });
     Ok(result)
+}
+
+/// The first 8 KiB of a file.
+fn read_head(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(8192);
+    fs::File::open(path)?.take(8192).read_to_end(&mut head)?;
+    Ok(head)
+}
+
+/// The first characters of a UTF-8 text head (ignoring a sequence cut at its end),
+/// or nothing for binary content.
+fn text_preview(head: &[u8]) -> String {
+    if head.contains(&0) {
+        return String::new();
+    }
+    let text = match std::str::from_utf8(head) {
+        Ok(t) => t,
+        Err(e) if e.error_len().is_none() => {
+            std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or_default()
+        }
+        Err(_) => return String::new(),
+    };
+    text.chars().take(PREVIEW_CHARS).collect()
 }
 
 /// Removes the temporary copy (after linking, or on failure).
@@ -265,6 +291,18 @@ mod tests {
             ("会话", "__"),
         ] {
             assert_eq!(safe_component(raw, "default"), expect, "{raw:?}");
+        }
+    }
+
+    #[test]
+    fn text_preview_table() {
+        for (head, expect) in [
+            (&b"hello"[..], "hello"),
+            (&b"caf\xc3"[..], "caf"),
+            (&b"bin\0ary"[..], ""),
+            (&b"\xff\xfe"[..], ""),
+        ] {
+            assert_eq!(text_preview(head), expect, "{head:?}");
         }
     }
 

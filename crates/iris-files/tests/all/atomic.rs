@@ -130,3 +130,19 @@ async fn writes_through_symlinks_keep_the_link() {
             .is_symlink()
     );
 }
+
+/// File names near the 255-byte limit still get a valid temporary name.
+#[tokio::test]
+async fn long_file_names_are_written() {
+    let h = Harness::new();
+    let name = format!("{}.txt", "n".repeat(250));
+    for (tool, input) in [
+        ("write_file", json!({"file_path": name, "content": "one\n"})),
+        ("write_file", json!({"file_path": name, "content": "two\n"})),
+        ("publish_artifact", json!({"file_path": name})),
+    ] {
+        let r = h.call(tool, input).await;
+        assert_eq!(code(&r), "OK", "{tool}: {}", r.model_content());
+    }
+    assert_eq!(h.text(&name), "two\n");
+}
