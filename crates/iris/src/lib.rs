@@ -15,6 +15,9 @@ pub use iris_command as command;
 /// Decision types, the Jev client and the decision discovery backend (`decision` feature).
 #[cfg(feature = "decision")]
 pub use iris_decision as decision;
+/// The built-in file tools (`files` feature).
+#[cfg(feature = "files")]
+pub use iris_files as files;
 /// Hook events, registrations and the dispatcher (`hooks` feature).
 #[cfg(feature = "hooks")]
 pub use iris_hooks as hooks;
