@@ -138,16 +138,17 @@ pub struct LocalDiscoveryBackend {
 }
 
 struct CachedIndex {
-    /// Candidate names in order: the cache key. The registry never removes or
-    /// replaces a tool, so equal names mean equal definitions.
-    names: Vec<String>,
+    /// The candidates in order: the cache key, compared by identity. Holding them
+    /// keeps their allocations alive, so an address can never be reused by another
+    /// tool while the entry exists.
+    tools: Vec<Arc<dyn Tool>>,
     index: SearchIndex,
 }
 
 impl std::fmt::Debug for CachedIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CachedIndex")
-            .field("tools", &self.names.len())
+            .field("tools", &self.tools.len())
             .finish_non_exhaustive()
     }
 }
@@ -207,12 +208,12 @@ impl LocalDiscoveryBackend {
     /// The index over exactly these candidates, from the cache or freshly built.
     fn index_for(&self, candidates: &[Arc<dyn Tool>]) -> Arc<CachedIndex> {
         let same = |cached: &CachedIndex| {
-            cached.names.len() == candidates.len()
+            cached.tools.len() == candidates.len()
                 && cached
-                    .names
+                    .tools
                     .iter()
                     .zip(candidates)
-                    .all(|(name, tool)| *name == tool.definition().name)
+                    .all(|(a, b)| Arc::ptr_eq(a, b))
         };
         {
             let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
@@ -227,7 +228,7 @@ impl LocalDiscoveryBackend {
         // other searches over a cached set need not wait for it.
         let defs: Vec<ToolDefinition> = candidates.iter().map(|t| t.definition().clone()).collect();
         let built = Arc::new(CachedIndex {
-            names: defs.iter().map(|d| d.name.clone()).collect(),
+            tools: candidates.to_vec(),
             index: SearchIndex::new(&defs),
         });
         let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
