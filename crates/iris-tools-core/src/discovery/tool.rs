@@ -243,11 +243,13 @@ fn listing(output: &ToolSearchOutput) -> String {
         .filter(|s| s.tool.is_some())
         .count();
     let mut text = if output.tools.is_empty() {
+        let which = match output.selections.len() {
+            1 => "the query".to_owned(),
+            n => format!("any of the {n} queries"),
+        };
         format!(
-            "No deferred tool matched {} of {} queries. Rephrase with other words, or \
-             widen include_groups.\n",
-            output.selections.len(),
-            output.selections.len()
+            "No deferred tool matched {which}. Rephrase with other words, or widen \
+             include_groups.\n"
         )
     } else {
         format!(

@@ -366,6 +366,12 @@ async fn include_groups_null_empty_and_some() {
     let none = check(json!([]), [None, None]).await;
     assert_eq!(none.data["tools"], json!([]));
     assert_eq!(none.metadata["discovery"]["candidates"], 0);
+    assert_eq!(
+        none.model_content(),
+        "No deferred tool matched any of the 2 queries. Rephrase with other words, or widen \
+         include_groups.\n1. \"open a new issue on github\" -> no matching tool\n\
+         2. \"post a message to slack\" -> no matching tool"
+    );
     // Some groups: only their tools.
     check(json!(["github"]), [Some(CREATE_ISSUE), None]).await;
     check(
