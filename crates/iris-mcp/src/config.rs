@@ -36,6 +36,14 @@ const HTTP_FIELDS: [&str; 6] = [
     "env_http_headers",
     "bearer_token_env_var",
 ];
+/// Headers the transports set themselves (content negotiation, session and resumption).
+const RESERVED_HEADERS: [&str; 5] = [
+    "accept",
+    "content-type",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "last-event-id",
+];
 const COMMON_FIELDS: [&str; 9] = [
     "type",
     "enabled",
@@ -437,7 +445,8 @@ fn parse_text(text: &str, format: ConfigFormat, path: &Path) -> Result<Value> {
                 .map_err(|e| McpError::config(path, None, None, format!("invalid JSON: {e}")))?
                 .ok_or_else(|| McpError::config(path, None, None, "the file is empty"))
         }
-        ConfigFormat::Toml => toml::from_str::<Value>(text).map_err(|e| {
+        ConfigFormat::Toml => toml::from_str::<toml::Value>(text)
+            .map_err(|e| {
             let message = e.message().trim().to_owned();
             let at = e
                 .span()
@@ -446,9 +455,61 @@ fn parse_text(text: &str, format: ConfigFormat, path: &Path) -> Result<Value> {
                     format!(" on line {line}")
                 })
                 .unwrap_or_default();
-            McpError::config(path, None, None, format!("invalid TOML{at}: {message}"))
-        }),
+                McpError::config(path, None, None, format!("invalid TOML{at}: {message}"))
+            })
+            .and_then(|v| {
+                toml_to_json(v, &mut Vec::new()).map_err(|(at, message)| {
+                    // `at` is [root key, server, field…]: name the server and field.
+                    let server = at.get(1).map(String::as_str);
+                    let field = (at.len() > 2).then(|| at[2..].join("."));
+                    McpError::config(path, server, field.as_deref(), message)
+                })
+            }),
     }
+}
+
+/// TOML to JSON, refusing what JSON cannot hold (`inf`, `nan`) with its location
+/// rather than turning it into `null`. Dates become their TOML text.
+fn toml_to_json(
+    v: toml::Value,
+    at: &mut Vec<String>,
+) -> std::result::Result<Value, (Vec<String>, String)> {
+    Ok(match v {
+        toml::Value::String(s) => Value::String(s),
+        toml::Value::Integer(i) => Value::from(i),
+        toml::Value::Float(f) => match serde_json::Number::from_f64(f) {
+            Some(n) => Value::Number(n),
+            None => return Err((at.clone(), format!("must be a finite number, found {f}"))),
+        },
+        toml::Value::Boolean(b) => Value::Bool(b),
+        toml::Value::Datetime(d) => Value::String(d.to_string()),
+        toml::Value::Array(items) => {
+            let mut out = Vec::with_capacity(items.len());
+            for (i, item) in items.into_iter().enumerate() {
+                if let Some(last) = at.last_mut() {
+                    last.push_str(&format!("[{i}]"));
+                }
+                let converted = toml_to_json(item, at);
+                if let Some(last) = at.last_mut()
+                    && let Some(open) = last.rfind('[')
+                {
+                    last.truncate(open);
+                }
+                out.push(converted?);
+            }
+            Value::Array(out)
+        }
+        toml::Value::Table(table) => {
+            let mut out = Map::new();
+            for (k, item) in table {
+                at.push(k.clone());
+                let converted = toml_to_json(item, at);
+                at.pop();
+                out.insert(k, converted?);
+            }
+            Value::Object(out)
+        }
+    })
 }
 
 fn build(root: Value, path: PathBuf, overrides: &McpOverrides) -> Result<MCPConfig> {
@@ -920,9 +981,14 @@ fn check_header_name(f: &Fields<'_>, field: &str, lower: &str) -> Result<()> {
         && lower
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
-    if valid {
-        Ok(())
-    } else {
-        Err(f.err(field, format!("`{lower}` is not a valid HTTP header name")))
+    if !valid {
+        return Err(f.err(field, format!("`{lower}` is not a valid HTTP header name")));
     }
+    if RESERVED_HEADERS.contains(&lower) {
+        return Err(f.err(
+            field,
+            format!("header `{lower}` is managed by the MCP transport and cannot be set"),
+        ));
+    }
+    Ok(())
 }
