@@ -5,8 +5,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, PaginatedRequestParams, ProtocolVersion,
+    ClientCapabilities, ClientConfig, ClientJsonRpcMessage, ClientRequest, DiscoverRequest,
+    DiscoverRequestParams, Implementation, JsonRpcMessage, NumberOrString,
+    PaginatedRequestParams, ProtocolVersion, RequestMetaObject, ServerJsonRpcMessage,
+    ServerResult,
 };
+use rmcp::transport::Transport;
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -95,12 +99,139 @@ fn client_info() -> ClientConfig {
     )
 }
 
-/// Newest protocol first (`server/discover`), then the `initialize` handshake.
-fn lifecycle() -> ClientLifecycleMode {
-    ClientLifecycleMode::Auto {
-        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-        legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+/// The id of Iris's own `server/discover` probe; rmcp numbers its requests, so a
+/// string id never clashes with them.
+const PROBE_ID: &str = "iris-discover-probe";
+
+/// How long the probe waits before assuming a legacy server that ignores unknown
+/// methods: half the startup budget, at least 10 s (rmcp's own probe timeout).
+fn probe_timeout(startup: Duration) -> Duration {
+    (startup / 2).max(Duration::from_secs(10))
+}
+
+/// A transport that hides the answer to an abandoned probe. rmcp's handshake treats
+/// any response it did not ask for as fatal, so a discover answer that arrives after
+/// the probe gave up must never reach it.
+#[derive(Debug)]
+struct ProbeFilter<T> {
+    inner: T,
+    drop_probe_answer: bool,
+}
+
+fn is_probe_answer(msg: &ServerJsonRpcMessage) -> bool {
+    let probe = NumberOrString::String(PROBE_ID.into());
+    match msg {
+        JsonRpcMessage::Response(r) => r.id == probe,
+        JsonRpcMessage::Error(e) => e.id.as_ref() == Some(&probe),
+        _ => false,
     }
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for ProbeFilter<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: ClientJsonRpcMessage,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<ServerJsonRpcMessage>> + Send {
+        async move {
+            loop {
+                let msg = self.inner.receive().await?;
+                if self.drop_probe_answer && is_probe_answer(&msg) {
+                    self.drop_probe_answer = false;
+                    continue;
+                }
+                return Some(msg);
+            }
+        }
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}
+
+/// Asks the server which protocol it speaks and picks rmcp's lifecycle mode: the
+/// newest revision through `server/discover` when the server lists it, else the
+/// `initialize` handshake (a legacy server answers the probe with an error).
+///
+/// rmcp's own `Auto` mode does this too, but gives up after a fixed 10 s and then
+/// fails on the late answer; a Python server starting on a loaded machine easily
+/// takes that long.
+async fn negotiate<T: Transport<RoleClient>>(
+    transport: &mut ProbeFilter<T>,
+    startup: Duration,
+) -> Result<(ClientLifecycleMode, ClientConfig), StartupError> {
+    let client = client_info();
+    let meta = RequestMetaObject::with_client_context(
+        ProtocolVersion::V_2026_07_28,
+        client.client_info.clone(),
+        client.capabilities.clone(),
+    );
+    let mut discover = DiscoverRequest::new(DiscoverRequestParams {});
+    discover.extensions.insert(meta);
+    let probe = NumberOrString::String(PROBE_ID.into());
+    transport
+        .send(ClientJsonRpcMessage::request(
+            ClientRequest::DiscoverRequest(discover),
+            probe,
+        ))
+        .await
+        .map_err(|e| StartupError::failed(format!("sending server/discover failed: {e}")))?;
+    let answer = async {
+        loop {
+            let Some(msg) = transport.inner.receive().await else {
+                return None;
+            };
+            if is_probe_answer(&msg) {
+                return Some(msg);
+            }
+            // Log notifications and the like before the handshake are dropped, as
+            // rmcp's handshake does.
+        }
+    };
+    let modern = |versions: &[ProtocolVersion]| versions.contains(&ProtocolVersion::V_2026_07_28);
+    let mut legacy_client = client.clone();
+    legacy_client.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
+    match tokio::time::timeout(probe_timeout(startup), answer).await {
+        Ok(Some(JsonRpcMessage::Response(r))) => match r.result {
+            ServerResult::DiscoverResult(d) if modern(&d.supported_versions) => Ok((
+                ClientLifecycleMode::Discover {
+                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                },
+                client,
+            )),
+            _ => Ok((ClientLifecycleMode::Initialize, legacy_client)),
+        },
+        Ok(Some(_)) => Ok((ClientLifecycleMode::Initialize, legacy_client)),
+        Ok(None) => Err(StartupError::failed(
+            "the connection closed before the server answered",
+        )),
+        Err(_) => {
+            transport.drop_probe_answer = true;
+            Ok((ClientLifecycleMode::Initialize, legacy_client))
+        }
+    }
+}
+
+/// Negotiates, then hands the transport to rmcp's client service.
+async fn serve<T: Transport<RoleClient> + 'static>(
+    transport: T,
+    startup: Duration,
+) -> Result<Service, StartupError> {
+    let mut transport = ProbeFilter {
+        inner: transport,
+        drop_probe_answer: false,
+    };
+    let (mode, client) = negotiate(&mut transport, startup).await?;
+    client
+        .serve_with_lifecycle(transport, mode)
+        .await
+        .map_err(|e| StartupError::failed(format!("handshake failed: {e}")))
 }
 
 /// Connects and negotiates. `attempt` receives the process as soon as it exists.
@@ -108,6 +239,7 @@ pub(crate) async fn connect(
     server: &str,
     transport: ResolvedTransport,
     max_message_bytes: usize,
+    startup: Duration,
     attempt: &Attempt,
 ) -> Result<Connection, StartupError> {
     let diagnostics = attempt.diagnostics.clone();
@@ -138,10 +270,7 @@ pub(crate) async fn connect(
                 .process
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&process));
-            let service = client_info()
-                .serve_with_lifecycle(transport, lifecycle())
-                .await
-                .map_err(|e| StartupError::failed(format!("handshake failed: {e}")))?;
+            let service = serve(transport, startup).await?;
             (service, TransportKind::Stdio, Some(process))
         }
         ResolvedTransport::Http {
@@ -153,18 +282,12 @@ pub(crate) async fn connect(
                 sse::connect(server, &url, &headers, max_message_bytes, diagnostics.clone())
                     .await
                     .map_err(StartupError::failed)?;
-            let service = client_info()
-                .serve_with_lifecycle(transport, lifecycle())
-                .await
-                .map_err(|e| StartupError::failed(format!("handshake failed: {e}")))?;
+            let service = serve(transport, startup).await?;
             (service, TransportKind::Sse, None)
         }
         ResolvedTransport::Http { url, headers, .. } => {
             let transport = streamable_http(&url, &headers, max_message_bytes)?;
-            let service = client_info()
-                .serve_with_lifecycle(transport, lifecycle())
-                .await
-                .map_err(|e| StartupError::failed(format!("handshake failed: {e}")))?;
+            let service = serve(transport, startup).await?;
             (service, TransportKind::StreamableHttp, None)
         }
     };

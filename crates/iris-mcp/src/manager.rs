@@ -516,7 +516,9 @@ async fn start_one(
             code: codes::MCP_INVALID_CONFIG,
             message: e.to_string(),
         })?;
-        let conn = connection::connect(&server.name, transport, max_message_bytes, &attempt).await?;
+        let conn =
+            connection::connect(&server.name, transport, max_message_bytes, timeout, &attempt)
+                .await?;
         let conn = Arc::new(conn);
         match conn.list_tools().await {
             Ok(tools) => Ok((conn, tools)),

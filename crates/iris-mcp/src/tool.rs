@@ -129,7 +129,7 @@ impl McpTool {
                 .retryable(true)
                 .with_detail("timeout_seconds", deadline.as_secs_f64()),
             ),
-            Ok(Err(e)) => self.service_error(&e),
+            Ok(Err(e)) => self.service_error(&e).await,
             Ok(Ok(result)) => match serde_json::to_value(&result) {
                 Ok(raw) => self.project(raw, ctx),
                 Err(e) => ToolResult::err(
@@ -157,9 +157,16 @@ impl McpTool {
         )
     }
 
-    fn service_error(&self, e: &ServiceError) -> ToolResult {
+    async fn service_error(&self, e: &ServiceError) -> ToolResult {
         match e {
-            ServiceError::TransportClosed | ServiceError::TransportSend(_) => self.closed_error(),
+            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+                if let Some(process) = &self.connection.process {
+                    // The stream usually closes a moment before the process is
+                    // reaped; wait for that moment so the error can say how it ended.
+                    process.wait_exit(Duration::from_millis(500)).await;
+                }
+                self.closed_error()
+            }
             ServiceError::McpError(data) => ToolResult::error(
                 "",
                 "",
