@@ -447,14 +447,14 @@ fn parse_text(text: &str, format: ConfigFormat, path: &Path) -> Result<Value> {
         }
         ConfigFormat::Toml => toml::from_str::<toml::Value>(text)
             .map_err(|e| {
-            let message = e.message().trim().to_owned();
-            let at = e
-                .span()
-                .map(|s| {
-                    let line = text[..s.start.min(text.len())].lines().count().max(1);
-                    format!(" on line {line}")
-                })
-                .unwrap_or_default();
+                let message = e.message().trim().to_owned();
+                let at = e
+                    .span()
+                    .map(|s| {
+                        let line = text[..s.start.min(text.len())].lines().count().max(1);
+                        format!(" on line {line}")
+                    })
+                    .unwrap_or_default();
                 McpError::config(path, None, None, format!("invalid TOML{at}: {message}"))
             })
             .and_then(|v| {
@@ -827,16 +827,13 @@ fn parse_server(
                 }
                 (Some(u), None) | (None, Some(u)) => u,
                 (None, None) => {
-                    return Err(f.err(
-                        "url",
-                        format!("a {} server needs a url", kind_.as_str()),
-                    ));
+                    return Err(f.err("url", format!("a {} server needs a url", kind_.as_str())));
                 }
             };
             // Expressions are expanded later, so only a literal URL's scheme is checked
             // here; the rest is the HTTP client's to judge.
-            if !url.contains("${") && !(url.starts_with("http://") || url.starts_with("https://"))
-            {
+            let literal_http = url.starts_with("http://") || url.starts_with("https://");
+            if !(url.contains("${") || literal_http) {
                 return Err(f.err("url", format!("`{url}` is not an http(s) URL")));
             }
             let mut headers = BTreeMap::new();
@@ -951,12 +948,7 @@ fn parse_server(
 
     if let Some(over) = over {
         let over_err = |field: &str, m: String| {
-            McpError::config(
-                path,
-                Some(name),
-                Some(&format!("mcp.overrides.{field}")),
-                m,
-            )
+            McpError::config(path, Some(name), Some(&format!("mcp.overrides.{field}")), m)
         };
         if let Some(required) = over.required {
             server.required = required;

@@ -6,13 +6,12 @@ use std::time::Duration;
 
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ClientJsonRpcMessage, ClientRequest, DiscoverRequest,
-    DiscoverRequestParams, Implementation, JsonRpcMessage, NumberOrString,
-    PaginatedRequestParams, ProtocolVersion, RequestMetaObject, ServerJsonRpcMessage,
-    ServerResult,
+    DiscoverRequestParams, Implementation, JsonRpcMessage, NumberOrString, PaginatedRequestParams,
+    ProtocolVersion, RequestMetaObject, ServerJsonRpcMessage, ServerResult,
 };
-use rmcp::transport::Transport;
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::Transport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{Peer, RoleClient};
 use serde_json::Value;
@@ -137,16 +136,14 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for ProbeFilter<T> {
         self.inner.send(item)
     }
 
-    fn receive(&mut self) -> impl Future<Output = Option<ServerJsonRpcMessage>> + Send {
-        async move {
-            loop {
-                let msg = self.inner.receive().await?;
-                if self.drop_probe_answer && is_probe_answer(&msg) {
-                    self.drop_probe_answer = false;
-                    continue;
-                }
-                return Some(msg);
+    async fn receive(&mut self) -> Option<ServerJsonRpcMessage> {
+        loop {
+            let msg = self.inner.receive().await?;
+            if self.drop_probe_answer && is_probe_answer(&msg) {
+                self.drop_probe_answer = false;
+                continue;
             }
+            return Some(msg);
         }
     }
 
@@ -184,9 +181,7 @@ async fn negotiate<T: Transport<RoleClient>>(
         .map_err(|e| StartupError::failed(format!("sending server/discover failed: {e}")))?;
     let answer = async {
         loop {
-            let Some(msg) = transport.inner.receive().await else {
-                return None;
-            };
+            let msg = transport.inner.receive().await?;
             if is_probe_answer(&msg) {
                 return Some(msg);
             }
@@ -278,10 +273,15 @@ pub(crate) async fn connect(
             url,
             headers,
         } => {
-            let transport =
-                sse::connect(server, &url, &headers, max_message_bytes, diagnostics.clone())
-                    .await
-                    .map_err(StartupError::failed)?;
+            let transport = sse::connect(
+                server,
+                &url,
+                &headers,
+                max_message_bytes,
+                diagnostics.clone(),
+            )
+            .await
+            .map_err(StartupError::failed)?;
             let service = serve(transport, startup).await?;
             (service, TransportKind::Sse, None)
         }

@@ -16,7 +16,8 @@ use std::collections::BTreeMap;
 
 /// Host variables a stdio server inherits without being listed in `env_vars` — the
 /// same set the official Python SDK passes on POSIX.
-pub const DEFAULT_INHERITED_ENV_VARS: [&str; 6] = ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
+pub const DEFAULT_INHERITED_ENV_VARS: [&str; 6] =
+    ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
 
 /// Placeholders other MCP clients (VS Code, Cursor, Claude) define. Iris does not
 /// interpret them and leaves them in place.

@@ -367,8 +367,7 @@ impl MCPManager {
                     required: cfg.required,
                     protocol_version: conn.map(|c| c.protocol.clone()),
                     server_name: conn.and_then(|c| c.server_info.as_ref().map(|i| i.0.clone())),
-                    server_version: conn
-                        .and_then(|c| c.server_info.as_ref().map(|i| i.1.clone())),
+                    server_version: conn.and_then(|c| c.server_info.as_ref().map(|i| i.1.clone())),
                     tool_count: descriptors.iter().filter(|d| d.server == cfg.name).count(),
                 }
             })
@@ -378,7 +377,10 @@ impl MCPManager {
             tools: descriptors,
             diagnostics,
         });
-        *self.snapshot.write().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&snapshot));
+        *self
+            .snapshot
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&snapshot));
         *state = State::Prepared(ready.into_iter().map(|(_, c, _)| c).collect());
         Ok(snapshot)
     }
@@ -413,15 +415,14 @@ impl MCPManager {
                     )));
                     continue;
                 }
-                let schema = match normalize_input_schema(
-                    raw.get("inputSchema").unwrap_or(&Value::Null),
-                ) {
-                    Ok(s) => s,
-                    Err(reason) => {
-                        diagnostics.push(warn(format!("tool `{wire}` skipped: {reason}")));
-                        continue;
-                    }
-                };
+                let schema =
+                    match normalize_input_schema(raw.get("inputSchema").unwrap_or(&Value::Null)) {
+                        Ok(s) => s,
+                        Err(reason) => {
+                            diagnostics.push(warn(format!("tool `{wire}` skipped: {reason}")));
+                            continue;
+                        }
+                    };
                 let mut name = names.allocate(&server.name, wire);
                 while self.registry.contains(&name) {
                     // Taken by an alias of a non-MCP tool.
@@ -456,12 +457,13 @@ impl MCPManager {
                 if let Some(o) = raw.get("outputSchema") {
                     metadata.insert("output_schema".into(), o.clone());
                 }
-                let definition = ToolDefinition::new(name.clone(), description.clone(), schema.clone())
-                    .with_capabilities([ToolCapability::Mcp])
-                    .with_group(MCP_GROUP)
-                    .with_deferred(self.defer_tools)
-                    .with_timeout(server.tool_timeout)
-                    .with_metadata("mcp", serde_json::Value::Object(metadata));
+                let definition =
+                    ToolDefinition::new(name.clone(), description.clone(), schema.clone())
+                        .with_capabilities([ToolCapability::Mcp])
+                        .with_group(MCP_GROUP)
+                        .with_deferred(self.defer_tools)
+                        .with_timeout(server.tool_timeout)
+                        .with_metadata("mcp", serde_json::Value::Object(metadata));
                 descriptors.push(McpToolDescriptor {
                     name,
                     server: server.name.clone(),
@@ -516,9 +518,14 @@ async fn start_one(
             code: codes::MCP_INVALID_CONFIG,
             message: e.to_string(),
         })?;
-        let conn =
-            connection::connect(&server.name, transport, max_message_bytes, timeout, &attempt)
-                .await?;
+        let conn = connection::connect(
+            &server.name,
+            transport,
+            max_message_bytes,
+            timeout,
+            &attempt,
+        )
+        .await?;
         let conn = Arc::new(conn);
         match conn.list_tools().await {
             Ok(tools) => Ok((conn, tools)),

@@ -32,7 +32,9 @@ pub fn normalize_input_schema(schema: &Value) -> Result<Value, String> {
         }
         Some(Value::String(t)) if t == "object" => {}
         Some(other) => {
-            return Err(format!("inputSchema root must be of type \"object\", found {other}"));
+            return Err(format!(
+                "inputSchema root must be of type \"object\", found {other}"
+            ));
         }
     }
     let root = Value::Object(map);
@@ -88,14 +90,18 @@ fn check_ref(root: &Value, target: &str, at: &str) -> Result<(), String> {
         return if has_anchor(root, fragment) {
             Ok(())
         } else {
-            Err(format!("$ref `{target}` at {at} names no $anchor in the schema"))
+            Err(format!(
+                "$ref `{target}` at {at} names no $anchor in the schema"
+            ))
         };
     }
     let pointer = percent_decode(fragment);
     if root.pointer(&pointer).is_some() {
         Ok(())
     } else {
-        Err(format!("$ref `{target}` at {at} does not resolve inside the schema"))
+        Err(format!(
+            "$ref `{target}` at {at} does not resolve inside the schema"
+        ))
     }
 }
 

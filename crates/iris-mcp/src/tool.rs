@@ -321,7 +321,11 @@ fn project_block(item: &Value) -> ContentBlock {
 fn artifact_id(call_id: &str) -> String {
     static NEXT: AtomicU64 = AtomicU64::new(1);
     let id = if call_id.is_empty() {
-        format!("mcp-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
+        format!(
+            "mcp-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        )
     } else {
         call_id.to_owned()
     };

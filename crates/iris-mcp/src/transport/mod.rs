@@ -89,7 +89,8 @@ impl MessageSink {
 fn trim_line(line: &[u8]) -> &[u8] {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
-    line.strip_prefix(b"\xEF\xBB\xBF".as_slice()).unwrap_or(line)
+    line.strip_prefix(b"\xEF\xBB\xBF".as_slice())
+        .unwrap_or(line)
 }
 
 /// Why a line that rmcp cannot parse is worth reporting, or `None` when it is a

@@ -135,8 +135,8 @@ impl Drop for SseTransport {
 pub(crate) fn header_map(headers: &BTreeMap<String, String>) -> Result<HeaderMap, String> {
     let mut map = HeaderMap::new();
     for (name, value) in headers {
-        let n = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|e| format!("header `{name}`: {e}"))?;
+        let n =
+            HeaderName::from_bytes(name.as_bytes()).map_err(|e| format!("header `{name}`: {e}"))?;
         let v = HeaderValue::from_str(value).map_err(|e| format!("header `{name}`: {e}"))?;
         map.insert(n, v);
     }
@@ -243,7 +243,9 @@ impl Transport<RoleClient> for SseTransport {
             if status.is_success() {
                 Ok(())
             } else {
-                Err(std::io::Error::other(format!("POST answered HTTP {status}")))
+                Err(std::io::Error::other(format!(
+                    "POST answered HTTP {status}"
+                )))
             }
         }
     }

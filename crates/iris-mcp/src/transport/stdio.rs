@@ -214,7 +214,9 @@ pub(crate) fn spawn(
                 tracing::debug!(server = %server, %status, "MCP server process exited");
                 let _ = exit_tx.send(Some(status));
             }
-            Err(e) => tracing::warn!(server = %server, error = %e, "waiting for the MCP server process"),
+            Err(e) => {
+                tracing::warn!(server = %server, error = %e, "waiting for the MCP server process")
+            }
         }
     });
 

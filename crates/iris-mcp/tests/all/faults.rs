@@ -14,7 +14,10 @@ use crate::support::{
 };
 
 fn overrides(pairs: &[(&str, ServerOverride)]) -> McpOverrides {
-    pairs.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect()
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+        .collect()
 }
 
 fn optional() -> ServerOverride {
@@ -49,7 +52,10 @@ async fn required_failure_fails_prepare_optional_becomes_a_diagnostic() {
     let err = h.manager.prepare().await.unwrap_err();
     assert_eq!(err.code(), codes::MCP_STARTUP_FAILED);
     let msg = err.to_string();
-    assert!(msg.starts_with("required MCP server `broken` failed to start:"), "{msg}");
+    assert!(
+        msg.starts_with("required MCP server `broken` failed to start:"),
+        "{msg}"
+    );
     assert!(msg.contains("exited (exit status: 3)"), "{msg}");
     assert!(msg.contains("refusing to start (--exit-on-start)"), "{msg}");
     assert!(h.registry.is_empty(), "all or nothing");
@@ -61,18 +67,30 @@ async fn required_failure_fails_prepare_optional_becomes_a_diagnostic() {
 
     // Optional: a diagnostic; the other server's tools are published.
     let h = Harness::new(config(
-        &[("good", sdk_stdio(&[])), ("broken", sdk_stdio(&["--exit-on-start"]))],
+        &[
+            ("good", sdk_stdio(&[])),
+            ("broken", sdk_stdio(&["--exit-on-start"])),
+        ],
         &overrides(&[("broken", optional())]),
     ));
     let snap = h.manager.prepare().await.unwrap();
     assert_eq!(snap.server("broken").unwrap().status, ServerStatus::Failed);
     assert_eq!(snap.server("good").unwrap().status, ServerStatus::Ready);
-    let d = snap.diagnostics.iter().find(|d| d.server == "broken").unwrap();
+    let d = snap
+        .diagnostics
+        .iter()
+        .find(|d| d.server == "broken")
+        .unwrap();
     assert_eq!(d.severity, DiagnosticSeverity::Error);
     assert_eq!(d.code, codes::MCP_STARTUP_FAILED);
     assert!(d.message.contains("exit status: 3"), "{}", d.message);
     assert!(h.registry.contains("mcp__good__echo"));
-    assert!(!h.registry.names().iter().any(|n| n.starts_with("mcp__broken__")));
+    assert!(
+        !h.registry
+            .names()
+            .iter()
+            .any(|n| n.starts_with("mcp__broken__"))
+    );
     h.manager.close().await;
 
     // A command that does not exist, and a missing variable, fail the same way.
@@ -83,10 +101,24 @@ async fn required_failure_fails_prepare_optional_becomes_a_diagnostic() {
         &overrides(&[("missing", optional()), ("unset", optional())]),
     ));
     let snap = h.manager.prepare().await.unwrap();
-    let msg = |s: &str| snap.diagnostics.iter().find(|d| d.server == s).unwrap().clone();
-    assert!(msg("missing").message.contains("cannot start `/nonexistent/iris-mcp-server`"), "{:?}", msg("missing"));
+    let msg = |s: &str| {
+        snap.diagnostics
+            .iter()
+            .find(|d| d.server == s)
+            .unwrap()
+            .clone()
+    };
+    assert!(
+        msg("missing")
+            .message
+            .contains("cannot start `/nonexistent/iris-mcp-server`"),
+        "{:?}",
+        msg("missing")
+    );
     assert_eq!(msg("unset").code, codes::MCP_INVALID_CONFIG);
-    assert!(msg("unset").message.contains("server `unset`: field `args[0]`: environment variable `IRIS_SURELY_UNSET_VAR` is not set"));
+    assert!(msg("unset").message.contains(
+        "server `unset`: field `args[0]`: environment variable `IRIS_SURELY_UNSET_VAR` is not set"
+    ));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -95,13 +127,25 @@ async fn startup_timeout_kills_the_slow_server() {
         startup_timeout_sec: Some(1.0),
         ..Default::default()
     };
-    let h = Harness::new(config(&[("slow", sdk_stdio(&["--slow-start", "60"]))], &overrides(&[("slow", slow)])));
+    let h = Harness::new(config(
+        &[("slow", sdk_stdio(&["--slow-start", "60"]))],
+        &overrides(&[("slow", slow)]),
+    ));
     let err = h.manager.prepare().await.unwrap_err();
     assert_eq!(err.code(), codes::MCP_STARTUP_TIMEOUT);
     let msg = err.to_string();
-    assert!(msg.contains("did not finish startup within 1.000s"), "{msg}");
-    assert!(msg.contains("sleeping 60"), "stderr explains the wait: {msg}");
-    assert!(my_children_with("--slow-start").is_empty(), "the slow server is gone");
+    assert!(
+        msg.contains("did not finish startup within 1.000s"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("sleeping 60"),
+        "stderr explains the wait: {msg}"
+    );
+    assert!(
+        my_children_with("--slow-start").is_empty(),
+        "the slow server is gone"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -120,8 +164,17 @@ async fn crash_mid_call_hang_past_timeout_and_cancellation() {
     let r = h.call("mcp__crashy__crash", json!({})).await;
     assert_eq!(r.error_code(), Some(codes::MCP_CONNECTION_CLOSED), "{r:?}");
     let e = r.error.as_ref().unwrap();
-    assert!(e.message.contains("exited (exit status: 7)"), "{}", e.message);
-    assert!(e.details["stderr"].as_str().unwrap().contains("crashing on purpose"));
+    assert!(
+        e.message.contains("exited (exit status: 7)"),
+        "{}",
+        e.message
+    );
+    assert!(
+        e.details["stderr"]
+            .as_str()
+            .unwrap()
+            .contains("crashing on purpose")
+    );
     // Later calls fail the same way, at once.
     let r = h.call("mcp__crashy__echo", json!({"text": "x"})).await;
     assert_eq!(r.error_code(), Some(codes::MCP_CONNECTION_CLOSED));
@@ -130,7 +183,10 @@ async fn crash_mid_call_hang_past_timeout_and_cancellation() {
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("cancelled");
     let r = h
-        .call("mcp__slowpoke__hang", json!({"marker": marker.display().to_string()}))
+        .call(
+            "mcp__slowpoke__hang",
+            json!({"marker": marker.display().to_string()}),
+        )
         .await;
     assert_eq!(r.error_code(), Some(core_codes::TOOL_TIMEOUT), "{r:?}");
     assert!(r.error.as_ref().unwrap().retryable);
@@ -139,7 +195,9 @@ async fn crash_mid_call_hang_past_timeout_and_cancellation() {
         "the server never saw notifications/cancelled"
     );
     // The server survives and answers the next call.
-    let r = h.call("mcp__slowpoke__echo", json!({"text": "still here"})).await;
+    let r = h
+        .call("mcp__slowpoke__echo", json!({"text": "still here"}))
+        .await;
     assert_eq!(r.model_content(), "still here");
 
     // The runtime deadline (ctx.tool_timeout_seconds) caps the call too.
@@ -152,7 +210,8 @@ async fn crash_mid_call_hang_past_timeout_and_cancellation() {
     let signal = CancellationSignal::new();
     let ctx = h.ctx("call_c").cancellation(signal.clone());
     let tool = h.registry.get("mcp__slowpoke__hang").unwrap();
-    let input = json!({"marker": marker2.display().to_string(), "started": started.display().to_string()});
+    let input =
+        json!({"marker": marker2.display().to_string(), "started": started.display().to_string()});
     let call = tool.run(input, &ctx);
     let cancel = async {
         // Wait for the event "the server is running the tool", then cancel.
@@ -172,7 +231,10 @@ async fn crash_mid_call_hang_past_timeout_and_cancellation() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn garbage_on_stdout_is_reported_not_fatal() {
-    let h = Harness::new(config(&[("noisy", sdk_stdio(&["--banner"]))], &McpOverrides::new()));
+    let h = Harness::new(config(
+        &[("noisy", sdk_stdio(&["--banner"]))],
+        &McpOverrides::new(),
+    ));
     let snap = h.manager.prepare().await.unwrap();
     assert_eq!(snap.server("noisy").unwrap().status, ServerStatus::Ready);
     assert!(
@@ -185,7 +247,8 @@ async fn garbage_on_stdout_is_reported_not_fatal() {
     assert_eq!(r.model_content(), "still alive", "{r:?}");
     let live = h.manager.live_diagnostics().await;
     assert!(
-        live.iter().any(|d| d.message.contains("not JSON-RPC: this is not json-rpc")),
+        live.iter()
+            .any(|d| d.message.contains("not JSON-RPC: this is not json-rpc")),
         "{live:#?}"
     );
     let r = h.call("mcp__noisy__echo", json!({"text": "after"})).await;
@@ -216,7 +279,10 @@ async fn close_leaves_no_process_behind() {
     );
     let h = Harness::new(config(
         &[
-            ("parent", sdk_stdio(&["--spawn-child", &pidfile.display().to_string()])),
+            (
+                "parent",
+                sdk_stdio(&["--spawn-child", &pidfile.display().to_string()]),
+            ),
             ("stubborn", stubborn),
         ],
         &McpOverrides::new(),
@@ -224,7 +290,11 @@ async fn close_leaves_no_process_behind() {
     h.manager.prepare().await.unwrap();
     let pids = h.manager.server_pids().await;
     assert_eq!(pids.len(), 2);
-    let grandchild: u32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+    let grandchild: u32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     assert!(running(grandchild));
     for (_, pid) in &pids {
         assert!(running(*pid));
@@ -234,7 +304,11 @@ async fn close_leaves_no_process_behind() {
     // needs SIGKILL; the grandchild shares its parent's process group.
     h.manager.close().await;
     for (server, pid) in &pids {
-        assert_eq!(process_state(*pid), None, "{server} ({pid}) still exists (not reaped?)");
+        assert_eq!(
+            process_state(*pid),
+            None,
+            "{server} ({pid}) still exists (not reaped?)"
+        );
     }
     assert!(
         wait_until(Duration::from_secs(5), || !running(grandchild)),

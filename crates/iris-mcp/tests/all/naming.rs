@@ -12,7 +12,10 @@ enum Want {
 
 fn check(server: &str, tool: &str, want: Want) {
     let got = tool_name(server, tool);
-    assert!(check_tool_name(&got).is_ok(), "{got} is not a valid tool name");
+    assert!(
+        check_tool_name(&got).is_ok(),
+        "{got} is not a valid tool name"
+    );
     assert!(got.len() <= 64, "{got}");
     match want {
         Want::Exact(name) => assert_eq!(got, name, "{server}/{tool}"),
@@ -28,23 +31,52 @@ fn check(server: &str, tool: &str, want: Want) {
 #[test]
 fn names_table() {
     use Want::{Exact, Suffixed};
-    check("time", "get_current_time", Exact("mcp__time__get_current_time"));
+    check(
+        "time",
+        "get_current_time",
+        Exact("mcp__time__get_current_time"),
+    );
     check("GitHub", "listIssues2", Exact("mcp__GitHub__listIssues2"));
-    check("time", "get-current.time", Suffixed("mcp__time__get_current_time"));
+    check(
+        "time",
+        "get-current.time",
+        Suffixed("mcp__time__get_current_time"),
+    );
     check("my server", "x", Suffixed("mcp__my_server__x"));
     check("天气", "查询", Suffixed("mcp________"));
     check("s", "emoji🙂tool", Suffixed("mcp__s__emoji_tool"));
     // 5 + 1 + 2 + 56 = 64 characters: fits exactly, no suffix.
-    check("s", &"a".repeat(56), Exact(Box::leak(format!("mcp__s__{}", "a".repeat(56)).into_boxed_str())));
+    check(
+        "s",
+        &"a".repeat(56),
+        Exact(Box::leak(
+            format!("mcp__s__{}", "a".repeat(56)).into_boxed_str(),
+        )),
+    );
     // One more and it is truncated to 55 characters + `_` + 8 hex digits.
-    check("s", &"a".repeat(57), Suffixed(Box::leak(format!("mcp__s__{}", "a".repeat(47)).into_boxed_str())));
-    check(&"long".repeat(20), "t", Suffixed(Box::leak(format!("mcp__{}", &"long".repeat(20)[..50]).into_boxed_str())));
+    check(
+        "s",
+        &"a".repeat(57),
+        Suffixed(Box::leak(
+            format!("mcp__s__{}", "a".repeat(47)).into_boxed_str(),
+        )),
+    );
+    check(
+        &"long".repeat(20),
+        "t",
+        Suffixed(Box::leak(
+            format!("mcp__{}", &"long".repeat(20)[..50]).into_boxed_str(),
+        )),
+    );
 }
 
 #[test]
 fn suffixes_are_stable_and_distinguish_raw_names() {
     // FNV-1a is fixed, so these values never change between builds.
-    assert_eq!(identity_suffix("time", "get-current.time", 0), identity_suffix("time", "get-current.time", 0));
+    assert_eq!(
+        identity_suffix("time", "get-current.time", 0),
+        identity_suffix("time", "get-current.time", 0)
+    );
     assert_eq!(iris_mcp::naming::fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
     assert_eq!(iris_mcp::naming::fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
     // Names that sanitize alike keep distinct suffixes.
@@ -76,9 +108,15 @@ fn allocator_never_collides() {
     let unique: std::collections::BTreeSet<&String> = got.iter().collect();
     assert_eq!(unique.len(), got.len(), "{got:#?}");
     assert!(!got.contains(&"mcp__s__taken".to_owned()));
-    assert_eq!(got[1], "mcp__a__b__c", "the first of two equal plain names keeps it");
+    assert_eq!(
+        got[1], "mcp__a__b__c",
+        "the first of two equal plain names keeps it"
+    );
     assert_ne!(got[2], "mcp__a__b__c");
-    assert_eq!(got[7], "mcp__s__get_weather", "a clean name needs no suffix");
+    assert_eq!(
+        got[7], "mcp__s__get_weather",
+        "a clean name needs no suffix"
+    );
     for name in &got {
         assert!(check_tool_name(name).is_ok() && name.len() <= 64, "{name}");
     }

@@ -16,7 +16,10 @@ fn check(schema: Value, expect: Result<Value, &str>) {
 fn schema_table() {
     let defs = json!({"type": "object", "properties": {"p": {"$ref": "#/$defs/P"}}, "$defs": {"P": {"type": "integer"}}});
     check(defs.clone(), Ok(defs));
-    check(json!({"properties": {}}), Ok(json!({"type": "object", "properties": {}})));
+    check(
+        json!({"properties": {}}),
+        Ok(json!({"type": "object", "properties": {}})),
+    );
     let draft7 = json!({"type": "object", "properties": {"p": {"$ref": "#/definitions/P"}}, "definitions": {"P": {"type": "string"}}});
     check(draft7.clone(), Ok(draft7));
     let anchor = json!({"type": "object", "properties": {"p": {"$ref": "#node"}}, "$defs": {"N": {"$anchor": "node", "type": "string"}}});
@@ -29,13 +32,31 @@ fn schema_table() {
     let data = json!({"type": "object", "properties": {"p": {"const": {"$ref": "http://x"}}}});
     check(data.clone(), Ok(data));
 
-    check(json!({"type": "object", "properties": {"p": {"$ref": "https://example.com/p.json"}}}),
-        Err("remote $ref `https://example.com/p.json` at #/properties/p is not allowed; only local references"));
-    check(json!({"type": "object", "properties": {"p": {"$ref": "other.json#/P"}}}), Err("remote $ref `other.json#/P`"));
-    check(json!({"type": "object", "properties": {"p": {"$ref": "#/$defs/Missing"}}}),
-        Err("$ref `#/$defs/Missing` at #/properties/p does not resolve inside the schema"));
-    check(json!({"type": "object", "properties": {"p": {"$ref": "#nowhere"}}}), Err("names no $anchor"));
-    check(json!({"type": "array"}), Err("inputSchema root must be of type \"object\", found \"array\""));
+    check(
+        json!({"type": "object", "properties": {"p": {"$ref": "https://example.com/p.json"}}}),
+        Err(
+            "remote $ref `https://example.com/p.json` at #/properties/p is not allowed; only local references",
+        ),
+    );
+    check(
+        json!({"type": "object", "properties": {"p": {"$ref": "other.json#/P"}}}),
+        Err("remote $ref `other.json#/P`"),
+    );
+    check(
+        json!({"type": "object", "properties": {"p": {"$ref": "#/$defs/Missing"}}}),
+        Err("$ref `#/$defs/Missing` at #/properties/p does not resolve inside the schema"),
+    );
+    check(
+        json!({"type": "object", "properties": {"p": {"$ref": "#nowhere"}}}),
+        Err("names no $anchor"),
+    );
+    check(
+        json!({"type": "array"}),
+        Err("inputSchema root must be of type \"object\", found \"array\""),
+    );
     check(json!("object"), Err("inputSchema must be a JSON object"));
-    check(json!({"type": "object", "properties": {"p": {"type": 12}}}), Err("is not a valid 2020-12 schema"));
+    check(
+        json!({"type": "object", "properties": {"p": {"type": 12}}}),
+        Err("is not a valid 2020-12 schema"),
+    );
 }

@@ -1,15 +1,11 @@
 //! Real servers end to end: the official Python SDK over stdio, streamable HTTP and
 //! SSE, the packaged `mcp-server-time`, and a legacy-only server.
 
-use iris_mcp::{
-    DiagnosticSeverity, HostEnv, McpOverrides, ServerOverride, ServerStatus, codes,
-};
-use iris_tools_core::{ContentBlock, Tool, codes as core_codes};
+use iris_mcp::{DiagnosticSeverity, HostEnv, McpOverrides, ServerOverride, ServerStatus, codes};
+use iris_tools_core::{ContentBlock, codes as core_codes};
 use serde_json::{Value, json};
 
-use crate::support::{
-    Harness, HttpServer, config, legacy_server, python, q, sdk_stdio, venv_bin,
-};
+use crate::support::{Harness, HttpServer, config, legacy_server, python, q, sdk_stdio, venv_bin};
 
 fn trusted(names: &[&str]) -> McpOverrides {
     names
@@ -40,7 +36,10 @@ async fn stdio_sdk_server_end_to_end() {
         q(&crate::support::sdk_server())
     );
     let h = Harness::with(
-        config(&[("fixture", entry), ("plain", sdk_stdio(&[]))], &trusted(&["fixture"])),
+        config(
+            &[("fixture", entry), ("plain", sdk_stdio(&[]))],
+            &trusted(&["fixture"]),
+        ),
         false,
         host,
     );
@@ -60,14 +59,26 @@ async fn stdio_sdk_server_end_to_end() {
     let echo = snap.tool("fixture", "echo").unwrap();
     assert_eq!(echo.name, "mcp__fixture__echo");
     assert!(echo.read_only, "trusted + readOnlyHint");
-    assert!(!snap.tool("fixture", "write_note").unwrap().read_only, "readOnlyHint false");
-    assert!(!snap.tool("plain", "echo").unwrap().read_only, "hint without trust");
+    assert!(
+        !snap.tool("fixture", "write_note").unwrap().read_only,
+        "readOnlyHint false"
+    );
+    assert!(
+        !snap.tool("plain", "echo").unwrap().read_only,
+        "hint without trust"
+    );
     assert!(!snap.tool("fixture", "add").unwrap().read_only, "no hint");
 
     // Definitions: capability `mcp`, group, timeout, identity in metadata.
     let tool = h.registry.get("mcp__fixture__echo").unwrap();
     let def = tool.definition();
-    assert_eq!(def.capabilities.iter().map(|c| c.as_str()).collect::<Vec<_>>(), ["mcp"]);
+    assert_eq!(
+        def.capabilities
+            .iter()
+            .map(|c| c.as_str())
+            .collect::<Vec<_>>(),
+        ["mcp"]
+    );
     assert_eq!(def.group, "mcp");
     assert!(!def.deferred);
     assert_eq!(def.timeout.map(|t| t.as_secs()), Some(30));
@@ -84,10 +95,18 @@ async fn stdio_sdk_server_end_to_end() {
     // The raw result is saved as a JSON artifact.
     let artifact = r.artifact.clone().unwrap();
     assert_eq!(artifact.mime_type, "application/json");
-    let raw: Value = serde_json::from_str(&std::fs::read_to_string(&artifact.path).unwrap()).unwrap();
+    let raw: Value =
+        serde_json::from_str(&std::fs::read_to_string(&artifact.path).unwrap()).unwrap();
     assert_eq!(raw["content"][0]["text"], "héllo");
-    assert!(artifact.path.starts_with(h.workspace.path().join(".iris/tool-results/s-1")));
-    assert_eq!(r.metadata["mcp"]["raw_result_path"], json!(artifact.path.to_string_lossy()));
+    assert!(
+        artifact
+            .path
+            .starts_with(h.workspace.path().join(".iris/tool-results/s-1"))
+    );
+    assert_eq!(
+        r.metadata["mcp"]["raw_result_path"],
+        json!(artifact.path.to_string_lossy())
+    );
     assert_eq!(r.metadata["mcp"]["protocol"], "2026-07-28");
 
     // structuredContent lands in `data`.
@@ -96,30 +115,50 @@ async fn stdio_sdk_server_end_to_end() {
 
     // Images are projected as image blocks.
     let r = h.call("mcp__fixture__image", json!({})).await;
-    assert!(matches!(&r.content[..], [ContentBlock::Image { mime_type, .. }] if mime_type == "image/png"), "{r:?}");
+    assert!(
+        matches!(&r.content[..], [ContentBlock::Image { mime_type, .. }] if mime_type == "image/png"),
+        "{r:?}"
+    );
 
     // isError becomes an error result that keeps the server's text.
-    let r = h.call("mcp__fixture__fail", json!({"message": "boom"})).await;
+    let r = h
+        .call("mcp__fixture__fail", json!({"message": "boom"}))
+        .await;
     assert!(r.is_error);
     assert_eq!(r.error_code(), Some(codes::MCP_TOOL_ERROR));
-    assert!(text(&r).starts_with("Error[MCP_TOOL_ERROR]: MCP tool `fail` on server `fixture` reported an error"));
+    assert!(text(&r).starts_with(
+        "Error[MCP_TOOL_ERROR]: MCP tool `fail` on server `fixture` reported an error"
+    ));
     assert!(text(&r).contains("boom"), "{}", text(&r));
 
     // A protocol-level rejection (bad arguments) is a request failure.
     let r = h.call("mcp__fixture__add", json!({"a": "x"})).await;
     assert!(r.is_error);
     assert!(
-        matches!(r.error_code(), Some(codes::MCP_REQUEST_FAILED) | Some(codes::MCP_TOOL_ERROR)),
+        matches!(
+            r.error_code(),
+            Some(codes::MCP_REQUEST_FAILED) | Some(codes::MCP_TOOL_ERROR)
+        ),
         "{r:?}"
     );
-    let r = h.call("mcp__fixture__echo", json!(["not", "an", "object"])).await;
+    let r = h
+        .call("mcp__fixture__echo", json!(["not", "an", "object"]))
+        .await;
     assert_eq!(r.error_code(), Some(core_codes::INVALID_INPUT));
 
     // The child's environment and working directory.
-    let r = h.call("mcp__fixture__env", json!({"name": "FIXTURE_VAR"})).await;
+    let r = h
+        .call("mcp__fixture__env", json!({"name": "FIXTURE_VAR"}))
+        .await;
     assert_eq!(text(&r), "v=s3cret");
-    let r = h.call("mcp__fixture__env", json!({"name": "IRIS_TEST_SECRET"})).await;
-    assert_eq!(text(&r), "<unset>", "host variables are not inherited unless listed");
+    let r = h
+        .call("mcp__fixture__env", json!({"name": "IRIS_TEST_SECRET"}))
+        .await;
+    assert_eq!(
+        text(&r),
+        "<unset>",
+        "host variables are not inherited unless listed"
+    );
     let r = h.call("mcp__fixture__cwd", json!({})).await;
     assert_eq!(
         std::fs::canonicalize(text(&r)).unwrap(),
@@ -133,23 +172,42 @@ async fn stdio_sdk_server_end_to_end() {
     h.manager.close().await;
     let r = h.call("mcp__fixture__echo", json!({"text": "x"})).await;
     assert_eq!(r.error_code(), Some(codes::MCP_CONNECTION_CLOSED));
-    assert_eq!(h.manager.prepare().await.unwrap_err().code(), codes::MCP_CLOSED);
+    assert_eq!(
+        h.manager.prepare().await.unwrap_err().code(),
+        codes::MCP_CLOSED
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn packaged_time_server() {
     let command = venv_bin().join("mcp-server-time").display().to_string();
-    let entry = format!(r#"{{"command": {}, "args": ["--local-timezone", "UTC"]}}"#, q(&command));
+    let entry = format!(
+        r#"{{"command": {}, "args": ["--local-timezone", "UTC"]}}"#,
+        q(&command)
+    );
     let h = Harness::new(config(&[("time", entry)], &McpOverrides::new()));
     let snap = h.manager.prepare().await.unwrap();
     let names: Vec<&str> = snap.tools.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(names, ["mcp__time__get_current_time", "mcp__time__convert_time"]);
-    let r = h.call("mcp__time__get_current_time", json!({"timezone": "Asia/Tokyo"})).await;
+    assert_eq!(
+        names,
+        ["mcp__time__get_current_time", "mcp__time__convert_time"]
+    );
+    let r = h
+        .call(
+            "mcp__time__get_current_time",
+            json!({"timezone": "Asia/Tokyo"}),
+        )
+        .await;
     assert!(!r.is_error, "{r:?}");
     assert_eq!(r.data["structured_content"]["timezone"], "Asia/Tokyo");
     assert!(text(&r).contains("Asia/Tokyo"));
     // A tool's own error (an unknown timezone) is an error result.
-    let r = h.call("mcp__time__get_current_time", json!({"timezone": "Mars/Olympus"})).await;
+    let r = h
+        .call(
+            "mcp__time__get_current_time",
+            json!({"timezone": "Mars/Olympus"}),
+        )
+        .await;
     assert!(r.is_error, "{r:?}");
     h.manager.close().await;
 }
@@ -172,22 +230,51 @@ async fn legacy_server_falls_back_paginates_and_names() {
         &[
             ("legacy", legacy(r#", "--page-size", "3""#)),
             ("filtered", filtered),
-            ("endless", legacy(r#", "--endless-cursor""#).replace('}', r#", "required": false}"#)),
+            (
+                "endless",
+                legacy(r#", "--endless-cursor""#).replace('}', r#", "required": false}"#),
+            ),
         ],
         &McpOverrides::new(),
     ));
     let snap = h.manager.prepare().await.unwrap();
     let legacy_s = snap.server("legacy").unwrap();
-    assert_eq!(legacy_s.protocol_version.as_deref(), Some("2025-03-26"), "fell back to initialize");
+    assert_eq!(
+        legacy_s.protocol_version.as_deref(),
+        Some("2025-03-26"),
+        "fell back to initialize"
+    );
     assert_eq!(legacy_s.server_name.as_deref(), Some("legacy-fixture"));
 
     // 8 tools over 3 pages; the remote-$ref one is refused with a diagnostic.
-    let wire: Vec<&str> = snap.tools.iter().filter(|t| t.server == "legacy").map(|t| t.wire_name.as_str()).collect();
+    let wire: Vec<&str> = snap
+        .tools
+        .iter()
+        .filter(|t| t.server == "legacy")
+        .map(|t| t.wire_name.as_str())
+        .collect();
     let long = "a".repeat(80);
-    assert_eq!(wire, ["echo", "get-weather", "get.weather", "天气", long.as_str(), "local_ref", "no_description"]);
-    assert!(snap.diagnostics.iter().any(|d| d.server == "legacy"
-        && d.code == codes::MCP_INVALID_SCHEMA
-        && d.message.contains("tool `remote_ref` skipped: remote $ref `https://example.com/schemas/p.json`")), "{:#?}", snap.diagnostics);
+    assert_eq!(
+        wire,
+        [
+            "echo",
+            "get-weather",
+            "get.weather",
+            "天气",
+            long.as_str(),
+            "local_ref",
+            "no_description"
+        ]
+    );
+    assert!(
+        snap.diagnostics.iter().any(|d| d.server == "legacy"
+            && d.code == codes::MCP_INVALID_SCHEMA
+            && d.message.contains(
+                "tool `remote_ref` skipped: remote $ref `https://example.com/schemas/p.json`"
+            )),
+        "{:#?}",
+        snap.diagnostics
+    );
 
     let name_of = |w: &str| snap.tool("legacy", w).unwrap().name.clone();
     assert_eq!(name_of("echo"), "mcp__legacy__echo");
@@ -209,15 +296,25 @@ async fn legacy_server_falls_back_paginates_and_names() {
     }
 
     // enabled_tools/disabled_tools by wire name; disabled wins.
-    let filtered: Vec<&str> = snap.tools.iter().filter(|t| t.server == "filtered").map(|t| t.wire_name.as_str()).collect();
+    let filtered: Vec<&str> = snap
+        .tools
+        .iter()
+        .filter(|t| t.server == "filtered")
+        .map(|t| t.wire_name.as_str())
+        .collect();
     assert_eq!(filtered, ["天气"]);
 
     // A cursor that never ends fails that (optional) server, with a reason.
     let endless = snap.server("endless").unwrap();
     assert_eq!(endless.status, ServerStatus::Failed);
-    assert!(snap.diagnostics.iter().any(|d| d.server == "endless"
-        && d.severity == DiagnosticSeverity::Error
-        && d.message.contains("pagination does not end: cursor `0` came back twice")), "{:#?}", snap.diagnostics);
+    assert!(
+        snap.diagnostics.iter().any(|d| d.server == "endless"
+            && d.severity == DiagnosticSeverity::Error
+            && d.message
+                .contains("pagination does not end: cursor `0` came back twice")),
+        "{:#?}",
+        snap.diagnostics
+    );
     h.manager.close().await;
 }
 
@@ -260,7 +357,9 @@ async fn legacy_sse_transport() {
     let s = snap.server("events").unwrap();
     assert_eq!(s.transport, "sse");
     assert!(s.protocol_version.is_some());
-    let r = h.call("mcp__events__echo", json!({"text": "over sse"})).await;
+    let r = h
+        .call("mcp__events__echo", json!({"text": "over sse"}))
+        .await;
     assert_eq!(text(&r), "over sse");
     let r = h.call("mcp__events__image", json!({})).await;
     assert!(matches!(&r.content[..], [ContentBlock::Image { .. }]));
@@ -273,7 +372,10 @@ async fn legacy_sse_transport() {
 async fn deferred_publication_and_disabled_servers() {
     let off = sdk_stdio(&[]).replace('}', r#", "disabled": true}"#);
     let h = Harness::with(
-        config(&[("on", sdk_stdio(&[])), ("off", off)], &McpOverrides::new()),
+        config(
+            &[("on", sdk_stdio(&[])), ("off", off)],
+            &McpOverrides::new(),
+        ),
         true,
         HostEnv::capture(),
     );

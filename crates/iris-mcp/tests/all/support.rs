@@ -10,12 +10,12 @@ use iris_mcp::{ConfigFormat, HostEnv, MCPConfig, MCPManager, McpOverrides};
 use iris_tools_core::{ToolExecutionContext, ToolRegistry, ToolResult};
 use serde_json::Value;
 
-pub fn fixtures() -> PathBuf {
+pub(crate) fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp")
 }
 
 /// The venv's python, creating the venv on first use (idempotent, fast when present).
-pub fn python() -> &'static str {
+pub(crate) fn python() -> &'static str {
     static PYTHON: OnceLock<String> = OnceLock::new();
     PYTHON.get_or_init(|| {
         let out = Command::new("bash")
@@ -29,25 +29,25 @@ pub fn python() -> &'static str {
 }
 
 /// The directory holding the venv's executables (`mcp-server-time`).
-pub fn venv_bin() -> PathBuf {
+pub(crate) fn venv_bin() -> PathBuf {
     Path::new(python()).parent().unwrap().to_path_buf()
 }
 
-pub fn sdk_server() -> String {
+pub(crate) fn sdk_server() -> String {
     fixtures().join("sdk_server.py").display().to_string()
 }
 
-pub fn legacy_server() -> String {
+pub(crate) fn legacy_server() -> String {
     fixtures().join("legacy_server.py").display().to_string()
 }
 
 /// A JSON string literal.
-pub fn q(s: &str) -> String {
+pub(crate) fn q(s: &str) -> String {
     serde_json::to_string(s).unwrap()
 }
 
 /// A stdio server entry running the SDK fixture with extra arguments.
-pub fn sdk_stdio(extra: &[&str]) -> String {
+pub(crate) fn sdk_stdio(extra: &[&str]) -> String {
     let mut args = vec![q(&sdk_server())];
     args.extend(extra.iter().map(|a| q(a)));
     format!(
@@ -58,34 +58,39 @@ pub fn sdk_stdio(extra: &[&str]) -> String {
 }
 
 /// Parses a JSON config whose servers are given as `"name": {entry}` fragments.
-pub fn config(servers: &[(&str, String)], overrides: &McpOverrides) -> MCPConfig {
+pub(crate) fn config(servers: &[(&str, String)], overrides: &McpOverrides) -> MCPConfig {
     let body = servers
         .iter()
         .map(|(n, e)| format!("{}: {e}", q(n)))
         .collect::<Vec<_>>()
         .join(",\n");
     let text = format!("{{\"mcpServers\": {{\n{body}\n}}}}");
-    MCPConfig::from_str(&text, ConfigFormat::Json, fixtures().join("test.json"), overrides)
-        .unwrap_or_else(|e| panic!("{e}\n{text}"))
+    MCPConfig::from_str(
+        &text,
+        ConfigFormat::Json,
+        fixtures().join("test.json"),
+        overrides,
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{text}"))
 }
 
 /// A manager over `config` with a fresh registry and a temporary workspace.
-pub struct Harness {
-    pub manager: MCPManager,
-    pub registry: ToolRegistry,
-    pub workspace: tempfile::TempDir,
+pub(crate) struct Harness {
+    pub(crate) manager: MCPManager,
+    pub(crate) registry: ToolRegistry,
+    pub(crate) workspace: tempfile::TempDir,
 }
 
 impl Harness {
-    pub fn new(config: MCPConfig) -> Self {
+    pub(crate) fn new(config: MCPConfig) -> Self {
         Self::with(config, false, HostEnv::capture())
     }
 
-    pub fn with(config: MCPConfig, defer: bool, host: HostEnv) -> Self {
+    pub(crate) fn with(config: MCPConfig, defer: bool, host: HostEnv) -> Self {
         let workspace = tempfile::tempdir().unwrap();
         let registry = ToolRegistry::new();
-        let manager = MCPManager::new(config, registry.clone(), workspace.path(), defer)
-            .with_host_env(host);
+        let manager =
+            MCPManager::new(config, registry.clone(), workspace.path(), defer).with_host_env(host);
         Self {
             manager,
             registry,
@@ -93,21 +98,21 @@ impl Harness {
         }
     }
 
-    pub fn ctx(&self, call_id: &str) -> ToolExecutionContext {
+    pub(crate) fn ctx(&self, call_id: &str) -> ToolExecutionContext {
         let mut ctx = ToolExecutionContext::new(self.workspace.path()).session_id("s-1");
         ctx.call_id = call_id.to_owned();
         ctx
     }
 
     /// Calls a published tool through the `Tool` trait.
-    pub async fn call(&self, name: &str, input: Value) -> ToolResult {
+    pub(crate) async fn call(&self, name: &str, input: Value) -> ToolResult {
         let tool = self.registry.get(name).unwrap();
         tool.run(input, &self.ctx("call_1")).await
     }
 }
 
 /// A port nobody listens on right now.
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -116,15 +121,15 @@ pub fn free_port() -> u16 {
 }
 
 /// An HTTP server process the test owns; killed and reaped on drop.
-pub struct HttpServer {
+pub(crate) struct HttpServer {
     child: Child,
-    pub port: u16,
+    pub(crate) port: u16,
 }
 
 impl HttpServer {
     /// Starts the SDK fixture with `--transport transport` and waits until it accepts
     /// connections.
-    pub fn start(transport: &str) -> Self {
+    pub(crate) fn start(transport: &str) -> Self {
         let port = free_port();
         let child = Command::new(python())
             .arg(sdk_server())
@@ -141,7 +146,7 @@ impl HttpServer {
         server
     }
 
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
 }
@@ -155,7 +160,7 @@ impl Drop for HttpServer {
 
 /// Polls `cond` until it holds or `limit` passes. For waiting on *events* (a port
 /// opens, a file appears, a process ends), never for timing assertions.
-pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+pub(crate) fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
     loop {
         if cond() {
@@ -170,7 +175,7 @@ pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
 
 /// The state letter of a process from /proc (`R`, `S`, `Z`, …), or `None` when the
 /// process does not exist.
-pub fn process_state(pid: u32) -> Option<char> {
+pub(crate) fn process_state(pid: u32) -> Option<char> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The state follows the parenthesized command name, which may contain spaces.
     let after = &stat[stat.rfind(')')? + 2..];
@@ -178,12 +183,12 @@ pub fn process_state(pid: u32) -> Option<char> {
 }
 
 /// Whether a process runs (exists and is not a zombie).
-pub fn running(pid: u32) -> bool {
+pub(crate) fn running(pid: u32) -> bool {
     matches!(process_state(pid), Some(s) if s != 'Z')
 }
 
 /// Pids whose parent is `ppid`.
-pub fn children_of(ppid: u32) -> Vec<u32> {
+pub(crate) fn children_of(ppid: u32) -> Vec<u32> {
     let mut out = Vec::new();
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return out;
@@ -195,7 +200,9 @@ pub fn children_of(ppid: u32) -> Vec<u32> {
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
             continue;
         };
-        let Some(close) = stat.rfind(')') else { continue };
+        let Some(close) = stat.rfind(')') else {
+            continue;
+        };
         let fields: Vec<&str> = stat[close + 2..].split(' ').collect();
         if fields.get(1).and_then(|p| p.parse::<u32>().ok()) == Some(ppid) {
             out.push(pid);
