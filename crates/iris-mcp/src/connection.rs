@@ -29,6 +29,9 @@ pub(crate) const MAX_TOOL_PAGES: usize = 1000;
 pub(crate) struct StartupError {
     pub(crate) code: &'static str,
     pub(crate) message: String,
+    /// The message says all there is: the server was reached and answered badly, so
+    /// the process state and stderr add nothing.
+    pub(crate) complete: bool,
 }
 
 impl StartupError {
@@ -36,7 +39,13 @@ impl StartupError {
         Self {
             code: codes::MCP_STARTUP_FAILED,
             message: message.into(),
+            complete: false,
         }
+    }
+
+    pub(crate) fn complete(mut self) -> Self {
+        self.complete = true;
+        self
     }
 }
 
@@ -343,11 +352,10 @@ impl Connection {
             let params = cursor
                 .clone()
                 .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
-            let page = self
-                .peer
-                .list_tools(params)
-                .await
-                .map_err(|e| StartupError::failed(format!("tools/list failed: {e}")))?;
+            let page =
+                self.peer.list_tools(params).await.map_err(|e| {
+                    StartupError::failed(format!("tools/list failed: {e}")).complete()
+                })?;
             for tool in &page.tools {
                 tools.push(serde_json::to_value(tool).map_err(|e| {
                     StartupError::failed(format!("tools/list returned a bad tool: {e}"))
@@ -359,7 +367,8 @@ impl Connection {
                     if !seen.insert(next.clone()) {
                         return Err(StartupError::failed(format!(
                             "tools/list pagination does not end: cursor `{next}` came back twice"
-                        )));
+                        ))
+                        .complete());
                     }
                     cursor = Some(next);
                 }
@@ -367,7 +376,8 @@ impl Connection {
         }
         Err(StartupError::failed(format!(
             "tools/list pagination did not end within {MAX_TOOL_PAGES} pages"
-        )))
+        ))
+        .complete())
     }
 
     /// Why calls fail once the connection is gone: the process's end and stderr.

@@ -28,6 +28,9 @@ pub mod codes {
     pub const MCP_CONNECTION_CLOSED: &str = "MCP_CONNECTION_CLOSED";
     /// The server answered the request with a JSON-RPC error or an unexpected reply.
     pub const MCP_REQUEST_FAILED: &str = "MCP_REQUEST_FAILED";
+    /// The server sent something that is not valid MCP (a non-JSON stdout line, an
+    /// oversized message); it was ignored and the session went on.
+    pub const MCP_PROTOCOL_WARNING: &str = "MCP_PROTOCOL_WARNING";
     /// A tool's input schema is not usable (remote `$ref`, unresolvable `$ref`, not an
     /// object schema).
     pub const MCP_INVALID_SCHEMA: &str = "MCP_INVALID_SCHEMA";

@@ -239,7 +239,7 @@ impl MCPManager {
                 c.diagnostics.snapshot().into_iter().map(|m| McpDiagnostic {
                     server: c.server.clone(),
                     severity: DiagnosticSeverity::Warning,
-                    code: codes::MCP_REQUEST_FAILED.into(),
+                    code: codes::MCP_PROTOCOL_WARNING.into(),
                     message: m,
                 })
             })
@@ -309,7 +309,7 @@ impl MCPManager {
                 diagnostics.push(McpDiagnostic {
                     server: s.server.name.clone(),
                     severity: DiagnosticSeverity::Warning,
-                    code: codes::MCP_REQUEST_FAILED.into(),
+                    code: codes::MCP_PROTOCOL_WARNING.into(),
                     message,
                 });
             }
@@ -517,6 +517,7 @@ async fn start_one(
         let transport = server.resolve(workspace, host).map_err(|e| StartupError {
             code: codes::MCP_INVALID_CONFIG,
             message: e.to_string(),
+            complete: true,
         })?;
         let conn = connection::connect(
             &server.name,
@@ -537,13 +538,11 @@ async fn start_one(
     };
     let outcome = match tokio::time::timeout(timeout, run).await {
         Ok(Ok(ok)) => Ok(ok),
+        Ok(Err(e)) if e.complete => Err(e),
         Ok(Err(e)) => Err(StartupError {
             code: e.code,
-            message: if e.code == codes::MCP_INVALID_CONFIG {
-                e.message
-            } else {
-                attempt.explain(&e.message).await
-            },
+            message: attempt.explain(&e.message).await,
+            complete: true,
         }),
         Err(_) => Err(StartupError {
             code: codes::MCP_STARTUP_TIMEOUT,
@@ -553,6 +552,7 @@ async fn start_one(
                     timeout.as_secs_f64()
                 ))
                 .await,
+            complete: true,
         }),
     };
     if outcome.is_err()

@@ -239,6 +239,7 @@ async fn garbage_on_stdout_is_reported_not_fatal() {
     assert_eq!(snap.server("noisy").unwrap().status, ServerStatus::Ready);
     assert!(
         snap.diagnostics.iter().any(|d| d.server == "noisy"
+            && d.code == codes::MCP_PROTOCOL_WARNING
             && d.message == "ignored a stdout line that is not JSON-RPC: Fixture server v1 ready (this banner is not JSON-RPC)"),
         "{:#?}",
         snap.diagnostics

@@ -304,6 +304,9 @@ async fn legacy_server_falls_back_paginates_and_names() {
         .collect();
     assert_eq!(filtered, ["天气"]);
 
+    // The whole catalog (names with their stable suffixes, schemas, diagnostics).
+    insta::assert_json_snapshot!("legacy_catalog", &*snap);
+
     // A cursor that never ends fails that (optional) server, with a reason.
     let endless = snap.server("endless").unwrap();
     assert_eq!(endless.status, ServerStatus::Failed);
@@ -345,6 +348,24 @@ async fn streamable_http_with_headers_bearer_and_large_results() {
     let r = h.call("mcp__web__big", json!({"megabytes": 17})).await;
     assert!(!r.is_error, "{:?}", r.error);
     assert_eq!(text(&r).len(), 17 * 1024 * 1024);
+    h.manager.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streamable_http_survives_a_server_restart() {
+    let server = HttpServer::start("streamable-http");
+    let port = server.port;
+    let entry = format!(r#"{{"url": {}}}"#, q(&server.url("/mcp")));
+    let h = Harness::new(config(&[("web", entry)], &McpOverrides::new()));
+    h.manager.prepare().await.unwrap();
+    let r = h.call("mcp__web__echo", json!({"text": "before"})).await;
+    assert_eq!(text(&r), "before");
+    // The server restarts and forgets every session: the next call still works
+    // (sessionless on 2026-07-28; a fresh handshake on older revisions).
+    drop(server);
+    let _server = HttpServer::start_on("streamable-http", port);
+    let r = h.call("mcp__web__echo", json!({"text": "after"})).await;
+    assert_eq!(text(&r), "after", "{r:?}");
     h.manager.close().await;
 }
 

@@ -130,7 +130,11 @@ impl HttpServer {
     /// Starts the SDK fixture with `--transport transport` and waits until it accepts
     /// connections.
     pub(crate) fn start(transport: &str) -> Self {
-        let port = free_port();
+        Self::start_on(transport, free_port())
+    }
+
+    /// Like [`HttpServer::start`] on a given port (to restart a server in place).
+    pub(crate) fn start_on(transport: &str, port: u16) -> Self {
         let child = Command::new(python())
             .arg(sdk_server())
             .args(["--transport", transport, "--port", &port.to_string()])
