@@ -93,7 +93,14 @@ fn schemas(check: bool) -> Result<(), String> {
     if check {
         test.env("CI", "true");
     }
-    test.args(["test", "-p", "iris-macro-tests", "--", "gallery"]);
+    test.args([
+        "test",
+        "-p",
+        "iris-macro-tests",
+        "--test",
+        "all",
+        "definitions",
+    ]);
     run(test)
 }
 

@@ -11,15 +11,9 @@
 //!   declared order.
 //! - Cancellation is never turned into allow or deny: it surfaces as cancellation.
 
-use std::any::Any;
-use std::future::Future;
-use std::panic::AssertUnwindSafe;
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
 use iris_tools_core::{
-    BeforeOutcome, BodyStatus, BoxFuture, CancellationSignal, ToolExecutionContext,
-    ToolHookDispatcher, ToolResult,
+    BeforeOutcome, BodyStatus, BoxFuture, CancellationSignal, CatchUnwind, ToolExecutionContext,
+    ToolHookDispatcher, ToolResult, panic_message,
 };
 use serde_json::Value;
 
@@ -91,7 +85,7 @@ impl HookDispatcher {
         event: HookEvent,
         cancellation: Option<&CancellationSignal>,
     ) -> Result<HookResult, HookError> {
-        let call = CatchUnwind(reg.handler.handle(event));
+        let call = CatchUnwind::new(reg.handler.handle(event));
         let timed = tokio::time::timeout(reg.timeout, call);
         let outcome = match cancellation {
             Some(signal) => {
@@ -112,7 +106,7 @@ impl HookDispatcher {
             )),
             Ok(Err(panic)) => Err(HookError::new(
                 HookErrorKind::HandlerFailed,
-                format!("panicked: {}", panic_message(&*panic)),
+                format!("panicked: {}", panic_message(&panic)),
             )),
             Ok(Ok(result)) => result,
         }
@@ -295,28 +289,4 @@ fn fail_closed(reg: &HookRegistration, error: &HookError) -> BeforeOutcome {
         reg.name,
         error.code()
     ))
-}
-
-/// Polls a boxed future, turning a panic into an `Err` with the payload.
-struct CatchUnwind<'a, T>(BoxFuture<'a, T>);
-
-impl<T> Future for CatchUnwind<'_, T> {
-    type Output = Result<T, Box<dyn Any + Send>>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let fut = &mut self.0;
-        match std::panic::catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
-            Ok(Poll::Pending) => Poll::Pending,
-            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
-            Err(panic) => Poll::Ready(Err(panic)),
-        }
-    }
-}
-
-fn panic_message(panic: &(dyn Any + Send)) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a non-string panic payload".to_owned())
 }

@@ -1,29 +1,83 @@
-//! [`ToolArtifactStore`]: long results saved whole, replaced by a preview + reference.
+//! [`ToolArtifactStore`]: long results saved whole, replaced by a preview and a reference.
+//!
+//! The executor hands every final result to [`ToolArtifactStore::persist_if_large`]. A
+//! result whose model body fits `max_chars` passes through untouched; a longer one is
+//! written to `<workspace>/.iris/tool-results/<session>/<call>.txt` and the model gets a
+//! preview plus one reference line telling it how to page the rest with `read_file`.
+//!
+//! Every write is atomic (temporary file in the same directory, `fsync`, rename), so a
+//! reader never sees half a file, and every file name derived from a model-supplied id is
+//! sanitized so it can neither escape the store nor collide with another id's file.
 
+use std::fs::{self, File};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
 
 use crate::definition::{DEFAULT_PREVIEW_CHARS, PreviewMode};
-use crate::error::{Error, Result};
-use crate::result::{ToolArtifact, ToolResult};
+use crate::error::{Error, Result, ToolErrorInfo, codes};
+use crate::result::{ContentBlock, ToolArtifact, ToolResult};
 
 /// Where results land, relative to the workspace: `.iris/tool-results/<session>/`.
 pub const TOOL_RESULTS_DIR: &str = ".iris/tool-results";
 
-/// Saves artifacts under one root directory.
+/// Longest file stem kept from an id before the disambiguating hash is appended.
+pub const MAX_FILE_STEM_CHARS: usize = 64;
+
+/// The session segment used when a context has no session id.
+pub const DEFAULT_SESSION_DIR: &str = "default";
+
+const MIME_TEXT: &str = "text/plain";
+const MIME_JSON: &str = "application/json";
+const MIME_BINARY: &str = "application/octet-stream";
+
+/// Length of the hexadecimal hash appended to sanitized names (64 bits).
+const HASH_HEX_LEN: usize = 16;
+
+/// Longest extension [`ToolArtifactStore::persist_file`] keeps on a copied file name.
+const MAX_EXTENSION_CHARS: usize = 16;
+
+/// Longest run of combining characters a cut backs off over before giving up. Unicode's
+/// stream-safe text format caps such runs at 30, so real text never reaches this.
+const MAX_CLUSTER_BACKOFF: usize = 32;
+
+/// Saves tool artifacts under one root directory.
+///
+/// ```
+/// use iris_tools_core::{ToolArtifactStore, ToolResult};
+/// use iris_tools_core::definition::PreviewMode;
+///
+/// let workspace = std::env::temp_dir().join("iris-doc-artifact");
+/// let store = ToolArtifactStore::for_session(&workspace, "s-1").with_preview(10, PreviewMode::Head);
+/// assert!(store.root.ends_with(".iris/tool-results/s-1"));
+///
+/// // Short bodies pass through unchanged.
+/// let short = ToolResult::text("call_1", "read_file", "hello");
+/// assert_eq!(store.persist_if_large(short.clone(), 100)?, short);
+///
+/// // Long bodies are saved whole and replaced by a preview plus a reference.
+/// let long = ToolResult::text("call_2", "read_file", "x".repeat(500));
+/// let saved = store.persist_if_large(long, 100)?;
+/// let artifact = saved.artifact.as_ref().unwrap();
+/// assert_eq!(std::fs::read_to_string(artifact.text_path.as_ref().unwrap())?, "x".repeat(500));
+/// assert!(saved.model_content().starts_with("xxxxxxxxxx\n[Truncated"));
+/// # std::fs::remove_dir_all(&workspace)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolArtifactStore {
     /// The directory files are written to.
     pub root: PathBuf,
-    /// Characters kept in a preview.
+    /// Characters kept in a preview (default 8 000).
     pub preview_chars: usize,
-    /// Head or head+tail.
+    /// Head or head+tail preview (default head).
     pub preview_mode: PreviewMode,
 }
 
 impl ToolArtifactStore {
-    /// A store writing under `root`.
+    /// A store writing under `root`, with the seed's preview defaults.
     pub fn new(root: impl Into<PathBuf>) -> Self {
         Self {
             root: root.into(),
@@ -33,11 +87,26 @@ impl ToolArtifactStore {
     }
 
     /// The store for a session: `<workspace>/.iris/tool-results/<session>/`.
+    ///
+    /// The session id is sanitized like a file name (see [`sanitize_file_stem`]), so an
+    /// id such as `../x` cannot leave the results directory; an empty id uses
+    /// [`DEFAULT_SESSION_DIR`].
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use iris_tools_core::ToolArtifactStore;
+    ///
+    /// let store = ToolArtifactStore::for_session(Path::new("/ws"), "");
+    /// assert_eq!(store.root, Path::new("/ws/.iris/tool-results/default"));
+    /// let store = ToolArtifactStore::for_session(Path::new("/ws"), "../escape");
+    /// assert!(store.root.starts_with("/ws/.iris/tool-results"));
+    /// assert_eq!(store.root.components().count(), 5);
+    /// ```
     pub fn for_session(workspace_root: &Path, session_id: &str) -> Self {
         let session = if session_id.is_empty() {
-            "default"
+            DEFAULT_SESSION_DIR.to_owned()
         } else {
-            session_id
+            sanitize_file_stem(session_id)
         };
         Self::new(workspace_root.join(TOOL_RESULTS_DIR).join(session))
     }
@@ -50,69 +119,665 @@ impl ToolArtifactStore {
         self
     }
 
-    /// Copies a resolved source file into the store.
+    /// The workspace this store lives in, when `root` is under
+    /// `<workspace>/.iris/tool-results/`; references given to the model are then
+    /// relative to it, as `read_file` expects.
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use iris_tools_core::ToolArtifactStore;
+    ///
+    /// let store = ToolArtifactStore::for_session(Path::new("/ws"), "s");
+    /// assert_eq!(store.workspace(), Some(Path::new("/ws")));
+    /// assert_eq!(ToolArtifactStore::new("/tmp/results").workspace(), None);
+    /// ```
+    pub fn workspace(&self) -> Option<&Path> {
+        let marker = Path::new(TOOL_RESULTS_DIR);
+        self.root
+            .ancestors()
+            .find(|dir| dir.ends_with(marker))
+            .and_then(Path::parent)
+            .and_then(Path::parent)
+    }
+
+    /// Copies a resolved source file into the store and returns an independent
+    /// artifact for the copy (MIME type from the extension, size in bytes).
+    ///
+    /// The copy lands at `<root>/<call>.files/<file name>`, so later changes to the
+    /// source do not change what the artifact points at. The caller resolves and
+    /// confines `source` first (see [`crate::WorkspacePolicy::resolve_path`]). The
+    /// `preview` is kept, cut to the store's preview length.
     pub fn persist_file(
         &self,
         tool_use_id: &str,
         source: &Path,
         preview: &str,
     ) -> Result<ToolArtifact> {
-        let name = source
-            .file_name()
-            .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
-        let dest = self.root.join(format!("{tool_use_id}-{name}"));
-        std::fs::create_dir_all(&self.root).map_err(|e| io(&self.root, e))?;
-        let size = std::fs::copy(source, &dest).map_err(|e| io(source, e))?;
+        let name = source.file_name().map_or_else(
+            || "file".to_owned(),
+            |n| sanitize_file_name(&n.to_string_lossy()),
+        );
+        let dir = self
+            .root
+            .join(format!("{}.files", sanitize_file_stem(tool_use_id)));
+        let mut input = File::open(source).map_err(|e| io(source, e))?;
+        let (path, size_bytes) = write_atomic(&dir, &name, |out, dest| {
+            copy_stream(&mut input, source, out, dest)
+        })?;
         Ok(ToolArtifact {
-            path: dest,
-            mime_type: "application/octet-stream".into(),
-            size_bytes: size,
-            preview: preview.to_owned(),
+            path,
+            mime_type: mime_type_for_path(source).to_owned(),
+            size_bytes,
+            preview: self.preview(preview),
             text_path: None,
         })
     }
 
-    /// Saves a JSON payload.
+    /// Saves a whole native JSON result (pretty-printed, so `read_file` can page it by
+    /// line) at `<root>/<call>.json`, MIME type `application/json`.
     pub fn persist_json(
         &self,
         tool_use_id: &str,
         payload: &Value,
         preview: &str,
     ) -> Result<ToolArtifact> {
-        let dest = self.root.join(format!("{tool_use_id}.json"));
         let text = serde_json::to_string_pretty(payload)?;
-        std::fs::create_dir_all(&self.root).map_err(|e| io(&self.root, e))?;
-        std::fs::write(&dest, &text).map_err(|e| io(&dest, e))?;
+        let name = format!("{}.json", sanitize_file_stem(tool_use_id));
+        let (path, size_bytes) = write_atomic(&self.root, &name, |out, dest| {
+            out.write_all(text.as_bytes()).map_err(|e| io(dest, e))?;
+            Ok(text.len() as u64)
+        })?;
         Ok(ToolArtifact {
-            path: dest,
-            mime_type: "application/json".into(),
-            size_bytes: text.len() as u64,
-            preview: preview.to_owned(),
+            path,
+            mime_type: MIME_JSON.to_owned(),
+            size_bytes,
+            preview: self.preview(preview),
             text_path: None,
         })
     }
 
-    /// Returns short results unchanged; saves a long model body and returns a new
-    /// result holding a preview and a reference to the saved file.
+    /// Returns a result whose model body ([`ToolResult::model_content`]) has at most
+    /// `max_chars` characters unchanged. A longer body is saved whole as UTF-8 text at
+    /// `<root>/<call>.txt` and a new result is returned whose content is a preview
+    /// followed by one reference line (full size, saved path, and the `read_file`
+    /// `offset`/`column` to continue from).
+    ///
+    /// The preview keeps at most `min(preview_chars, max_chars)` characters in the
+    /// store's [`PreviewMode`]; images stay as blocks after it. `is_error`, `error`,
+    /// `data`, `stats` and `metadata` are kept. Hook feedback is part of the saved body,
+    /// so the new result has none (it would otherwise be shown twice). For an error
+    /// result the `Error[CODE]: message` line, which the projection always adds, counts
+    /// against the preview budget and is not repeated in the content.
+    ///
+    /// The artifact's `text_path` is the saved body. When the result already had an
+    /// artifact (a published or native file), its `path`, `mime_type` and `size_bytes`
+    /// are kept, because they describe that file; otherwise they describe the saved body.
     pub fn persist_if_large(&self, result: ToolResult, max_chars: usize) -> Result<ToolResult> {
         let body = result.model_content();
-        if body.chars().count() <= max_chars {
+        let total_chars = body.chars().count();
+        if total_chars <= max_chars {
             return Ok(result);
         }
-        let dest = self.root.join(format!("{}.txt", result.tool_use_id));
-        std::fs::create_dir_all(&self.root).map_err(|e| io(&self.root, e))?;
-        std::fs::write(&dest, &body).map_err(|e| io(&dest, e))?;
-        let preview: String = body.chars().take(self.preview_chars).collect();
+
+        let name = format!("{}.txt", sanitize_file_stem(&result.tool_use_id));
+        let (text_path, size_bytes) = write_atomic(&self.root, &name, |out, dest| {
+            out.write_all(body.as_bytes()).map_err(|e| io(dest, e))?;
+            Ok(body.len() as u64)
+        })?;
+
+        // The projection re-adds the error line in front of the content, so the
+        // preview is cut from what follows it, with the line counted in the budget.
+        let budget = self.preview_chars.min(max_chars);
+        let lead_len = if result.is_error {
+            result
+                .model_blocks()
+                .first()
+                .and_then(ContentBlock::as_text)
+                .map_or(0, str::len)
+        } else {
+            0
+        };
+        let (lead, rest) = body.split_at(lead_len);
+        let rest_offset = if rest.starts_with('\n') {
+            lead_len + 1
+        } else {
+            lead_len
+        };
+        let rest = &body[rest_offset..];
+        let rest_budget = if lead.is_empty() {
+            budget
+        } else {
+            budget.saturating_sub(lead.chars().count() + 1)
+        };
+        let cut = Cut::new(rest, rest_budget, self.preview_mode);
+
+        let reference = Reference {
+            body: &body,
+            head_end: rest_offset + cut.head.len(),
+            tail_start: rest_offset + (rest.len() - cut.tail.len()),
+            mode: self.preview_mode,
+            path: self.model_path(&text_path),
+            size_bytes,
+        }
+        .render();
+        let mut text = cut.render();
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&reference);
+        let preview = text.clone();
+
         let mut out = result;
-        out.content = vec![crate::result::ContentBlock::text(preview.clone())];
-        out.artifact = Some(ToolArtifact {
-            path: dest.clone(),
-            mime_type: "text/plain".into(),
-            size_bytes: body.len() as u64,
-            preview,
-            text_path: Some(dest),
+        let images = out
+            .content
+            .drain(..)
+            .filter(|block| matches!(block, ContentBlock::Image { .. }));
+        let content: Vec<ContentBlock> = std::iter::once(ContentBlock::text(text))
+            .chain(images)
+            .collect();
+        out.content = content;
+        out.hook_feedback.clear();
+        out.artifact = Some(match out.artifact.take() {
+            Some(existing) => ToolArtifact {
+                text_path: Some(text_path),
+                preview,
+                ..existing
+            },
+            None => ToolArtifact {
+                path: text_path.clone(),
+                mime_type: MIME_TEXT.to_owned(),
+                size_bytes,
+                preview,
+                text_path: Some(text_path),
+            },
         });
         Ok(out)
+    }
+
+    /// The store's preview of `text`.
+    fn preview(&self, text: &str) -> String {
+        preview(text, self.preview_chars, self.preview_mode)
+    }
+
+    /// How the model should name a saved file: relative to the workspace (with `/`)
+    /// when the store lives in one, the full path otherwise.
+    fn model_path(&self, path: &Path) -> String {
+        match self.workspace().and_then(|ws| path.strip_prefix(ws).ok()) {
+            Some(relative) => relative
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy())
+                .collect::<Vec<_>>()
+                .join("/"),
+            None => path.display().to_string(),
+        }
+    }
+}
+
+/// The preview of `text` at most `chars` characters long (plus, for
+/// [`PreviewMode::HeadTail`], one omission marker line).
+///
+/// Text that fits is returned unchanged. `Head` keeps the first `chars` characters;
+/// `HeadTail` keeps the first ⌈chars/2⌉ and the last ⌊chars/2⌋ with a
+/// `[... N chars omitted ...]` line between them. Cuts are made on characters, never
+/// inside a UTF-8 sequence, and back off rather than separate a combining mark, an
+/// emoji modifier or joiner sequence, a flag's second half or the `\n` of a `\r\n` from
+/// what precedes it, so a preview may be a few characters shorter than `chars`.
+///
+/// ```
+/// use iris_tools_core::artifact::preview;
+/// use iris_tools_core::definition::PreviewMode;
+///
+/// assert_eq!(preview("abcdef", 6, PreviewMode::Head), "abcdef");
+/// assert_eq!(preview("abcdef", 3, PreviewMode::Head), "abc");
+/// assert_eq!(preview("abcdefg", 3, PreviewMode::HeadTail), "ab\n[... 4 chars omitted ...]\ng");
+/// assert_eq!(preview("日本語テキスト", 2, PreviewMode::Head), "日本");
+/// ```
+pub fn preview(text: &str, chars: usize, mode: PreviewMode) -> String {
+    Cut::new(text, chars, mode).render()
+}
+
+/// Sanitizes an id into a file stem: only `[A-Za-z0-9._-]`, no leading `.`, at most
+/// [`MAX_FILE_STEM_CHARS`] characters kept, plus `-` and a 16-digit hash of the original
+/// id whenever sanitizing changed anything.
+///
+/// A clean id maps to itself, so ordinary provider ids stay readable. Two different
+/// ids never share a stem: a changed id carries its hash, and a clean id that merely
+/// looks like it carries one gets a hash of its own.
+///
+/// ```
+/// use iris_tools_core::artifact::sanitize_file_stem;
+///
+/// assert_eq!(sanitize_file_stem("call_01.a-b"), "call_01.a-b");
+/// let escaped = sanitize_file_stem("../etc/passwd");
+/// assert!(escaped.starts_with("_._etc_passwd-"));
+/// assert_ne!(sanitize_file_stem("a/b"), sanitize_file_stem("a:b"));
+/// ```
+pub fn sanitize_file_stem(id: &str) -> String {
+    let mut out = String::with_capacity(id.len().min(MAX_FILE_STEM_CHARS) + HASH_HEX_LEN + 1);
+    let mut changed = false;
+    for (i, c) in id.chars().enumerate() {
+        if i == MAX_FILE_STEM_CHARS {
+            changed = true;
+            break;
+        }
+        if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+            out.push(c);
+        } else {
+            out.push('_');
+            changed = true;
+        }
+    }
+    // A leading dot would make `.`, `..` or a hidden file.
+    if out.starts_with('.') {
+        out.replace_range(..1, "_");
+        changed = true;
+    }
+    if changed || out.is_empty() || looks_hashed(&out) {
+        if !out.is_empty() {
+            out.push('-');
+        }
+        out.push_str(&format!("{:016x}", fnv1a64(id.as_bytes())));
+    }
+    out
+}
+
+/// The MIME type of a path, guessed from its extension for common types
+/// (case-insensitive); `application/octet-stream` otherwise.
+///
+/// ```
+/// use std::path::Path;
+/// use iris_tools_core::artifact::mime_type_for_path;
+///
+/// assert_eq!(mime_type_for_path(Path::new("report.PDF")), "application/pdf");
+/// assert_eq!(mime_type_for_path(Path::new("notes.md")), "text/markdown");
+/// assert_eq!(mime_type_for_path(Path::new("blob")), "application/octet-stream");
+/// ```
+pub fn mime_type_for_path(path: &Path) -> &'static str {
+    let Some(ext) = path.extension().and_then(|e| e.to_str()) else {
+        return MIME_BINARY;
+    };
+    match ext.to_ascii_lowercase().as_str() {
+        "txt" | "text" | "log" => MIME_TEXT,
+        "md" | "markdown" => "text/markdown",
+        "csv" => "text/csv",
+        "tsv" => "text/tab-separated-values",
+        "html" | "htm" => "text/html",
+        "css" => "text/css",
+        "js" | "mjs" | "cjs" => "text/javascript",
+        "xml" => "application/xml",
+        "json" => MIME_JSON,
+        "jsonl" | "ndjson" => "application/x-ndjson",
+        "yaml" | "yml" => "application/yaml",
+        "toml" => "application/toml",
+        "py" => "text/x-python",
+        "rs" => "text/x-rust",
+        "sh" => "application/x-sh",
+        "pdf" => "application/pdf",
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "gif" => "image/gif",
+        "webp" => "image/webp",
+        "svg" => "image/svg+xml",
+        "bmp" => "image/bmp",
+        "ico" => "image/x-icon",
+        "tif" | "tiff" => "image/tiff",
+        "mp3" => "audio/mpeg",
+        "wav" => "audio/wav",
+        "ogg" => "audio/ogg",
+        "mp4" => "video/mp4",
+        "webm" => "video/webm",
+        "zip" => "application/zip",
+        "gz" => "application/gzip",
+        "tar" => "application/x-tar",
+        "docx" => "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        "xlsx" => "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        "pptx" => "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+        _ => MIME_BINARY,
+    }
+}
+
+/// The structured error a tool result carries when persisting an artifact failed:
+/// code `ARTIFACT_ERROR`, the full error chain as message, the underlying code and, for
+/// I/O failures, the path in `details`.
+///
+/// ```
+/// use iris_tools_core::{Error, codes};
+/// use iris_tools_core::artifact::artifact_error_info;
+///
+/// let err = Error::Io {
+///     path: "/ro/out.txt".into(),
+///     source: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+/// };
+/// let info = artifact_error_info(&err);
+/// assert_eq!(info.code, codes::ARTIFACT_ERROR);
+/// assert_eq!(info.details["cause_code"], "IO_ERROR");
+/// assert_eq!(info.details["path"], "/ro/out.txt");
+/// ```
+pub fn artifact_error_info(err: &Error) -> ToolErrorInfo {
+    let info = ToolErrorInfo::new(codes::ARTIFACT_ERROR, err.to_info().message)
+        .with_detail("cause_code", err.code());
+    match err {
+        Error::Io { path, .. } => info.with_detail("path", path.display().to_string()),
+        _ => info,
+    }
+}
+
+/// Sanitizes a copied file's name, keeping a short alphanumeric extension so the copy
+/// still opens with the right program.
+fn sanitize_file_name(name: &str) -> String {
+    match name.rsplit_once('.') {
+        Some((stem, ext))
+            if !stem.is_empty()
+                && !ext.is_empty()
+                && ext.len() <= MAX_EXTENSION_CHARS
+                && ext.chars().all(|c| c.is_ascii_alphanumeric()) =>
+        {
+            format!("{}.{ext}", sanitize_file_stem(stem))
+        }
+        _ => sanitize_file_stem(name),
+    }
+}
+
+/// Whether a clean stem ends like a sanitized one (`-` and 16 lower-case hex digits).
+fn looks_hashed(stem: &str) -> bool {
+    let bytes = stem.as_bytes();
+    bytes.len() > HASH_HEX_LEN
+        && bytes[bytes.len() - HASH_HEX_LEN - 1] == b'-'
+        && bytes[bytes.len() - HASH_HEX_LEN..]
+            .iter()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
+}
+
+/// FNV-1a, 64 bits: stable across runs, platforms and Rust versions (unlike
+/// `DefaultHasher`), which file names on disk need.
+fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
+        (hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// Where a preview cuts a text: the kept head, the kept tail, and what lies between.
+#[derive(Debug)]
+struct Cut<'a> {
+    head: &'a str,
+    tail: &'a str,
+    omitted_chars: usize,
+    mode: PreviewMode,
+}
+
+impl<'a> Cut<'a> {
+    fn new(text: &'a str, chars: usize, mode: PreviewMode) -> Self {
+        let total = text.chars().count();
+        if total <= chars {
+            return Self {
+                head: text,
+                tail: "",
+                omitted_chars: 0,
+                mode,
+            };
+        }
+        let (head_chars, tail_chars) = match mode {
+            PreviewMode::Head => (chars, 0),
+            PreviewMode::HeadTail => (chars.div_ceil(2), chars / 2),
+        };
+        let head_end = cluster_start(text, char_to_byte(text, head_chars));
+        let tail_start = if tail_chars == 0 {
+            text.len()
+        } else {
+            cluster_end(text, char_to_byte(text, total - tail_chars))
+        };
+        Self {
+            head: &text[..head_end],
+            tail: &text[tail_start..],
+            omitted_chars: text[head_end..tail_start].chars().count(),
+            mode,
+        }
+    }
+
+    fn render(&self) -> String {
+        if self.omitted_chars == 0 {
+            return self.head.to_owned();
+        }
+        match self.mode {
+            PreviewMode::Head => self.head.to_owned(),
+            PreviewMode::HeadTail => {
+                let mut out = String::with_capacity(self.head.len() + self.tail.len() + 40);
+                out.push_str(self.head);
+                if !self.head.is_empty() && !self.head.ends_with('\n') {
+                    out.push('\n');
+                }
+                out.push_str(&format!("[... {} chars omitted ...]", self.omitted_chars));
+                if !self.tail.is_empty() && !self.tail.starts_with('\n') {
+                    out.push('\n');
+                }
+                out.push_str(self.tail);
+                out
+            }
+        }
+    }
+}
+
+/// The reference line appended to a saved result's preview.
+struct Reference<'a> {
+    body: &'a str,
+    /// Byte offset of the first character not shown at the start.
+    head_end: usize,
+    /// Byte offset of the first character of the shown tail.
+    tail_start: usize,
+    mode: PreviewMode,
+    path: String,
+    size_bytes: u64,
+}
+
+impl Reference<'_> {
+    fn render(&self) -> String {
+        let body = self.body;
+        let total = body.chars().count();
+        let lines = body.lines().count();
+        let shown_head = body[..self.head_end].chars().count();
+        let shown_tail = body[self.tail_start..].chars().count();
+        // `read_file` counts lines and columns from 0; resume exactly at the first
+        // hidden character, even when it is in the middle of a long line.
+        let before = &body[..self.head_end];
+        let line = before.matches('\n').count();
+        let column = before
+            .rfind('\n')
+            .map_or(before, |nl| &before[nl + 1..])
+            .chars()
+            .count();
+        let path = &self.path;
+        let call = if column == 0 {
+            format!("call read_file with file_path \"{path}\" and offset {line}")
+        } else {
+            format!("call read_file with file_path \"{path}\", offset {line} and column {column}")
+        };
+        let saved = format!(
+            "The full result ({}, {}, {}) is saved at \"{path}\".",
+            counted(total as u64, "char"),
+            counted(lines as u64, "line"),
+            counted(self.size_bytes, "byte"),
+        );
+        match self.mode {
+            PreviewMode::HeadTail if shown_tail > 0 => {
+                let hidden = &body[..self.tail_start];
+                let last_line = hidden.matches('\n').count() - usize::from(hidden.ends_with('\n'));
+                let span = if last_line == line {
+                    format!("on line {line}")
+                } else {
+                    format!("lines {line}-{last_line}")
+                };
+                format!(
+                    "[Truncated: showing the first {shown_head} and the last {shown_tail} of \
+                     {total} chars. {saved} The omitted part is {span}; to read it, {call}, \
+                     then follow next_offset.]"
+                )
+            }
+            _ => format!(
+                "[Truncated: showing the first {shown_head} of {total} chars. {saved} To read \
+                 the rest, {call}, then follow next_offset.]"
+            ),
+        }
+    }
+}
+
+/// `1 line`, `2 lines`: a count with its unit.
+fn counted(n: u64, unit: &str) -> String {
+    if n == 1 {
+        format!("1 {unit}")
+    } else {
+        format!("{n} {unit}s")
+    }
+}
+
+/// The byte offset of the `n`th character (the length when there are fewer).
+fn char_to_byte(text: &str, n: usize) -> usize {
+    text.char_indices().nth(n).map_or(text.len(), |(i, _)| i)
+}
+
+/// Moves a cut at byte `at` back to the start of the character cluster it falls in.
+fn cluster_start(text: &str, mut at: usize) -> usize {
+    for _ in 0..MAX_CLUSTER_BACKOFF {
+        if !continues_cluster(text, at) {
+            return at;
+        }
+        at -= text[..at].chars().next_back().map_or(0, char::len_utf8);
+    }
+    at
+}
+
+/// Moves a cut at byte `at` forward to the end of the character cluster it falls in.
+fn cluster_end(text: &str, mut at: usize) -> usize {
+    for _ in 0..MAX_CLUSTER_BACKOFF {
+        if !continues_cluster(text, at) {
+            return at;
+        }
+        at += text[at..].chars().next().map_or(0, char::len_utf8);
+    }
+    at
+}
+
+/// Whether the character at byte `at` belongs to the same user-perceived character as
+/// the one before it, so a cut must not fall between them.
+///
+/// This is a dependency-free approximation of Unicode's grapheme rules covering the
+/// common cases (combining marks of Latin, Greek, Cyrillic and kana, variation
+/// selectors, emoji modifiers, tags and joiner sequences, regional-indicator flags,
+/// CRLF). A mark outside these ranges may be separated from its base, but a preview is
+/// always valid UTF-8.
+fn continues_cluster(text: &str, at: usize) -> bool {
+    let (Some(prev), Some(cur)) = (text[..at].chars().next_back(), text[at..].chars().next())
+    else {
+        return false;
+    };
+    if (prev == '\r' && cur == '\n') || prev == '\u{200D}' || is_extender(cur) {
+        return true;
+    }
+    if is_regional_indicator(cur) && is_regional_indicator(prev) {
+        // Flags are pairs; the cut is inside one when an odd number of indicators
+        // precede it in the run.
+        let run = text[..at]
+            .chars()
+            .rev()
+            .take_while(|c| is_regional_indicator(*c))
+            .count();
+        return run % 2 == 1;
+    }
+    false
+}
+
+fn is_extender(c: char) -> bool {
+    matches!(c,
+        '\u{0300}'..='\u{036F}'     // combining diacritical marks
+        | '\u{0483}'..='\u{0489}'   // Cyrillic combining marks
+        | '\u{1AB0}'..='\u{1AFF}'   // combining diacritical marks extended
+        | '\u{1DC0}'..='\u{1DFF}'   // combining diacritical marks supplement
+        | '\u{200C}'..='\u{200D}'   // zero-width (non-)joiner
+        | '\u{20D0}'..='\u{20FF}'   // combining marks for symbols (keycaps)
+        | '\u{3099}'..='\u{309A}'   // kana voiced sound marks
+        | '\u{FE00}'..='\u{FE0F}'   // variation selectors (emoji presentation)
+        | '\u{FE20}'..='\u{FE2F}'   // combining half marks
+        | '\u{1F3FB}'..='\u{1F3FF}' // emoji skin-tone modifiers
+        | '\u{E0020}'..='\u{E007F}' // emoji tag sequences
+        | '\u{E0100}'..='\u{E01EF}' // variation selectors supplement
+    )
+}
+
+fn is_regional_indicator(c: char) -> bool {
+    ('\u{1F1E6}'..='\u{1F1FF}').contains(&c)
+}
+
+/// Gives each temporary file a distinct name within this process.
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Writes `<dir>/<name>` atomically: `fill` writes a temporary file in the same
+/// directory, which is flushed to disk and then renamed over the destination, so
+/// readers see either the old file or the whole new one. Returns the destination
+/// and the byte count `fill` reports.
+fn write_atomic(
+    dir: &Path,
+    name: &str,
+    fill: impl FnOnce(&mut File, &Path) -> Result<u64>,
+) -> Result<(PathBuf, u64)> {
+    fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+    let dest = dir.join(name);
+    let tmp = dir.join(format!(
+        ".{name}.{}.{}.tmp",
+        std::process::id(),
+        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    match fill_and_rename(&tmp, &dest, fill) {
+        Ok(size) => {
+            sync_dir(dir);
+            Ok((dest, size))
+        }
+        Err(e) => {
+            // Best effort: the write already failed and that error is what matters.
+            let _ = fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
+}
+
+/// The fallible part of [`write_atomic`]: create, fill, sync, rename.
+fn fill_and_rename(
+    tmp: &Path,
+    dest: &Path,
+    fill: impl FnOnce(&mut File, &Path) -> Result<u64>,
+) -> Result<u64> {
+    let mut file = File::create_new(tmp).map_err(|e| io(tmp, e))?;
+    let size = fill(&mut file, dest)?;
+    file.sync_all().map_err(|e| io(dest, e))?;
+    drop(file);
+    fs::rename(tmp, dest).map_err(|e| io(dest, e))?;
+    Ok(size)
+}
+
+/// Makes a rename durable by flushing the directory entry. Only Unix supports opening
+/// a directory for this, and some file systems refuse it; the data itself is already
+/// synced, so a failure here is ignored.
+fn sync_dir(dir: &Path) {
+    #[cfg(unix)]
+    if let Ok(handle) = File::open(dir) {
+        let _ = handle.sync_all();
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+}
+
+/// Copies `input` into `out`, blaming read errors on the source and write errors on
+/// the destination.
+fn copy_stream(input: &mut File, source: &Path, out: &mut File, dest: &Path) -> Result<u64> {
+    let mut buf = vec![0_u8; 64 * 1024];
+    let mut total = 0_u64;
+    loop {
+        let n = match input.read(&mut buf) {
+            Ok(0) => return Ok(total),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io(source, e)),
+        };
+        out.write_all(&buf[..n]).map_err(|e| io(dest, e))?;
+        total += n as u64;
     }
 }
 

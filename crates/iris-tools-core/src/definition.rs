@@ -200,15 +200,31 @@ pub fn check_tool_name(name: &str) -> std::result::Result<(), String> {
     }
     if !(first.is_ascii_alphabetic() || first == '_') {
         return Err(format!(
-            "name must start with a letter or `_`, not `{first}`"
+            "name must start with a letter or `_`, not `{}`",
+            printable(&first.to_string())
         ));
     }
     if let Some(bad) = chars.find(|c| !(c.is_ascii_alphanumeric() || *c == '_')) {
         return Err(format!(
-            "name may contain only ASCII letters, digits and `_`; found `{bad}`"
+            "name may contain only ASCII letters, digits and `_`; found `{}`",
+            printable(&bad.to_string())
         ));
     }
     Ok(())
+}
+
+/// `text` with control characters escaped (`\n`, `\u{0}`, …), so an error message
+/// quoting an invalid name stays on one line and shows what was actually there.
+fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 impl ToolDefinition {
@@ -248,17 +264,21 @@ impl ToolDefinition {
         Ok(def)
     }
 
-    /// Checks name, aliases, description and schema root. Never panics.
+    /// Checks name, aliases, description, schema root, the preview and result limits
+    /// (positive) and the timeout (positive when set). Never panics.
     pub fn validate(&self) -> Result<()> {
+        // The name is quoted in a one-line message; control characters in an invalid
+        // name are shown escaped rather than breaking the line.
         let invalid = |reason: String| Error::InvalidDefinition {
-            name: self.name.clone(),
+            name: printable(&self.name),
             reason,
         };
         check_tool_name(&self.name).map_err(invalid)?;
         for alias in &self.aliases {
-            check_tool_name(alias).map_err(|r| invalid(format!("alias `{alias}`: {r}")))?;
+            let quoted = printable(alias);
+            check_tool_name(alias).map_err(|r| invalid(format!("alias `{quoted}`: {r}")))?;
             if alias == &self.name {
-                return Err(invalid(format!("alias `{alias}` repeats the tool name")));
+                return Err(invalid(format!("alias `{quoted}` repeats the tool name")));
             }
         }
         if self.description.trim().is_empty() {
@@ -281,6 +301,11 @@ impl ToolDefinition {
         }
         if self.max_result_chars == 0 {
             return Err(invalid("max_result_chars must be positive".into()));
+        }
+        // A zero deadline would time every call out before its body starts, and the
+        // serialized form (seconds) refuses it, so it could not round-trip either.
+        if self.timeout.is_some_and(|t| t.is_zero()) {
+            return Err(invalid("timeout must be positive".into()));
         }
         Ok(())
     }

@@ -21,7 +21,7 @@ pub mod typed;
 pub mod workspace;
 
 pub use artifact::ToolArtifactStore;
-pub use breaker::{CircuitBreaker, Clock, SystemClock};
+pub use breaker::{CircuitBreaker, CircuitState, Clock, ManualClock, SystemClock};
 pub use context::{CancellationSignal, Extensions, ToolExecutionContext};
 pub use definition::{ContextRetention, PreviewMode, ToolCapability, ToolDefinition};
 pub use error::{Error, Result, ToolErrorInfo, codes};
@@ -38,6 +38,15 @@ pub use spec::ToolSpec;
 pub use tool::{BoxFuture, Tool, ToolTimeoutOwner, ToolUse};
 pub use workspace::{PathError, WorkspacePolicy};
 
+#[cfg(feature = "macros")]
+pub use iris_tools_macros::tool;
+
+/// `#[tool]` for the `iris` facade: the same attribute, with generated paths rooted at
+/// `::iris::core` so a crate that depends only on `iris` compiles. Not public API.
+#[cfg(feature = "macros")]
+#[doc(hidden)]
+pub use iris_tools_macros::tool_in_iris_facade as __tool_in_iris_facade;
+
 /// Items generated code reaches through absolute `::iris_tools_core::__private::` paths.
 /// Not public API: no stability promise.
 #[doc(hidden)]
@@ -45,4 +54,20 @@ pub mod __private {
     pub use schemars;
     pub use serde;
     pub use serde_json;
+
+    pub use crate::context::ToolExecutionContext;
+    pub use crate::definition::{ToolCapability, ToolDefinition};
+    pub use crate::error::{Error, ToolErrorInfo};
+    pub use crate::result::ToolResult;
+    pub use crate::tool::{BoxFuture, Tool};
+    pub use crate::typed::support::{
+        IntoResultTag, Kind, SerializeTag, ViaIntoToolResult, ViaSerialize, error_result,
+        run_blocking,
+    };
+    pub use crate::typed::{TypedCore, TypedTool, TypedToolBuilder};
 }
+pub use executor::panic::{CatchUnwind, panic_message};
+pub use executor::{
+    CommandBinding, DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_TOOL_TIMEOUT, Deadline, DeadlineBound,
+    TOOL_OWNED_DEADLINE_GRACE, ToolBatch, ToolBatchPlan, ToolExecutor,
+};

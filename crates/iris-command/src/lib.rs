@@ -1,0 +1,25 @@
+#![doc = include_str!("../README.md")]
+
+mod binding;
+mod capture;
+pub mod config;
+pub mod docker;
+pub mod error;
+pub mod native;
+mod request;
+mod run;
+pub mod service;
+pub mod tools;
+
+pub use binding::{CloseOutcome, CommandBinding};
+pub use capture::DEFAULT_OUTPUT_LIMIT_BYTES;
+pub use config::{CommandConfig, CommandMode, DockerConfig, DockerNetwork};
+pub use error::{CommandError, codes};
+pub use request::{
+    CommandOutcome, CommandPayload, CommandRequest, CommandScope, CommandStatus, OutputStats,
+    StreamStats,
+};
+pub use service::{CommandService, CommandStopReceipt, MAX_PAYLOAD_BYTES, StopOperation};
+pub use tools::{
+    EXEC_COMMAND, ExecCommandTool, RUN_PYTHON, RunPythonTool, command_tools, outcome_result,
+};

@@ -1,0 +1,329 @@
+//! The model tools `exec_command` and `run_python`.
+//!
+//! Both declare the `execute` capability, are not concurrency-safe and own their
+//! deadline ([`ToolTimeoutOwner::Tool`]): the deadline is the minimum of the root
+//! `CommandConfig::timeout_seconds`, the call's `timeout_seconds` and the runtime's
+//! `ctx.tool_timeout_seconds`, and on expiry the tool kills the process tree and reports
+//! `COMMAND_TIMEOUT` itself. `cwd` (default `"."`) is resolved with
+//! [`WorkspacePolicy::resolve_path`] against the call's workspace and must be an
+//! existing directory. The result's content is the output (stdout, then stderr under
+//! `[stderr]`); `data` holds `mode, status, exit_code, cwd, duration_seconds,
+//! output_truncated, output_stats`. A non-zero exit is `COMMAND_FAILED` with the output
+//! still included.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use iris_tools_core::{
+    BoxFuture, ContentBlock, Tool, ToolCapability, ToolDefinition, ToolErrorInfo,
+    ToolExecutionContext, ToolResult, ToolTimeoutOwner, WorkspacePolicy, codes,
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::binding::CommandBinding;
+use crate::request::{CommandOutcome, CommandPayload, CommandRequest, CommandScope};
+
+/// Model name of the shell tool (YAML key `exec.command`).
+pub const EXEC_COMMAND: &str = "exec_command";
+/// Model name of the Python tool (YAML key `exec.python`).
+pub const RUN_PYTHON: &str = "run_python";
+
+const EXEC_COMMAND_DESCRIPTION: &str = "Run a shell command in the workspace; returns stdout and stderr.\n\
+Use for builds, tests, git and CLI tools; use run_python for Python code.\n\
+No stdin or TTY; cwd must be a workspace directory.";
+
+const RUN_PYTHON_DESCRIPTION: &str = "Run a complete Python program in the workspace; returns its output.\n\
+Use for calculations and data scripts; use exec_command for shell tools.\n\
+Each call is a fresh process: no saved variables, no stdin.";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Shell,
+    Python,
+}
+
+fn schema(kind: Kind) -> Value {
+    let (field, description) = match kind {
+        Kind::Shell => (
+            "command",
+            "Shell command line run by /bin/sh -c, e.g. `cargo test -p app 2>&1 | tail -n 20`.",
+        ),
+        Kind::Python => (
+            "code",
+            "Complete Python 3 program; print what you need, e.g. `import math\\nprint(math.pi)`.",
+        ),
+    };
+    json!({
+        "type": "object",
+        "properties": {
+            field: {"type": "string", "minLength": 1, "description": description},
+            "cwd": {
+                "type": "string",
+                "default": ".",
+                "description": "Working directory relative to the workspace root, e.g. `crates/app`; it must exist."
+            },
+            "timeout_seconds": {
+                "type": ["number", "null"],
+                "exclusiveMinimum": 0,
+                "default": null,
+                "description": "Deadline for this call in seconds, e.g. 30; the configured timeout still caps it."
+            }
+        },
+        "required": [field],
+        "additionalProperties": false
+    })
+}
+
+fn definition(kind: Kind) -> ToolDefinition {
+    let (name, description) = match kind {
+        Kind::Shell => (EXEC_COMMAND, EXEC_COMMAND_DESCRIPTION),
+        Kind::Python => (RUN_PYTHON, RUN_PYTHON_DESCRIPTION),
+    };
+    ToolDefinition::new(name, description, schema(kind))
+        .with_capabilities([ToolCapability::Execute])
+        .with_group("exec")
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ShellInput {
+    command: String,
+    #[serde(default = "dot")]
+    cwd: String,
+    #[serde(default)]
+    timeout_seconds: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PythonInput {
+    code: String,
+    #[serde(default = "dot")]
+    cwd: String,
+    #[serde(default)]
+    timeout_seconds: Option<f64>,
+}
+
+fn dot() -> String {
+    ".".to_owned()
+}
+
+/// The parsed input of either tool.
+struct Input {
+    payload: CommandPayload,
+    cwd: String,
+    timeout_seconds: Option<f64>,
+}
+
+fn parse(kind: Kind, raw: Value) -> Result<Input, ToolErrorInfo> {
+    let invalid = |e: serde_json::Error| ToolErrorInfo::new(codes::INVALID_INPUT, e.to_string());
+    let input = match kind {
+        Kind::Shell => {
+            let i: ShellInput = serde_json::from_value(raw).map_err(invalid)?;
+            Input {
+                payload: CommandPayload::Shell(i.command),
+                cwd: i.cwd,
+                timeout_seconds: i.timeout_seconds,
+            }
+        }
+        Kind::Python => {
+            let i: PythonInput = serde_json::from_value(raw).map_err(invalid)?;
+            Input {
+                payload: CommandPayload::Python(i.code),
+                cwd: i.cwd,
+                timeout_seconds: i.timeout_seconds,
+            }
+        }
+    };
+    let field = match kind {
+        Kind::Shell => "command",
+        Kind::Python => "code",
+    };
+    if input.payload.source().trim().is_empty() {
+        return Err(ToolErrorInfo::new(
+            codes::INVALID_INPUT,
+            format!("`{field}` must not be empty"),
+        ));
+    }
+    if let Some(t) = input.timeout_seconds
+        && !(t.is_finite() && t > 0.0)
+    {
+        return Err(ToolErrorInfo::new(
+            codes::INVALID_INPUT,
+            format!("`timeout_seconds` must be a positive number, got {t}"),
+        ));
+    }
+    Ok(input)
+}
+
+/// The smaller of two optional deadlines; a runtime value that is not a positive
+/// finite number is ignored.
+fn min_timeout(call: Option<f64>, runtime: Option<f64>) -> Option<f64> {
+    let runtime = runtime.filter(|t| t.is_finite() && *t > 0.0);
+    match (call, runtime) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+async fn run(
+    kind: Kind,
+    binding: &CommandBinding,
+    raw: Value,
+    ctx: &ToolExecutionContext,
+) -> ToolResult {
+    let input = match parse(kind, raw) {
+        Ok(input) => input,
+        Err(e) => return ToolResult::error("", "", e),
+    };
+    let cwd: PathBuf = match WorkspacePolicy::new().resolve_path(&input.cwd, &ctx.workspace_root) {
+        Ok(path) => path,
+        Err(e) => {
+            return ToolResult::error("", "", e.to_info().with_detail("cwd", input.cwd.clone()));
+        }
+    };
+    if !cwd.is_dir() {
+        return ToolResult::error(
+            "",
+            "",
+            ToolErrorInfo::new(
+                codes::INVALID_PATH,
+                format!(
+                    "cwd `{}` is not an existing directory in the workspace",
+                    input.cwd.escape_debug()
+                ),
+            )
+            .with_detail("cwd", input.cwd.clone()),
+        );
+    }
+    let mut request = CommandRequest::new(ctx.call_id.clone(), input.payload, cwd);
+    request.timeout_seconds = min_timeout(input.timeout_seconds, ctx.tool_timeout_seconds);
+    request.cancellation = ctx.cancellation.clone();
+    let scope = CommandScope::new(ctx.run_id.clone(), ctx.session_id.clone());
+    match binding.execute(&scope, request).await {
+        Ok(outcome) => outcome_result(&outcome),
+        Err(e) => ToolResult::error("", "", e.to_info()),
+    }
+}
+
+/// The tool result of an outcome: output as content, the seed's fields as data, and the
+/// error (if any) with the output still included.
+pub fn outcome_result(outcome: &CommandOutcome) -> ToolResult {
+    let mut result = ToolResult {
+        content: vec![ContentBlock::text(outcome.combined_output())],
+        ..ToolResult::default()
+    };
+    result.data = outcome_data(outcome);
+    if let Some(error) = outcome.error_info() {
+        result.is_error = true;
+        result.error = Some(error);
+    }
+    result
+}
+
+fn outcome_data(outcome: &CommandOutcome) -> serde_json::Map<String, Value> {
+    let value = json!({
+        "mode": outcome.mode.as_str(),
+        "status": outcome.status.as_str(),
+        "exit_code": outcome.exit_code,
+        "cwd": outcome.cwd.to_string_lossy(),
+        "duration_seconds": outcome.duration_seconds,
+        "output_truncated": outcome.output_truncated,
+        "output_stats": outcome.output_stats,
+    });
+    match value {
+        Value::Object(map) => map,
+        _ => serde_json::Map::new(),
+    }
+}
+
+macro_rules! command_tool {
+    ($(#[$doc:meta])* $name:ident, $kind:expr) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone)]
+        pub struct $name {
+            binding: CommandBinding,
+            definition: ToolDefinition,
+        }
+
+        impl $name {
+            /// The tool, running through the given binding.
+            pub fn new(binding: CommandBinding) -> Self {
+                Self {
+                    binding,
+                    definition: definition($kind),
+                }
+            }
+        }
+
+        impl Tool for $name {
+            fn definition(&self) -> &ToolDefinition {
+                &self.definition
+            }
+
+            fn run<'a>(
+                &'a self,
+                input: Value,
+                ctx: &'a ToolExecutionContext,
+            ) -> BoxFuture<'a, ToolResult> {
+                Box::pin(run($kind, &self.binding, input, ctx))
+            }
+
+            fn validate_input(&self, raw: Value) -> Result<Value, ToolErrorInfo> {
+                parse($kind, raw.clone())?;
+                Ok(raw)
+            }
+
+            fn is_concurrency_safe(&self) -> bool {
+                false
+            }
+
+            fn timeout_owner(&self) -> ToolTimeoutOwner {
+                ToolTimeoutOwner::Tool
+            }
+        }
+    };
+}
+
+command_tool!(
+    /// `exec_command {command, cwd = ".", timeout_seconds = null}`: one `/bin/sh -c`
+    /// process per call (see the [module docs](self)).
+    ///
+    /// ```
+    /// use iris_command::{CommandBinding, CommandConfig, CommandService, ExecCommandTool};
+    /// use iris_tools_core::{Tool, ToolExecutionContext};
+    /// use serde_json::json;
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
+    /// let workspace = tempfile::tempdir()?;
+    /// let service = CommandService::new(CommandConfig::native(), workspace.path())?;
+    /// service.prepare().await?;
+    /// let tool = ExecCommandTool::new(CommandBinding::owned(service));
+    /// let ctx = ToolExecutionContext::new(workspace.path());
+    /// let result = tool.run(json!({"command": "echo hi; exit 3"}), &ctx).await;
+    /// assert_eq!(result.error_code(), Some("COMMAND_FAILED"));
+    /// assert_eq!(result.data["exit_code"], 3);
+    /// assert!(result.model_content().ends_with("hi\n"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ExecCommandTool,
+    Kind::Shell
+);
+
+command_tool!(
+    /// `run_python {code, cwd = ".", timeout_seconds = null}`: one `python3 -c` process
+    /// per call — the host's interpreter natively (`IRIS_PYTHON` or `python3` on
+    /// `PATH`), the image's in Docker (see the [module docs](self)).
+    RunPythonTool,
+    Kind::Python
+);
+
+/// Both command tools on one binding, ready for `ToolRegistry::register_many`.
+pub fn command_tools(binding: &CommandBinding) -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(ExecCommandTool::new(binding.clone())),
+        Arc::new(RunPythonTool::new(binding.clone())),
+    ]
+}

@@ -1,0 +1,178 @@
+//! `CommandConfig`: defaults, the Docker table and every validation rule.
+
+use iris_command::{CommandConfig, DockerConfig};
+
+/// Parses YAML; `Ok` compares the effective config's JSON, `Err` looks for a fragment.
+fn check(yaml: &str, expect: Result<serde_json::Value, &str>) {
+    let got = serde_yaml::from_str::<CommandConfig>(yaml);
+    match (got, expect) {
+        (Ok(config), Ok(json)) => {
+            assert_eq!(serde_json::to_value(&config).unwrap(), json, "{yaml}");
+            config.validate().unwrap();
+        }
+        (Err(e), Err(fragment)) => {
+            assert!(
+                e.to_string().contains(fragment),
+                "{yaml}: `{e}` lacks `{fragment}`"
+            );
+        }
+        (got, expect) => panic!("{yaml}: got {got:?}, expected {expect:?}"),
+    }
+}
+
+#[test]
+fn config_table() {
+    use serde_json::json;
+    check(
+        "{}",
+        Ok(json!({"mode": "native", "timeout_seconds": 120.0, "docker": null})),
+    );
+    check(
+        "mode: native\ntimeout_seconds: 5",
+        Ok(json!({"mode": "native", "timeout_seconds": 5.0, "docker": null})),
+    );
+    check(
+        "timeout_seconds: 0.5",
+        Ok(json!({"mode": "native", "timeout_seconds": 0.5, "docker": null})),
+    );
+    check(
+        "mode: docker",
+        Ok(json!({"mode": "docker", "timeout_seconds": 120.0, "docker": null})),
+    );
+    check(
+        "mode: docker\ndocker: {}",
+        Ok(
+            json!({"mode": "docker", "timeout_seconds": 120.0, "docker": {
+            "image": "iris-command:local", "endpoint": null, "network": "none", "cpus": 2.0,
+            "memory_mb": 1024, "pids_limit": 128, "environment": {}}}),
+        ),
+    );
+    check(
+        "mode: docker\ndocker: {image: my:tag, endpoint: 'unix:///run/docker.sock', network: bridge, cpus: 0.5, memory_mb: 64, pids_limit: 1, environment: {A: b}}",
+        Ok(
+            json!({"mode": "docker", "timeout_seconds": 120.0, "docker": {
+            "image": "my:tag", "endpoint": "unix:///run/docker.sock", "network": "bridge", "cpus": 0.5,
+            "memory_mb": 64, "pids_limit": 1, "environment": {"A": "b"}}}),
+        ),
+    );
+    check(
+        "mode: docker\ndocker: {endpoint: 'npipe:////./pipe/docker_engine'}",
+        Ok(
+            json!({"mode": "docker", "timeout_seconds": 120.0, "docker": {
+            "image": "iris-command:local", "endpoint": "npipe:////./pipe/docker_engine", "network": "none",
+            "cpus": 2.0, "memory_mb": 1024, "pids_limit": 128, "environment": {}}}),
+        ),
+    );
+
+    // Native may not declare docker, even an empty section.
+    check(
+        "mode: native\ndocker: {}",
+        Err("native mode may not declare a docker section"),
+    );
+    check(
+        "docker: {image: x}",
+        Err("native mode may not declare a docker section"),
+    );
+    // The root timeout.
+    check(
+        "timeout_seconds: 0",
+        Err("`timeout_seconds`: must be a positive finite number"),
+    );
+    check("timeout_seconds: -1", Err("positive finite"));
+    check("timeout_seconds: .inf", Err("positive finite"));
+    check("timeout_seconds: .nan", Err("positive finite"));
+    // Endpoints: local sockets only.
+    check(
+        "mode: docker\ndocker: {endpoint: 'tcp://1.2.3.4:2375'}",
+        Err("only unix://<path> or npipe://<name>"),
+    );
+    check(
+        "mode: docker\ndocker: {endpoint: 'http://localhost:2375'}",
+        Err("is not a local engine socket"),
+    );
+    check(
+        "mode: docker\ndocker: {endpoint: 'ssh://host'}",
+        Err("is not a local engine socket"),
+    );
+    check(
+        "mode: docker\ndocker: {endpoint: 'unix://relative.sock'}",
+        Err("absolute socket path"),
+    );
+    check(
+        "mode: docker\ndocker: {endpoint: 'npipe://'}",
+        Err("is not a local engine socket"),
+    );
+    // Network, resources and environment.
+    check(
+        "mode: docker\ndocker: {network: host}",
+        Err("unknown variant `host`"),
+    );
+    check(
+        "mode: docker\ndocker: {cpus: 0}",
+        Err("`docker.cpus`: must be a positive finite number"),
+    );
+    check("mode: docker\ndocker: {cpus: -2}", Err("docker.cpus"));
+    check("mode: docker\ndocker: {cpus: .inf}", Err("docker.cpus"));
+    check(
+        "mode: docker\ndocker: {memory_mb: 0}",
+        Err("`docker.memory_mb`: must be a positive integer"),
+    );
+    check(
+        "mode: docker\ndocker: {memory_mb: 1.5}",
+        Err("invalid type"),
+    );
+    check("mode: docker\ndocker: {memory_mb: -1}", Err("invalid type"));
+    check(
+        "mode: docker\ndocker: {pids_limit: 0}",
+        Err("`docker.pids_limit`: must be a positive integer"),
+    );
+    check(
+        "mode: docker\ndocker: {image: ' '}",
+        Err("`docker.image`: must not be empty"),
+    );
+    check(
+        "mode: docker\ndocker: {environment: {'A=B': c}}",
+        Err("docker.environment"),
+    );
+    check(
+        "mode: docker\ndocker: {environment: {'': c}}",
+        Err("docker.environment"),
+    );
+    // Unknown fields are refused at both levels.
+    check(
+        "mode: docker\ndocker: {imagee: x}",
+        Err("unknown field `imagee`"),
+    );
+    check("timeout: 5", Err("unknown field `timeout`"));
+    check("mode: podman", Err("unknown variant `podman`"));
+}
+
+#[test]
+fn defaults_match_the_seed_table() {
+    let docker = CommandConfig::docker(DockerConfig::default());
+    insta::assert_json_snapshot!("docker_defaults", docker);
+    assert_eq!(CommandConfig::default(), CommandConfig::native());
+    assert!(CommandConfig::native().docker_config().is_none());
+    assert_eq!(
+        serde_json::from_str::<CommandConfig>(r#"{"mode": "docker"}"#)
+            .unwrap()
+            .docker_config(),
+        Some(DockerConfig::default())
+    );
+}
+
+#[test]
+fn configs_built_in_code_are_checked_by_the_service() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = CommandConfig {
+        docker: Some(DockerConfig::default()),
+        ..CommandConfig::native()
+    };
+    let err = iris_command::CommandService::new(bad, dir.path()).unwrap_err();
+    assert_eq!(err.code(), "INVALID_COMMAND_CONFIG");
+    let err =
+        iris_command::CommandService::new(CommandConfig::native(), dir.path().join("missing"))
+            .unwrap_err();
+    assert_eq!(err.code(), "INVALID_COMMAND_CONFIG");
+    assert!(err.to_string().contains("workspace_root"), "{err}");
+}

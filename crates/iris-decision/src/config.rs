@@ -1,0 +1,180 @@
+//! [`DecisionConfig`]: the standalone decision YAML an agent's `decision.path` points to.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::evaluator::{DecisionEvaluator, EvaluatorHandle};
+use crate::jev::{JevClient, timeout_from_seconds};
+
+/// The only provider: Typesafe, serving the Jev models.
+pub const PROVIDER_TYPESAFE: &str = "typesafe";
+/// The default decision model.
+pub const DEFAULT_MODEL: &str = "jev-1.13.0";
+/// The default total deadline of one decision request, in seconds.
+pub const DEFAULT_TIMEOUT_SECONDS: f64 = 5.0;
+
+/// The decision configuration: which provider and model answer, how long one request
+/// may take, and which junctions use decisions.
+///
+/// Every junction is off by default; an evaluator is needed only when one is on.
+/// Unknown fields are rejected so a typo cannot silently leave a junction off.
+///
+/// ```
+/// use iris_decision::DecisionConfig;
+///
+/// let config: DecisionConfig = serde_yaml::from_str("tools:\n  discovery: true\n").unwrap();
+/// assert_eq!(config.provider, "typesafe");
+/// assert_eq!(config.model, "jev-1.13.0");
+/// assert_eq!(config.timeout_seconds, 5.0);
+/// assert!(config.tools.discovery && !config.memory.recall);
+///
+/// // Decision discovery replaces the search behind `tool_search`, so it needs deferred tools.
+/// let err = config.validate(false).unwrap_err();
+/// assert_eq!(err.code(), "DECISION_INVALID_CONFIG");
+/// assert!(config.validate(true).is_ok());
+///
+/// assert!(serde_yaml::from_str::<DecisionConfig>("tools:\n  discovry: true\n").is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DecisionConfig {
+    /// Who answers. Only `typesafe` exists. Default `typesafe`.
+    pub provider: String,
+    /// The decision model. Default `jev-1.13.0`.
+    pub model: String,
+    /// Total deadline of one decision request, in seconds. Default `5.0`.
+    pub timeout_seconds: f64,
+    /// Tool junctions.
+    pub tools: DecisionToolsConfig,
+    /// Memory junctions.
+    pub memory: DecisionMemoryConfig,
+}
+
+/// The `tools` junctions of a [`DecisionConfig`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DecisionToolsConfig {
+    /// `tool_search` asks the decision model instead of ranking locally. Requires
+    /// `context_policy.deferred_tools = true`. Default `false`.
+    pub discovery: bool,
+}
+
+/// The `memory` junctions of a [`DecisionConfig`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DecisionMemoryConfig {
+    /// Memory recall asks the decision model which memories apply. Default `false`.
+    pub recall: bool,
+}
+
+impl Default for DecisionConfig {
+    fn default() -> Self {
+        Self {
+            provider: PROVIDER_TYPESAFE.to_owned(),
+            model: DEFAULT_MODEL.to_owned(),
+            timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
+            tools: DecisionToolsConfig::default(),
+            memory: DecisionMemoryConfig::default(),
+        }
+    }
+}
+
+impl DecisionConfig {
+    /// Checks the section: a supported provider, a non-blank model, a positive finite
+    /// timeout, and `tools.discovery` only when `context_policy.deferred_tools` is on
+    /// (`deferred_tools_enabled`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming the field (`provider`, `model`,
+    /// `timeout_seconds`, `tools.discovery`).
+    pub fn validate(&self, deferred_tools_enabled: bool) -> Result<()> {
+        check_provider(&self.provider)?;
+        if self.model.trim().is_empty() {
+            return Err(Error::config("model", "must not be empty"));
+        }
+        timeout_from_seconds(self.timeout_seconds)?;
+        if self.tools.discovery && !deferred_tools_enabled {
+            return Err(Error::config(
+                "tools.discovery",
+                "requires context_policy.deferred_tools = true (decision discovery only \
+                 replaces the search behind tool_search)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether any junction is on, so an evaluator is needed.
+    pub fn needs_evaluator(&self) -> bool {
+        self.tools.discovery || self.memory.recall
+    }
+
+    /// The evaluator for this configuration, reading the key from the process
+    /// environment. See [`DecisionConfig::evaluator_with`].
+    ///
+    /// # Errors
+    /// As [`DecisionConfig::evaluator_with`].
+    pub fn evaluator(
+        &self,
+        injected: Option<Arc<dyn DecisionEvaluator>>,
+    ) -> Result<Option<EvaluatorHandle>> {
+        self.evaluator_with(injected, |name| std::env::var(name).ok())
+    }
+
+    /// The evaluator for this configuration: `None` when no junction is on; the host's
+    /// evaluator as [`EvaluatorHandle::Borrowed`] when one is injected; otherwise a
+    /// [`JevClient`] with this model and timeout and the key from
+    /// `IRIS_PROVIDER_API_KEYS__TYPESAFE` (read through `lookup`), as
+    /// [`EvaluatorHandle::Owned`].
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use iris_decision::{DecisionConfig, DecisionToolsConfig, JevClient};
+    ///
+    /// let off = DecisionConfig::default();
+    /// assert!(off.evaluator_with(None, |_| None)?.is_none()); // no key needed
+    ///
+    /// let on = DecisionConfig { tools: DecisionToolsConfig { discovery: true }, ..DecisionConfig::default() };
+    /// assert_eq!(on.evaluator_with(None, |_| None).unwrap_err().code(), "DECISION_AUTH");
+    /// let owned = on.evaluator_with(None, |_| Some("sk-1".into()))?.unwrap();
+    /// assert!(owned.is_owned());
+    ///
+    /// let host = Arc::new(JevClient::new("host-key")?);
+    /// let borrowed = on.evaluator_with(Some(host), |_| None)?.unwrap();
+    /// assert!(!borrowed.is_owned());
+    /// # Ok::<(), iris_decision::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Auth`] when a client must be built and the key is missing or malformed;
+    /// [`Error::InvalidConfig`] for a bad provider, model or timeout.
+    pub fn evaluator_with(
+        &self,
+        injected: Option<Arc<dyn DecisionEvaluator>>,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<EvaluatorHandle>> {
+        if !self.needs_evaluator() {
+            return Ok(None);
+        }
+        if let Some(evaluator) = injected {
+            return Ok(Some(EvaluatorHandle::Borrowed(evaluator)));
+        }
+        check_provider(&self.provider)?;
+        let client = JevClient::from_env_with(lookup)?
+            .with_model(self.model.clone())?
+            .with_timeout_seconds(self.timeout_seconds)?;
+        Ok(Some(EvaluatorHandle::Owned(Arc::new(client))))
+    }
+}
+
+fn check_provider(provider: &str) -> Result<()> {
+    if provider == PROVIDER_TYPESAFE {
+        Ok(())
+    } else {
+        Err(Error::config(
+            "provider",
+            format!("is `{provider}`; the only supported provider is `{PROVIDER_TYPESAFE}`"),
+        ))
+    }
+}

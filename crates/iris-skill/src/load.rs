@@ -1,0 +1,331 @@
+//! [`LoadSkillTool`]: the `load_skill` tool, which hands the model one skill's current
+//! instructions and the list of its bundled files.
+
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use iris_tools_core::{
+    BoxFuture, Tool, ToolCapability, ToolDefinition, ToolErrorInfo, ToolExecutionContext,
+    ToolResult, WorkspacePolicy,
+};
+use serde_json::{Value, json};
+
+use crate::error::{Error, INVALID_INPUT, Result};
+use crate::frontmatter;
+use crate::metadata::SKILL_FILE;
+use crate::name::{MAX_NAME_LEN, NAME_PATTERN, check_kebab_name, close_matches};
+use crate::registry::SkillRegistry;
+
+/// Default cap on the number of bundled files `load_skill` lists.
+pub const DEFAULT_MAX_LISTED_FILES: usize = 100;
+/// How deep below the skill folder bundled files are looked for.
+const MAX_LIST_DEPTH: usize = 8;
+/// How many directory entries one listing may visit, so a huge folder cannot stall a
+/// call. Past it the listing stops and says so.
+const MAX_VISITED_ENTRIES: usize = 10_000;
+/// How many close matches an unknown name suggests.
+const MAX_SUGGESTIONS: usize = 3;
+
+/// One skill as `load_skill` returns it: the body read just now, and the bundled
+/// files next to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadedSkill {
+    /// The skill name.
+    pub name: String,
+    /// The skill directory relative to the workspace, with `/` separators.
+    pub directory: String,
+    /// The current `SKILL.md` body, frontmatter removed.
+    pub body: String,
+    /// Bundled files relative to the workspace (so `read_file` accepts them as they
+    /// are), sorted, hidden files left out, at most the tool's listing cap.
+    pub files: Vec<String>,
+    /// How many more files exist than are listed (a lower bound when the listing hit
+    /// its visiting limit).
+    pub files_omitted: usize,
+}
+
+impl LoadedSkill {
+    /// The text the model receives: a header naming the skill and its directory, the
+    /// body, then the bundled-file list when there is one.
+    pub fn to_text(&self) -> String {
+        let mut text = format!(
+            "Skill `{}` (directory `{}`)\n\n{}",
+            self.name, self.directory, self.body
+        );
+        if !self.files.is_empty() {
+            text.push_str(
+                "\n\nBundled files (paths relative to the workspace; open them with \
+                 read_file when the instructions refer to them):",
+            );
+            for file in &self.files {
+                text.push_str("\n- ");
+                text.push_str(file);
+            }
+            if self.files_omitted > 0 {
+                text.push_str(&format!("\n({} more files not listed)", self.files_omitted));
+            }
+        }
+        text
+    }
+}
+
+/// The `load_skill` tool: `{"name": "kebab-name"}` → the current instructions of a
+/// discovered skill.
+///
+/// Only names in the registry can be loaded, and every call reads `SKILL.md` again, so
+/// an edit shows up on the next call. The read is re-confined to the workspace the
+/// skills were discovered in. An unknown name fails with `SKILL_NOT_FOUND` and
+/// suggests close matches; a skill whose folder disappeared fails with
+/// `SKILL_UNAVAILABLE`. The tool is read-only and declares the `read` capability;
+/// results longer than `max_result_chars` (50 000) are saved as an artifact by the
+/// executor.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use iris_skill::{discover_skills, LoadSkillTool, SkillDiscoveryOptions, SkillRegistry};
+/// use iris_tools_core::{Tool, ToolExecutionContext};
+/// use serde_json::json;
+///
+/// let ws = tempfile::tempdir()?;
+/// let dir = ws.path().join(".agents/skills/hello");
+/// std::fs::create_dir_all(&dir)?;
+/// std::fs::write(dir.join("SKILL.md"), "---\ndescription: Greet.\n---\nSay hello.\n")?;
+/// let registry = SkillRegistry::new(discover_skills(&SkillDiscoveryOptions::new(ws.path()))?);
+///
+/// let tool = LoadSkillTool::new(registry);
+/// assert_eq!(tool.definition().name, "load_skill");
+/// let ctx = ToolExecutionContext::new(ws.path());
+/// let rt = tokio::runtime::Builder::new_current_thread().build()?;
+/// let result = rt.block_on(tool.run(json!({"name": "hello"}), &ctx));
+/// assert!(result.model_content().contains("Say hello."));
+///
+/// let result = rt.block_on(tool.run(json!({"name": "helo"}), &ctx));
+/// assert_eq!(result.error_code(), Some("SKILL_NOT_FOUND"));
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct LoadSkillTool {
+    registry: Arc<SkillRegistry>,
+    definition: ToolDefinition,
+    max_listed_files: usize,
+}
+
+impl LoadSkillTool {
+    /// The tool's name.
+    pub const NAME: &'static str = "load_skill";
+
+    /// The tool over a registry.
+    pub fn new(registry: impl Into<Arc<SkillRegistry>>) -> Self {
+        let definition = ToolDefinition::new(
+            Self::NAME,
+            "Load the full instructions of one skill from the skill catalog, with its bundled files.\n\
+             Use when a task matches a skill's description, before doing the task.\n\
+             The name must be a catalog skill name.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "name": {
+                        "type": "string",
+                        "description": "Skill name exactly as the skill catalog lists it, lower kebab-case, e.g. `pdf-forms`.",
+                        "pattern": NAME_PATTERN,
+                        "maxLength": MAX_NAME_LEN,
+                    }
+                },
+                "required": ["name"],
+                "additionalProperties": false,
+            }),
+        )
+        .with_capabilities([ToolCapability::Read]);
+        Self {
+            registry: registry.into(),
+            definition,
+            max_listed_files: DEFAULT_MAX_LISTED_FILES,
+        }
+    }
+
+    /// Sets the result size past which the executor saves the body as an artifact.
+    #[must_use]
+    pub fn with_max_result_chars(mut self, max: usize) -> Self {
+        self.definition.max_result_chars = max;
+        self
+    }
+
+    /// Sets how many bundled files are listed at most.
+    #[must_use]
+    pub fn with_max_listed_files(mut self, max: usize) -> Self {
+        self.max_listed_files = max;
+        self
+    }
+
+    /// The registry the tool loads from.
+    pub fn registry(&self) -> &SkillRegistry {
+        &self.registry
+    }
+
+    /// Loads a skill by name, reading its `SKILL.md` now.
+    ///
+    /// # Errors
+    /// `SKILL_NOT_FOUND` for a name discovery did not find (with close matches),
+    /// `SKILL_UNAVAILABLE` when the file is gone or unreadable, `SKILL_INVALID` when
+    /// its frontmatter block is no longer well-formed, and `PATH_OUTSIDE_WORKSPACE`
+    /// when the folder now resolves outside the workspace.
+    pub fn load(&self, name: &str) -> Result<LoadedSkill> {
+        let Some(skill) = self.registry.get(name) else {
+            return Err(Error::SkillNotFound {
+                name: name.to_owned(),
+                suggestions: close_matches(name, self.registry.names(), MAX_SUGGESTIONS),
+            });
+        };
+        let file = skill.skill_file();
+        let unavailable = |source| Error::SkillUnavailable {
+            name: name.to_owned(),
+            path: file.clone(),
+            source,
+        };
+        // Checking existence first turns "the folder disappeared" into a clear
+        // SKILL_UNAVAILABLE instead of a path-resolution error.
+        std::fs::symlink_metadata(&file).map_err(unavailable)?;
+        let root = self.registry.workspace_root();
+        let resolved = WorkspacePolicy::new().resolve_path(&file, root)?;
+        let text = std::fs::read_to_string(&resolved).map_err(unavailable)?;
+        let (_, body) = frontmatter::split(&text).map_err(|e| Error::SkillInvalid {
+            name: name.to_owned(),
+            reason: e.message().to_owned(),
+        })?;
+        let dir = resolved.parent().unwrap_or(root);
+        let (files, files_omitted) = list_files(dir, root, self.max_listed_files);
+        Ok(LoadedSkill {
+            name: name.to_owned(),
+            directory: relative(dir, root),
+            body: body.to_owned(),
+            files,
+            files_omitted,
+        })
+    }
+}
+
+/// Reads `{"name": "…"}`; anything else is `INVALID_INPUT`.
+fn parse_input(input: &Value) -> std::result::Result<&str, ToolErrorInfo> {
+    let invalid = |message: String| ToolErrorInfo::new(INVALID_INPUT, message);
+    let object = input
+        .as_object()
+        .ok_or_else(|| invalid("input must be an object like {\"name\": \"pdf\"}".into()))?;
+    if let Some(extra) = object.keys().find(|k| *k != "name") {
+        return Err(invalid(format!(
+            "unknown field `{extra}`; load_skill takes only `name`"
+        )));
+    }
+    let name = match object.get("name") {
+        Some(Value::String(name)) => name,
+        Some(_) => return Err(invalid("`name` must be a string".into())),
+        None => return Err(invalid("`name` is required".into())),
+    };
+    check_kebab_name(name).map_err(|reason| invalid(format!("skill name `{name}` {reason}")))?;
+    Ok(name)
+}
+
+impl Tool for LoadSkillTool {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn validate_input(&self, raw: Value) -> std::result::Result<Value, ToolErrorInfo> {
+        parse_input(&raw)?;
+        Ok(raw)
+    }
+
+    fn run<'a>(
+        &'a self,
+        input: Value,
+        _ctx: &'a ToolExecutionContext,
+    ) -> BoxFuture<'a, ToolResult> {
+        // The reads below are blocking but small and bounded (one SKILL.md and a capped
+        // directory listing), so they run inline rather than pulling in tokio's fs.
+        Box::pin(async move {
+            let name = match parse_input(&input) {
+                Ok(name) => name,
+                Err(info) => return ToolResult::error("", "", info),
+            };
+            match self.load(name) {
+                Ok(skill) => ToolResult::ok_text(skill.to_text())
+                    .with_data("name", skill.name.as_str())
+                    .with_data("directory", skill.directory.as_str())
+                    .with_data("files", skill.files.clone())
+                    .with_data("files_omitted", skill.files_omitted),
+                Err(e) => ToolResult::error("", "", e.to_info()),
+            }
+        })
+    }
+}
+
+/// Lists the files under `dir` (depth-first, entries sorted, hidden entries and
+/// `SKILL.md` itself skipped, symlinked directories not followed so a link cannot
+/// loop or leave the skill) and returns at most `max` of them relative to `root`,
+/// with the number left out.
+fn list_files(dir: &Path, root: &Path, max: usize) -> (Vec<String>, usize) {
+    let mut found = Vec::new();
+    let mut visited = 0_usize;
+    let mut stopped_early = false;
+    walk(dir, 0, &mut found, &mut visited, &mut stopped_early);
+    found.retain(|p| p.parent() != Some(dir) || p.file_name() != Some(SKILL_FILE.as_ref()));
+    found.sort();
+    let total = found.len();
+    let listed = found.iter().take(max).map(|p| relative(p, root)).collect();
+    // When the walk stopped early the true count is unknown; report at least one
+    // omitted file so the model knows the list is incomplete.
+    let omitted = total.saturating_sub(max).max(usize::from(stopped_early));
+    (listed, omitted)
+}
+
+fn walk(
+    dir: &Path,
+    depth: usize,
+    found: &mut Vec<PathBuf>,
+    visited: &mut usize,
+    stopped: &mut bool,
+) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<_> = entries.filter_map(std::result::Result::ok).collect();
+    entries.sort_by_key(std::fs::DirEntry::file_name);
+    for entry in entries {
+        if *visited >= MAX_VISITED_ENTRIES {
+            *stopped = true;
+            return;
+        }
+        *visited += 1;
+        if entry.file_name().to_string_lossy().starts_with('.') {
+            continue;
+        }
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_dir() {
+            if depth + 1 < MAX_LIST_DEPTH {
+                walk(&entry.path(), depth + 1, found, visited, stopped);
+            } else {
+                *stopped = true;
+            }
+        } else if kind.is_file() || (kind.is_symlink() && entry.path().is_file()) {
+            found.push(entry.path());
+        }
+    }
+}
+
+/// `path` relative to `root` with `/` separators, or `path` as it is when it is not
+/// under `root`.
+fn relative(path: &Path, root: &Path) -> String {
+    match path.strip_prefix(root) {
+        Ok(rel) if rel.as_os_str().is_empty() => ".".to_owned(),
+        Ok(rel) => rel
+            .components()
+            .filter_map(|c| match c {
+                Component::Normal(part) => Some(part.to_string_lossy()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("/"),
+        Err(_) => path.display().to_string(),
+    }
+}
