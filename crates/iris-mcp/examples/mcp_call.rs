@@ -5,7 +5,8 @@
 //! ```
 //!
 //! With only a config path it prints the catalog; with a tool name (the Iris name,
-//! `mcp__<server>__<tool>`) it also calls the tool with the given JSON arguments.
+//! `mcp__<server>__<tool>`) it also calls the tool through core's `ToolExecutor` with
+//! the given JSON arguments.
 //! Example with the packaged time server:
 //!
 //! ```text
@@ -16,7 +17,8 @@
 use std::process::ExitCode;
 
 use iris_mcp::{MCPManager, McpOverrides, load_mcp_config};
-use iris_tools_core::{ToolExecutionContext, ToolRegistry};
+use iris_tools_core::executor::ToolExecutor;
+use iris_tools_core::{ToolExecutionContext, ToolRegistry, ToolUse};
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> ExitCode {
@@ -68,19 +70,20 @@ async fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
         };
-        match registry.get(&name) {
-            Ok(tool) => {
-                let ctx = ToolExecutionContext::new(&workspace).session_id("example");
-                let result = tool.run(input, &ctx).await;
-                println!("{}", result.model_content());
-                if result.is_error {
-                    code = ExitCode::FAILURE;
-                }
-            }
-            Err(e) => {
-                eprintln!("{}: {e}", e.code());
-                code = ExitCode::FAILURE;
-            }
+        // The same path every tool call travels: schema validation, deadline,
+        // artifacts. The example runs without a permission policy: you asked for the
+        // call on the command line.
+        let executor = ToolExecutor::new(registry.clone());
+        let ctx = ToolExecutionContext::new(&workspace).session_id("example");
+        let result = executor
+            .execute_one(&ToolUse::new("call_1", name, input), &ctx, None)
+            .await;
+        println!("{}", result.model_content());
+        if let Some(artifact) = &result.artifact {
+            println!("(raw result: {})", artifact.path.display());
+        }
+        if result.is_error {
+            code = ExitCode::FAILURE;
         }
     }
     manager.close().await;

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod config;
+mod executor;
 mod faults;
 mod naming;
 mod schema;
