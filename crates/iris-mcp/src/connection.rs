@@ -88,7 +88,7 @@ impl Attempt {
         if let Some(process) = self.process() {
             // A server that died during startup usually did so a moment before the
             // handshake noticed; give the reaper that moment so the status is known.
-            process.wait_exit(Duration::from_millis(500)).await;
+            process.wait_exit(Duration::from_secs(2)).await;
             out.push_str("; ");
             out.push_str(&process.describe());
         }

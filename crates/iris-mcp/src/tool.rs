@@ -163,7 +163,7 @@ impl McpTool {
                 if let Some(process) = &self.connection.process {
                     // The stream usually closes a moment before the process is
                     // reaped; wait for that moment so the error can say how it ended.
-                    process.wait_exit(Duration::from_millis(500)).await;
+                    process.wait_exit(Duration::from_secs(2)).await;
                 }
                 self.closed_error()
             }

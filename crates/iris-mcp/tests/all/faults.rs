@@ -124,7 +124,7 @@ async fn required_failure_fails_prepare_optional_becomes_a_diagnostic() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn startup_timeout_kills_the_slow_server() {
     let slow = ServerOverride {
-        startup_timeout_sec: Some(1.0),
+        startup_timeout_sec: Some(2.0),
         ..Default::default()
     };
     let h = Harness::new(config(
@@ -135,7 +135,7 @@ async fn startup_timeout_kills_the_slow_server() {
     assert_eq!(err.code(), codes::MCP_STARTUP_TIMEOUT);
     let msg = err.to_string();
     assert!(
-        msg.contains("did not finish startup within 1.000s"),
+        msg.contains("did not finish startup within 2.000s"),
         "{msg}"
     );
     assert!(
