@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod command;
 pub mod config;
 pub mod dispatcher;
 pub mod error;

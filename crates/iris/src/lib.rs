@@ -7,6 +7,11 @@ pub use iris_tools_core as core;
 pub use iris_tools_core::__tool_in_iris_facade as tool;
 pub use iris_tools_core::adapters::{Provider, Strict};
 
+/// The command environment (native and Docker) and `exec_command` / `run_python`
+/// (`command` feature; `docker` is an alias kept for the SPEC's feature list, the Docker
+/// backend is always compiled in).
+#[cfg(feature = "command")]
+pub use iris_command as command;
 /// Decision types, the Jev client and the decision discovery backend (`decision` feature).
 #[cfg(feature = "decision")]
 pub use iris_decision as decision;
@@ -20,11 +25,6 @@ pub use iris_tools_core::{adapters, codes};
 /// The `web_search` and `web_fetch` tools over Tavily (`web` feature).
 #[cfg(feature = "web")]
 pub use iris_web as web;
-/// The command environment (native and Docker) and `exec_command` / `run_python`
-/// (`command` feature; `docker` is an alias kept for the SPEC's feature list, the Docker
-/// backend is always compiled in).
-#[cfg(feature = "command")]
-pub use iris_command as command;
 
 /// The items most programs need, for `use iris::prelude::*`.
 pub mod prelude {

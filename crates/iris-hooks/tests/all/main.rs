@@ -2,6 +2,7 @@
 // Tests may unwrap: a failed unwrap is a failed test with a clear location.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod command;
 mod config;
 mod dispatcher;
 mod event;

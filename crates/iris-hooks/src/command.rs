@@ -1,0 +1,230 @@
+//! Command hooks: `{type: command, command: ...}` run through iris-command's native
+//! service.
+//!
+//! Protocol (documented in `docs/hooks.md`):
+//! - the event's JSON wire format ([`HookEvent::to_json`]) is written to stdin;
+//! - stdout must be exactly one JSON object: `{}` (no result), `{"deny_reason": "…"}`
+//!   (`tool.before` only) or `{"feedback": "…"}` (`tool.after` only); any other key,
+//!   a second object, non-JSON text or truncated output is a protocol error;
+//! - stderr is diagnostics: it is logged and quoted in error messages, never parsed;
+//! - a non-zero exit is a hook error; the hook's deadline kills the whole process tree
+//!   (the dispatcher drops the call and iris-command kills the process group);
+//! - a `run.finished` event whose run did not complete skips command hooks.
+
+use iris_command::{CommandBinding, CommandRequest, CommandScope, CommandStatus};
+use iris_tools_core::BoxFuture;
+use serde_json::{Map, Value};
+
+use crate::config::CommandHandlerFactory;
+use crate::error::{HookError, HookErrorKind};
+use crate::event::{EventPayload, HookEvent, HookEventKind, RunStatus};
+use crate::registration::{HookHandler, HookResult, ToolAfterResult, ToolBeforeResult};
+
+/// Characters of stderr quoted in an error message.
+const STDERR_EXCERPT_CHARS: usize = 500;
+
+/// A hook handler that runs a shell command.
+///
+/// ```no_run
+/// use iris_command::{CommandBinding, CommandConfig, CommandService};
+/// use iris_hooks::command::CommandHook;
+///
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// let service = CommandService::new(CommandConfig::default(), "/srv/workspace")?;
+/// service.prepare().await?;
+/// let binding = CommandBinding::owned(service);
+/// let hook = CommandHook::new(&binding, "./hooks/no-rm.sh");
+/// # let _ = hook; Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct CommandHook {
+    binding: CommandBinding,
+    command: String,
+}
+
+impl CommandHook {
+    /// A hook running `command` with `/bin/sh -c` in the binding's workspace. The hook
+    /// borrows the binding: it never closes the service.
+    pub fn new(binding: &CommandBinding, command: impl Into<String>) -> Self {
+        Self {
+            binding: CommandBinding::borrowed(binding),
+            command: command.into(),
+        }
+    }
+
+    /// The command line.
+    pub fn command(&self) -> &str {
+        &self.command
+    }
+
+    async fn run(&self, event: HookEvent) -> Result<HookResult, HookError> {
+        let kind = event.kind();
+        if let EventPayload::RunFinished { status, .. } = &event.payload
+            && *status != RunStatus::Completed
+        {
+            return Ok(HookResult::None);
+        }
+        let stdin = serde_json::to_vec(&event.to_json())
+            .map_err(|e| HookError::failed(format!("cannot encode the event: {e}")))?;
+        let call_id = match &event.payload {
+            EventPayload::ToolBefore { call_id, .. } | EventPayload::ToolAfter { call_id, .. } => {
+                format!("hook:{kind}:{call_id}")
+            }
+            _ => format!("hook:{kind}"),
+        };
+        let scope = CommandScope::new(event.common.run_id.clone(), event.common.session_id.clone());
+        let request =
+            CommandRequest::shell(call_id, self.command.clone(), self.binding.workspace_root())
+                .stdin(stdin);
+        let outcome = self.binding.execute(&scope, request).await.map_err(|e| {
+            HookError::new(
+                HookErrorKind::HandlerFailed,
+                format!("command hook could not run: {e}"),
+            )
+        })?;
+        if !outcome.stderr.trim().is_empty() {
+            tracing::debug!(target: "iris::hooks", command = %self.command, stderr = %outcome.stderr, "command hook stderr");
+        }
+        let stderr = excerpt(&outcome.stderr);
+        match outcome.status {
+            CommandStatus::Exited => {}
+            CommandStatus::TimedOut => {
+                return Err(HookError::new(
+                    HookErrorKind::Timeout,
+                    "the command hook timed out",
+                ));
+            }
+            CommandStatus::Cancelled => {
+                return Err(HookError::new(
+                    HookErrorKind::Cancelled,
+                    "cancelled while the command hook ran",
+                ));
+            }
+            CommandStatus::EnvironmentInterrupted => {
+                return Err(HookError::failed(format!(
+                    "the command hook was interrupted: {}",
+                    outcome.detail.as_deref().unwrap_or("environment lost")
+                )));
+            }
+        }
+        match outcome.exit_code {
+            Some(0) => {}
+            Some(code) => {
+                return Err(HookError::new(
+                    HookErrorKind::CommandFailed,
+                    format!("command exited with code {code}{stderr}"),
+                ));
+            }
+            None => {
+                return Err(HookError::new(
+                    HookErrorKind::CommandFailed,
+                    format!("command ended without an exit code{stderr}"),
+                ));
+            }
+        }
+        if outcome.output_truncated {
+            return Err(HookError::new(
+                HookErrorKind::Protocol,
+                format!(
+                    "stdout was truncated ({} bytes written); a hook must print one small JSON object",
+                    outcome.output_stats.stdout.bytes_seen
+                ),
+            ));
+        }
+        parse_answer(kind, &outcome.stdout)
+            .map_err(|message| HookError::new(HookErrorKind::Protocol, message))
+    }
+}
+
+impl HookHandler for CommandHook {
+    fn handle(&self, event: HookEvent) -> BoxFuture<'_, Result<HookResult, HookError>> {
+        Box::pin(self.run(event))
+    }
+}
+
+/// A factory for [`crate::config::HookFactoryRegistry::build`]: command hooks on `binding`.
+pub fn command_hooks(binding: &CommandBinding) -> Box<CommandHandlerFactory<'_>> {
+    Box::new(move |command: &str| {
+        Ok(std::sync::Arc::new(CommandHook::new(binding, command))
+            as std::sync::Arc<dyn HookHandler>)
+    })
+}
+
+fn excerpt(stderr: &str) -> String {
+    let trimmed = stderr.trim();
+    if trimmed.is_empty() {
+        return String::new();
+    }
+    let short: String = trimmed.chars().take(STDERR_EXCERPT_CHARS).collect();
+    let more = if trimmed.chars().count() > STDERR_EXCERPT_CHARS {
+        "…"
+    } else {
+        ""
+    };
+    format!("; stderr: {}{more}", short.replace('\n', " | "))
+}
+
+/// Parses a hook's stdout: exactly one JSON object with the keys the event allows.
+pub fn parse_answer(kind: HookEventKind, stdout: &str) -> Result<HookResult, String> {
+    let text = stdout.trim();
+    if text.is_empty() {
+        return Err("stdout was empty; print `{}` for no result".into());
+    }
+    let value: Value = serde_json::from_str(text)
+        .map_err(|e| format!("stdout is not exactly one JSON object: {e}"))?;
+    let Value::Object(map) = value else {
+        return Err(format!(
+            "stdout must be a JSON object, got {}",
+            kind_of(&value)
+        ));
+    };
+    let allowed = match kind {
+        HookEventKind::ToolBefore => Some("deny_reason"),
+        HookEventKind::ToolAfter => Some("feedback"),
+        HookEventKind::RunStarted | HookEventKind::RunFinished => None,
+    };
+    if let Some(extra) = map.keys().find(|k| Some(k.as_str()) != allowed) {
+        return Err(match allowed {
+            Some(key) => {
+                format!("unexpected key `{extra}` for a {kind} hook; only `{key}` is allowed")
+            }
+            None => format!("unexpected key `{extra}`; a {kind} hook must print `{{}}`"),
+        });
+    }
+    let text_of = |map: &Map<String, Value>, key: &str| -> Result<Option<String>, String> {
+        match map.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) if s.trim().is_empty() => {
+                Err(format!("`{key}` must not be empty"))
+            }
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => Err(format!("`{key}` must be a string, got {}", kind_of(other))),
+        }
+    };
+    Ok(match kind {
+        HookEventKind::ToolBefore => match text_of(&map, "deny_reason")? {
+            Some(reason) => HookResult::ToolBefore(ToolBeforeResult {
+                deny_reason: Some(reason),
+            }),
+            None => HookResult::None,
+        },
+        HookEventKind::ToolAfter => match text_of(&map, "feedback")? {
+            Some(text) => HookResult::ToolAfter(ToolAfterResult {
+                feedback: Some(text),
+            }),
+            None => HookResult::None,
+        },
+        HookEventKind::RunStarted | HookEventKind::RunFinished => HookResult::None,
+    })
+}
+
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
