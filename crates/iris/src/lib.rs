@@ -21,6 +21,9 @@ pub use iris_files as files;
 /// Hook events, registrations and the dispatcher (`hooks` feature).
 #[cfg(feature = "hooks")]
 pub use iris_hooks as hooks;
+/// The MCP client layer: config loading, `MCPManager`, MCP tools (`mcp` feature).
+#[cfg(feature = "mcp")]
+pub use iris_mcp as mcp;
 /// Skills and the subagent catalog (`skill` feature).
 #[cfg(feature = "skill")]
 pub use iris_skill as skill;
