@@ -91,6 +91,18 @@ const DROPPED: [&str; 9] = [
     "contentMediaType",
 ];
 
+/// Validation-only constraints strict mode does not list. They are removed from the
+/// strict schema and stated in the description instead (`Constraints: minLength 1.`):
+/// the executor validates every call against the tool's *original* schema, so the
+/// constraint is still enforced, and the model still reads it.
+const MOVED_TO_DESCRIPTION: [&str; 5] = [
+    "minLength",
+    "maxLength",
+    "uniqueItems",
+    "minProperties",
+    "maxProperties",
+];
+
 /// Rewrites a JSON Schema into the subset OpenAI accepts with `strict: true`.
 ///
 /// The result describes the same arguments, reshaped the way strict mode demands:
@@ -112,12 +124,16 @@ const DROPPED: [&str; 9] = [
 ///   mode lists only `anyOf`; generators emit `oneOf` for tagged enums whose variants are
 ///   disjoint anyway);
 /// - `format`s outside the documented list and pure annotations (`$schema`, `examples`,
-///   `readOnly`...) are dropped.
+///   `readOnly`...) are dropped;
+/// - validation-only constraints strict mode does not list (`minLength`, `maxLength`,
+///   `uniqueItems`, `minProperties`, `maxProperties`) move into the description as a
+///   `Constraints: …` sentence; the executor still enforces them against the original
+///   schema.
 ///
 /// Anything else strict mode cannot express is an error naming the place: a root that is
 /// not an object, `additionalProperties` other than `false` (maps, open objects),
 /// `patternProperties`, `not`, `if`/`then`/`else`, `allOf` with several entries, tuples,
-/// `minLength`/`maxLength` and other keywords outside the documented list, free-form
+/// other keywords outside the documented list, free-form
 /// values (`true` or untyped schemas), arrays without `items`, non-local or dangling
 /// `$ref`s, and schemas over the documented size limits (10 levels of nested objects as
 /// written, 5,000 properties, 1,000 enum values, 120,000 characters of names and
@@ -202,6 +218,7 @@ impl Converter<'_> {
 
         let mut out = Map::new();
         let mut default = None;
+        let mut constraints = Vec::new();
         for (key, value) in &map {
             let at = child(pointer, key);
             match key.as_str() {
@@ -260,6 +277,7 @@ impl Converter<'_> {
                     out.insert(key.clone(), value.clone());
                 }
                 k if DROPPED.contains(&k) => {}
+                k if MOVED_TO_DESCRIPTION.contains(&k) => constraints.push(format!("{k} {value}")),
                 other => {
                     return Err(StrictSchemaError {
                         pointer: at,
@@ -281,8 +299,14 @@ impl Converter<'_> {
         if !constrains_type {
             return Err(fail(SchemaIssue::Untyped));
         }
+        if !constraints.is_empty() {
+            append_sentence(
+                &mut out,
+                &format!("Constraints: {}.", constraints.join(", ")),
+            );
+        }
         if let Some(default) = default {
-            append_default(&mut out, &default);
+            append_sentence(&mut out, &format!("Default: {default}."));
         }
         Ok(Value::Object(out))
     }
@@ -433,9 +457,10 @@ fn make_nullable(schema: Value) -> Value {
     Value::Object(wrapper)
 }
 
-/// Moves a removed `default` into the description so the model still learns it.
-fn append_default(out: &mut Map<String, Value>, default: &Value) {
-    let sentence = format!("Default: {default}.");
+/// Appends a sentence (a removed `default` or constraint) to the description so the
+/// model still learns it.
+fn append_sentence(out: &mut Map<String, Value>, sentence: &str) {
+    let sentence = sentence.to_owned();
     let description = match out.get("description").and_then(Value::as_str) {
         Some(text) if !text.trim().is_empty() => format!("{} {sentence}", text.trim_end()),
         _ => sentence,

@@ -776,12 +776,21 @@ fn strict_conversion_table() {
             Error("/properties/list", SchemaIssue::ArrayWithoutItems),
         ),
         (
-            "minLength is outside the documented keywords",
-            object(json!({"name": {"type": "string", "minLength": 1}}), &[]),
-            Error(
-                "/properties/name/minLength",
-                SchemaIssue::UnsupportedKeyword("minLength".into()),
+            "validation-only constraints move into the description",
+            object(
+                json!({"name": {"type": "string", "minLength": 1, "maxLength": 8, "description": "A name."},
+                       "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": true}}),
+                &["name", "tags"],
             ),
+            Schema(json!({
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "description": "A name. Constraints: maxLength 8, minLength 1."},
+                    "tags": {"type": "array", "items": {"type": "string"}, "description": "Constraints: uniqueItems true."}
+                },
+                "required": ["name", "tags"],
+                "additionalProperties": false
+            })),
         ),
         (
             "required name without a property",
