@@ -11,7 +11,10 @@ fn main() {
 }
 
 fn runtime() -> tokio::runtime::Runtime {
-    match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => panic!("cannot build a runtime: {e}"),
     }
@@ -52,8 +55,15 @@ fn command_hook(bencher: divan::Bencher) {
         service.prepare().await.ok()?;
         Some(CommandBinding::owned(service))
     });
-    let Some(binding) = binding else { panic!("native command service unavailable") };
-    let reg = HookRegistration::builder(HookEventKind::ToolBefore, "cmd", CommandHook::new(&binding, "echo '{}'")).build();
+    let Some(binding) = binding else {
+        panic!("native command service unavailable")
+    };
+    let reg = HookRegistration::builder(
+        HookEventKind::ToolBefore,
+        "cmd",
+        CommandHook::new(&binding, "echo '{}'"),
+    )
+    .build();
     let d = HookDispatcher::new(reg.into_iter().collect());
     let ctx = ToolExecutionContext::new(&ws);
     bencher.bench_local(|| run(&rt, &d, &ctx));

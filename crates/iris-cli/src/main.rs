@@ -1,0 +1,2 @@
+//! The iris command line.
+fn main() {}
