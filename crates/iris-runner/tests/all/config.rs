@@ -141,3 +141,38 @@ fn absolute_workspace_is_kept() {
     let loaded = AgentConfig::load_with_env(fx.file(), false).unwrap();
     assert_eq!(loaded.workspace, PathBuf::from("/srv/agent"));
 }
+
+/// The environment half runs in a child process (this test binary, re-run on one test),
+/// because edition 2024 makes `set_var` unsafe and the workspace forbids unsafe code.
+/// The child prints the loaded keys; the parent checks them.
+#[test]
+fn env_overrides_nest_with_double_underscore() {
+    let fx = Fixture::new("permissions:\n  write_mode: deny\n", &[]);
+    if let Some(file) = std::env::var_os("IRIS_RUNNER_TEST_CHILD_CONFIG") {
+        let loaded = AgentConfig::load(file).unwrap();
+        println!(
+            "CHILD tavily={:?} write={} execute={}",
+            loaded.config.provider_api_keys.get("tavily"),
+            loaded.config.permissions.write_mode,
+            loaded.config.permissions.execute_mode
+        );
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "config::env_overrides_nest_with_double_underscore",
+            "--nocapture",
+        ])
+        .env("IRIS_RUNNER_TEST_CHILD_CONFIG", fx.file())
+        .env("IRIS_PROVIDER_API_KEYS__TAVILY", "tvly-test")
+        .env("IRIS_PERMISSIONS__EXECUTE_MODE", "allow")
+        .env("IRIS_PYTHON", "python3")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.contains("CHILD tavily=Some(\"tvly-test\") write=deny execute=allow"),
+        "{stdout}"
+    );
+}
