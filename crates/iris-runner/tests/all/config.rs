@@ -176,3 +176,43 @@ fn env_overrides_nest_with_double_underscore() {
         "{stdout}"
     );
 }
+
+/// docs/configuration.md is checked against the types: its full example parses (so every
+/// documented key exists, `deny_unknown_fields` would reject any other), and every
+/// top-level key and every builtin key is documented.
+#[test]
+fn configuration_reference_matches_the_types() {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/configuration.md"),
+    )
+    .unwrap();
+    let start = doc.find("```yaml\n").unwrap() + "```yaml\n".len();
+    let yaml = &doc[start..start + doc[start..].find("```").unwrap()];
+    let fx = Fixture::new(yaml, &[]);
+    let loaded = AgentConfig::load_with_env(fx.file(), false).unwrap();
+    assert_eq!(loaded.config.tools.builtin, BuiltinKey::ALL.to_vec());
+    for key in iris_runner::config::TOP_LEVEL_KEYS {
+        assert!(
+            yaml.contains(&format!("\n{key}:")) || yaml.starts_with(&format!("{key}:")),
+            "{key}"
+        );
+        assert!(doc.contains(&format!("| `{key}")), "{key} has no table row");
+    }
+    for key in BuiltinKey::ALL {
+        assert!(
+            doc.contains(&format!("`{key}` (`{}`)", key.tool_name())),
+            "{key}"
+        );
+    }
+    for code in [
+        "CONFIG_NOT_FOUND",
+        "CONFIG_INVALID",
+        "CONFIG_REFERENCE",
+        "HOST_KEY_UNKNOWN",
+        "HOST_FAILED",
+        "FEATURE_UNAVAILABLE",
+        "ASSEMBLY_FAILED",
+    ] {
+        assert!(doc.contains(&format!("| `{code}` |")), "{code}");
+    }
+}
