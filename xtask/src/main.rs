@@ -74,7 +74,47 @@ fn ci() -> Result<(), String> {
         "warnings",
     ]);
     run(clippy)?;
-    test()
+    test()?;
+    quickstart()
+}
+
+/// Runs the README's main command and checks the walkthrough reached its milestones, so
+/// the first thing a newcomer runs is tested too.
+fn quickstart() -> Result<(), String> {
+    let mut cmd = cargo();
+    cmd.args(["run", "--quiet", "-p", "iris", "--example", "quickstart"]);
+    eprintln!("xtask: running {cmd:?}");
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot start the quickstart: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    print!("{stdout}");
+    if !out.status.success() {
+        return Err(format!(
+            "the quickstart failed with {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let milestones = [
+        "plan: par[0..4]",
+        "Error[APPROVAL_REQUIRED]",
+        "audit: edit_file was recorded",
+        "config/app.toml now says: level = \"INFO\"",
+        "artifact: ",
+        "Error[INVALID_INPUT]",
+    ];
+    let missing: Vec<&str> = milestones
+        .iter()
+        .copied()
+        .filter(|m| !stdout.contains(m))
+        .collect();
+    if missing.is_empty() {
+        println!("quickstart: all {} milestones reached", milestones.len());
+        Ok(())
+    } else {
+        Err(format!("the quickstart output lacks: {missing:?}"))
+    }
 }
 
 /// Every test of the workspace: unit, integration, doctests and snapshot checks.

@@ -7,6 +7,7 @@ mod evaluator;
 mod jev;
 mod request;
 mod response;
+mod tool_search;
 
 pub use config::{
     DEFAULT_MODEL, DEFAULT_TIMEOUT_SECONDS, DecisionConfig, DecisionMemoryConfig,
@@ -32,3 +33,4 @@ pub use response::{
     BooleanAnswer, ChoiceAnswer, DecisionAnswer, DecisionResponse, DecisionUsage,
     PROBABILITY_TOLERANCE, ScoreAnswer,
 };
+pub use tool_search::{DecisionDiscoveryBackend, decision_tool_search};

@@ -51,6 +51,8 @@ pub mod codes {
     pub const IO_ERROR: &str = "IO_ERROR";
     /// A tool that is not loaded in the current request was called.
     pub const TOOL_NOT_LOADED: &str = "TOOL_NOT_LOADED";
+    /// A configuration section breaks a rule (for example `context_policy`).
+    pub const INVALID_CONFIG: &str = "INVALID_CONFIG";
 }
 
 /// Structured failure of one tool call: what the model and host see.
@@ -157,6 +159,14 @@ pub enum Error {
     /// JSON (de)serialization failed.
     #[error("JSON error")]
     Json(#[from] serde_json::Error),
+    /// A configuration section breaks a rule.
+    #[error("invalid configuration: `{field}` {reason}")]
+    InvalidConfig {
+        /// The offending field, e.g. `context_policy.deferred_tools`.
+        field: String,
+        /// Which rule was broken.
+        reason: String,
+    },
 }
 
 impl Error {
@@ -170,6 +180,7 @@ impl Error {
             Error::Path(e) => e.code(),
             Error::Io { .. } => codes::IO_ERROR,
             Error::Json(_) => codes::INVALID_INPUT,
+            Error::InvalidConfig { .. } => codes::INVALID_CONFIG,
         }
     }
 

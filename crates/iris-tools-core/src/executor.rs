@@ -22,6 +22,7 @@
 //! open, hook deny, middleware short-circuit) skips the body and the after-hooks.
 
 mod deadline;
+mod disclosure;
 pub mod panic;
 mod plan;
 mod validation;
@@ -442,6 +443,11 @@ impl ToolExecutor {
         if ctx.cancel_requested() {
             return fail(cancelled("before it started"));
         }
+        // Discovery (inert without a disclosure state on the context): a deferred tool
+        // is callable only while the current request carries its schema.
+        if let Some(info) = disclosure::refuse_unloaded(def, ctx) {
+            return fail(info);
+        }
 
         let input = match self.validate(tool, &tool_use.input) {
             Ok(input) => input,
@@ -452,7 +458,9 @@ impl ToolExecutor {
             Ok(deadline) => deadline,
             Err(info) => return fail(info),
         };
-        let call_ctx = self.call_context(ctx, &tool_use.id, &def.name, deadline);
+        let mut call_ctx = self.call_context(ctx, &tool_use.id, &def.name, deadline);
+        // Discovery: only a real `tool_search` body can fill this receipt.
+        let receipt = disclosure::receipt_for(def, &mut call_ctx);
 
         let approved =
             match self.check_permission(tool, tool_use, &input, &call_ctx, approved_tool_call_id) {
@@ -482,6 +490,8 @@ impl ToolExecutor {
         };
 
         let mut result = self.persist(result, def, &call_ctx);
+        // Discovery: revealed tools come from the receipt, never from the result.
+        disclosure::certify(&mut result, receipt.as_ref(), ctx);
         if approved {
             result.metadata.insert(
                 "approved_tool_call_id".into(),

@@ -71,3 +71,5 @@ pub use executor::{
     CommandBinding, DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_TOOL_TIMEOUT, Deadline, DeadlineBound,
     TOOL_OWNED_DEADLINE_GRACE, ToolBatch, ToolBatchPlan, ToolExecutor,
 };
+pub mod discovery;
+pub use discovery::{ContextPolicy, DisclosureState, ToolSearchTool};

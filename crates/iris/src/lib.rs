@@ -15,9 +15,15 @@ pub use iris_command as command;
 /// Decision types, the Jev client and the decision discovery backend (`decision` feature).
 #[cfg(feature = "decision")]
 pub use iris_decision as decision;
+/// The built-in file tools (`files` feature).
+#[cfg(feature = "files")]
+pub use iris_files as files;
 /// Hook events, registrations and the dispatcher (`hooks` feature).
 #[cfg(feature = "hooks")]
 pub use iris_hooks as hooks;
+/// The MCP client layer: config loading, `MCPManager`, MCP tools (`mcp` feature).
+#[cfg(feature = "mcp")]
+pub use iris_mcp as mcp;
 /// Skills and the subagent catalog (`skill` feature).
 #[cfg(feature = "skill")]
 pub use iris_skill as skill;

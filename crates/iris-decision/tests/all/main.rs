@@ -10,4 +10,5 @@ mod jev;
 mod request;
 mod response;
 mod support;
+mod tool_search;
 mod wire_doc;

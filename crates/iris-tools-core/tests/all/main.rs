@@ -4,6 +4,7 @@ mod adapters;
 mod artifact;
 mod breaker;
 mod definition;
+mod discovery;
 mod executor;
 mod lint;
 mod permission;

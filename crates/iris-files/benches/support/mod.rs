@@ -1,0 +1,4 @@
+//! Code shared by the benchmarks and the tree generator example.
+
+pub(crate) mod fixture;
+pub(crate) mod tree;

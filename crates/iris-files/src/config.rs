@@ -1,0 +1,152 @@
+//! [`FileToolsConfig`]: limits and walking rules shared by the six file tools.
+
+use iris_tools_core::WorkspacePolicy;
+
+use crate::error::Error;
+
+/// Default per-call character budget of `read_file` (model-visible body, line-number
+/// prefixes included). It stays below the default `max_result_chars` of 50,000 so a
+/// page is never turned into an artifact.
+pub const DEFAULT_READ_CHAR_BUDGET: usize = 40_000;
+/// Smallest allowed read budget: a page must always fit a line-number prefix and at
+/// least one character, or paging could not make progress.
+pub const MIN_READ_CHAR_BUDGET: usize = 64;
+/// Default largest text file `read_file` / `edit_file` load (64 MiB).
+pub const DEFAULT_MAX_TEXT_BYTES: u64 = 64 * 1024 * 1024;
+/// Default largest image `read_file` imports (5 MiB, the common provider limit).
+pub const DEFAULT_MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
+/// Default number of characters `grep_search` keeps of one matching line.
+pub const DEFAULT_GREP_LINE_CHARS: usize = 300;
+/// Smallest allowed `grep_line_chars`.
+pub const MIN_GREP_LINE_CHARS: usize = 20;
+/// Directory names `list_files` and `grep_search` never descend into by default:
+/// version-control internals and Iris's own tool-result and published-copy store.
+pub const DEFAULT_SKIP_DIRS: [&str; 2] = [".git", ".iris"];
+
+/// Limits and walking rules of the file tools.
+///
+/// ```
+/// use iris_files::FileToolsConfig;
+/// let config = FileToolsConfig::default().with_read_char_budget(10_000);
+/// assert_eq!(config.read_char_budget, 10_000);
+/// assert!(config.respect_ignore_files);
+/// assert!(config.validate().is_ok());
+/// assert!(FileToolsConfig::default().with_read_char_budget(3).validate().is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileToolsConfig {
+    /// Confines every path to the workspace.
+    pub workspace_policy: WorkspacePolicy,
+    /// Characters one `read_file` call returns at most (at least
+    /// [`MIN_READ_CHAR_BUDGET`]).
+    pub read_char_budget: usize,
+    /// Largest text file `read_file` and `edit_file` load, in bytes.
+    pub max_text_bytes: u64,
+    /// Largest image `read_file` imports, in bytes.
+    pub max_image_bytes: u64,
+    /// Characters of one matching line `grep_search` keeps (longer lines are clipped
+    /// around the match).
+    pub grep_line_chars: usize,
+    /// Whether `.gitignore`, `.ignore` and `.git/info/exclude` rules hide files from
+    /// `list_files` and `grep_search` (they apply also outside git repositories).
+    pub respect_ignore_files: bool,
+    /// Directory names never descended into by `list_files` and `grep_search`.
+    pub skip_dirs: Vec<String>,
+    /// Walker threads; 0 picks the number of available cores.
+    pub threads: usize,
+}
+
+impl Default for FileToolsConfig {
+    fn default() -> Self {
+        Self {
+            workspace_policy: WorkspacePolicy::default(),
+            read_char_budget: DEFAULT_READ_CHAR_BUDGET,
+            max_text_bytes: DEFAULT_MAX_TEXT_BYTES,
+            max_image_bytes: DEFAULT_MAX_IMAGE_BYTES,
+            grep_line_chars: DEFAULT_GREP_LINE_CHARS,
+            respect_ignore_files: true,
+            skip_dirs: DEFAULT_SKIP_DIRS.iter().map(|s| (*s).to_owned()).collect(),
+            threads: 0,
+        }
+    }
+}
+
+impl FileToolsConfig {
+    /// Sets the per-call character budget of `read_file`.
+    #[must_use]
+    pub fn with_read_char_budget(mut self, chars: usize) -> Self {
+        self.read_char_budget = chars;
+        self
+    }
+
+    /// Sets the largest text file `read_file` and `edit_file` load.
+    #[must_use]
+    pub fn with_max_text_bytes(mut self, bytes: u64) -> Self {
+        self.max_text_bytes = bytes;
+        self
+    }
+
+    /// Sets the largest image `read_file` imports.
+    #[must_use]
+    pub fn with_max_image_bytes(mut self, bytes: u64) -> Self {
+        self.max_image_bytes = bytes;
+        self
+    }
+
+    /// Sets how many characters of a matching line `grep_search` keeps.
+    #[must_use]
+    pub fn with_grep_line_chars(mut self, chars: usize) -> Self {
+        self.grep_line_chars = chars;
+        self
+    }
+
+    /// Turns ignore-file handling on or off.
+    #[must_use]
+    pub fn with_respect_ignore_files(mut self, yes: bool) -> Self {
+        self.respect_ignore_files = yes;
+        self
+    }
+
+    /// Replaces the directory names the walkers skip.
+    #[must_use]
+    pub fn with_skip_dirs<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.skip_dirs = names.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets the walker thread count (0 = number of cores).
+    #[must_use]
+    pub fn with_threads(mut self, threads: usize) -> Self {
+        self.threads = threads;
+        self
+    }
+
+    /// Sets the workspace policy.
+    #[must_use]
+    pub fn with_workspace_policy(mut self, policy: WorkspacePolicy) -> Self {
+        self.workspace_policy = policy;
+        self
+    }
+
+    /// Checks every limit; returns the first broken rule.
+    pub fn validate(&self) -> Result<(), Error> {
+        if self.read_char_budget < MIN_READ_CHAR_BUDGET {
+            return Err(Error::InvalidConfig(format!(
+                "read_char_budget must be at least {MIN_READ_CHAR_BUDGET}, got {}",
+                self.read_char_budget
+            )));
+        }
+        if self.grep_line_chars < MIN_GREP_LINE_CHARS {
+            return Err(Error::InvalidConfig(format!(
+                "grep_line_chars must be at least {MIN_GREP_LINE_CHARS}, got {}",
+                self.grep_line_chars
+            )));
+        }
+        if self.max_text_bytes == 0 || self.max_image_bytes == 0 {
+            return Err(Error::InvalidConfig(
+                "max_text_bytes and max_image_bytes must be positive".into(),
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,168 @@
+//! Read observations: what a session has read, so edits can prove the file is unchanged.
+//!
+//! Seed 003 gives the file service (not the run state) the read-before-edit duty: an
+//! edit or overwrite of an existing file is allowed only when this session's last
+//! observation of the file still matches the bytes on disk.
+
+use std::collections::HashMap;
+use std::fs::Metadata;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::SystemTime;
+
+use sha2::{Digest, Sha256};
+
+/// The SHA-256 of a file's bytes.
+///
+/// ```
+/// use iris_files::ContentHash;
+/// let h = ContentHash::of(b"abc");
+/// assert_eq!(h.to_string(), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ContentHash([u8; 32]);
+
+impl ContentHash {
+    /// Hashes `bytes`.
+    pub fn of(bytes: &[u8]) -> Self {
+        Self(Sha256::digest(bytes).into())
+    }
+
+    /// Hashes a file by streaming it; returns the hash and the number of bytes.
+    pub fn of_file(path: &Path) -> std::io::Result<(Self, u64)> {
+        use std::io::Read;
+        let mut file = std::fs::File::open(path)?;
+        let mut hasher = Sha256::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut size = 0u64;
+        loop {
+            let n = file.read(&mut buf)?;
+            if n == 0 {
+                break;
+            }
+            hasher.update(&buf[..n]);
+            size += n as u64;
+        }
+        Ok((Self(hasher.finalize().into()), size))
+    }
+
+    /// The raw digest.
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for ContentHash {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for b in self.0 {
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for ContentHash {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ContentHash({self})")
+    }
+}
+
+/// What one read saw: the content hash, the size and the modification time.
+///
+/// Staleness is decided by content (hash and size), not by the modification time:
+/// a `touch` that leaves the bytes alone does not invalidate what the model read,
+/// while a same-size rewrite within one mtime tick does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Observation {
+    /// SHA-256 of the bytes read.
+    pub content_hash: ContentHash,
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time, where the platform reports one (kept for hosts and
+    /// diagnostics).
+    pub modified: Option<SystemTime>,
+}
+
+impl Observation {
+    /// The observation of `bytes` as read from a file with metadata `meta`.
+    pub fn of(bytes: &[u8], meta: &Metadata) -> Self {
+        Self {
+            content_hash: ContentHash::of(bytes),
+            size: bytes.len() as u64,
+            modified: meta.modified().ok(),
+        }
+    }
+
+    /// Whether `bytes` are exactly the content this observation saw.
+    pub fn matches(&self, bytes: &[u8]) -> bool {
+        self.size == bytes.len() as u64 && self.content_hash == ContentHash::of(bytes)
+    }
+}
+
+/// One session's read observations, keyed by canonical path.
+///
+/// A host that owns sessions puts an `Arc<ReadState>` into
+/// [`iris_tools_core::ToolExecutionContext::read_state`]; without one, the
+/// [`crate::FileService`] keeps a `ReadState` per `session_id` itself.
+///
+/// ```
+/// use std::sync::Arc;
+/// use iris_files::ReadState;
+/// use iris_tools_core::ToolExecutionContext;
+///
+/// let state = Arc::new(ReadState::new());
+/// let ctx = ToolExecutionContext::new("/srv/ws").read_state(state.clone());
+/// assert!(ctx.read_state.is_some());
+/// assert!(state.is_empty());
+/// ```
+#[derive(Debug, Default)]
+pub struct ReadState {
+    observations: Mutex<HashMap<PathBuf, Observation>>,
+}
+
+impl ReadState {
+    /// An empty state.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<PathBuf, Observation>> {
+        // Every mutation is a single insert or remove, so a panic elsewhere cannot
+        // leave the map half-updated; recovering from poison is safe.
+        self.observations
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The last observation of `path` (a canonical path), if any.
+    pub fn get(&self, path: &Path) -> Option<Observation> {
+        self.lock().get(path).cloned()
+    }
+
+    /// Records (or replaces) the observation of `path`.
+    pub fn record(&self, path: PathBuf, observation: Observation) {
+        self.lock().insert(path, observation);
+    }
+
+    /// Forgets `path`; returns what was known.
+    pub fn forget(&self, path: &Path) -> Option<Observation> {
+        self.lock().remove(path)
+    }
+
+    /// Every observed path, sorted.
+    pub fn paths(&self) -> Vec<PathBuf> {
+        let mut paths: Vec<PathBuf> = self.lock().keys().cloned().collect();
+        paths.sort();
+        paths
+    }
+
+    /// Number of observed files.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether nothing was observed.
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+}

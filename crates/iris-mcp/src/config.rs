@@ -1,0 +1,986 @@
+//! Loading MCP config files: JSON, JSONC and TOML, every field of seed 000's table.
+//!
+//! The file's root holds exactly one server mapping under `mcpServers` (Claude, Cursor),
+//! `servers` (VS Code) or `mcp_servers` (codex TOML). Other root keys (VS Code's
+//! `inputs`, codex's `model`, …) belong to other tools and are kept as warnings, as are
+//! unknown server fields: a user's existing file loads unchanged. Every error names the
+//! file, the server and the field.
+//!
+//! Environment expressions (`${VAR}`, `${env:VAR}`, `${VAR:-default}`) are *not*
+//! expanded here: the file keeps its raw strings and [`ServerConfig::resolve`] expands
+//! them once, from the host environment at prepare time (see [`crate::env`]).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use crate::env::{self, HostEnv};
+use crate::error::{McpError, Result};
+
+/// Default `startup_timeout_sec`.
+pub const DEFAULT_STARTUP_TIMEOUT_SEC: f64 = 30.0;
+/// Default `tool_timeout_sec`.
+pub const DEFAULT_TOOL_TIMEOUT_SEC: f64 = 30.0;
+/// The root keys that may hold the server mapping; a file has exactly one.
+pub const ROOT_KEYS: [&str; 3] = ["mcpServers", "servers", "mcp_servers"];
+
+const STDIO_FIELDS: [&str; 6] = ["command", "args", "cwd", "env", "env_vars", "envFile"];
+const HTTP_FIELDS: [&str; 6] = [
+    "url",
+    "serverUrl",
+    "headers",
+    "http_headers",
+    "env_http_headers",
+    "bearer_token_env_var",
+];
+/// Headers the transports set themselves (content negotiation, session and resumption).
+const RESERVED_HEADERS: [&str; 5] = [
+    "accept",
+    "content-type",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "last-event-id",
+];
+const COMMON_FIELDS: [&str; 9] = [
+    "type",
+    "enabled",
+    "disabled",
+    "required",
+    "startup_timeout_sec",
+    "startup_timeout_ms",
+    "tool_timeout_sec",
+    "enabled_tools",
+    "disabled_tools",
+];
+
+/// How Iris talks to a server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TransportKind {
+    /// A child process speaking newline-delimited JSON-RPC on stdin/stdout.
+    Stdio,
+    /// Streamable HTTP (`type` `streamable-http`, `http` or `streamable_http`).
+    StreamableHttp,
+    /// Legacy HTTP+SSE: a GET event stream plus POSTs to the announced endpoint.
+    Sse,
+}
+
+impl TransportKind {
+    /// The normalized name: `stdio`, `streamable-http` or `sse`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TransportKind::Stdio => "stdio",
+            TransportKind::StreamableHttp => "streamable-http",
+            TransportKind::Sse => "sse",
+        }
+    }
+}
+
+/// Fields of a stdio server, as written in the file (expressions unexpanded).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StdioConfig {
+    /// The program to run.
+    pub command: String,
+    /// Its arguments (default `[]`).
+    pub args: Vec<String>,
+    /// Working directory as written; `None` means the workspace. A relative path is
+    /// relative to the config file's directory.
+    pub cwd: Option<String>,
+    /// Explicit environment; wins over `envFile` and `env_vars`.
+    pub env: BTreeMap<String, String>,
+    /// Names of host variables passed through.
+    pub env_vars: Vec<String>,
+    /// A dotenv file, relative to the config file's directory.
+    pub env_file: Option<String>,
+}
+
+/// Fields of a streamable-HTTP or SSE server, as written in the file.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct HttpConfig {
+    /// The endpoint (`url`, or its alias `serverUrl`).
+    pub url: String,
+    /// Static headers, names lower-cased (`headers` and `http_headers` merged).
+    pub headers: BTreeMap<String, String>,
+    /// Header name (lower-cased) → host variable holding its value.
+    pub env_http_headers: BTreeMap<String, String>,
+    /// Host variable holding a bearer token for `authorization`.
+    pub bearer_token_env_var: Option<String>,
+}
+
+/// The transport part of a server entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerTransport {
+    /// A child process.
+    Stdio(StdioConfig),
+    /// Streamable HTTP.
+    StreamableHttp(HttpConfig),
+    /// Legacy HTTP+SSE.
+    Sse(HttpConfig),
+}
+
+impl ServerTransport {
+    /// The kind of transport.
+    pub fn kind(&self) -> TransportKind {
+        match self {
+            ServerTransport::Stdio(_) => TransportKind::Stdio,
+            ServerTransport::StreamableHttp(_) => TransportKind::StreamableHttp,
+            ServerTransport::Sse(_) => TransportKind::Sse,
+        }
+    }
+}
+
+/// One server entry, with defaults applied and overrides merged.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerConfig {
+    /// The raw server name (the key in the file).
+    pub name: String,
+    /// How to reach it.
+    pub transport: ServerTransport,
+    /// `enabled` / `disabled`; default enabled. Disabled servers are not started.
+    pub enabled: bool,
+    /// Whether a startup failure fails `prepare` (default true).
+    pub required: bool,
+    /// Iris policy from the agent's overrides (default false): only with it does a
+    /// tool's `readOnlyHint: true` give it read-only execution.
+    pub trust_annotations: bool,
+    /// Startup deadline: connect, handshake and the full tool listing.
+    pub startup_timeout: Duration,
+    /// Deadline of one tool call.
+    pub tool_timeout: Duration,
+    /// Wire names to publish; `None` publishes all.
+    pub enabled_tools: Option<Vec<String>>,
+    /// Wire names never published; wins over `enabled_tools`.
+    pub disabled_tools: Vec<String>,
+    /// The config file this entry came from (relative paths resolve against its
+    /// directory).
+    pub source: PathBuf,
+}
+
+impl ServerConfig {
+    /// Whether a tool with this wire name is published: not in `disabled_tools`, and in
+    /// `enabled_tools` when that list is given.
+    pub fn tool_enabled(&self, wire_name: &str) -> bool {
+        if self.disabled_tools.iter().any(|t| t == wire_name) {
+            return false;
+        }
+        self.enabled_tools
+            .as_ref()
+            .is_none_or(|list| list.iter().any(|t| t == wire_name))
+    }
+
+    /// Expands environment expressions once from `host` and resolves paths: what a
+    /// transport needs to connect. `workspace_root` is the default stdio `cwd`.
+    ///
+    /// Errors name the file, the server and the field (an unset `${VAR}`, a missing
+    /// `envFile`, a header set twice with different values, an unset
+    /// `bearer_token_env_var`).
+    pub fn resolve(&self, workspace_root: &Path, host: &HostEnv) -> Result<ResolvedTransport> {
+        let err = |field: &str, message: String| {
+            McpError::config(&self.source, Some(&self.name), Some(field), message)
+        };
+        let expand = |field: &str, raw: &str| env::expand(raw, host).map_err(|m| err(field, m));
+        let base = self.source.parent().unwrap_or(Path::new("."));
+        match &self.transport {
+            ServerTransport::Stdio(stdio) => {
+                let command = expand("command", &stdio.command)?;
+                let args = stdio
+                    .args
+                    .iter()
+                    .enumerate()
+                    .map(|(i, a)| expand(&format!("args[{i}]"), a))
+                    .collect::<Result<Vec<_>>>()?;
+                let cwd = match &stdio.cwd {
+                    None => workspace_root.to_path_buf(),
+                    Some(raw) => base.join(expand("cwd", raw)?),
+                };
+                // Precedence: defaults < env_vars < envFile < env (later wins).
+                let mut vars: BTreeMap<String, String> = env::DEFAULT_INHERITED_ENV_VARS
+                    .iter()
+                    .filter_map(|k| host.get(k).map(|v| ((*k).to_owned(), v.to_owned())))
+                    .collect();
+                for name in &stdio.env_vars {
+                    if let Some(value) = host.get(name) {
+                        vars.insert(name.clone(), value.to_owned());
+                    }
+                }
+                if let Some(raw) = &stdio.env_file {
+                    let path = base.join(expand("envFile", raw)?);
+                    let text = std::fs::read_to_string(&path).map_err(|e| {
+                        err("envFile", format!("cannot read {}: {e}", path.display()))
+                    })?;
+                    let parsed = env::parse_dotenv(&text)
+                        .map_err(|m| err("envFile", format!("{}: {m}", path.display())))?;
+                    vars.extend(parsed);
+                }
+                for (key, raw) in &stdio.env {
+                    vars.insert(key.clone(), expand(&format!("env.{key}"), raw)?);
+                }
+                Ok(ResolvedTransport::Stdio {
+                    command,
+                    args,
+                    cwd,
+                    env: vars,
+                })
+            }
+            ServerTransport::StreamableHttp(http) | ServerTransport::Sse(http) => {
+                let url = expand("url", &http.url)?;
+                let mut headers: BTreeMap<String, String> = BTreeMap::new();
+                let mut put = |field: String, name: &str, value: String| -> Result<()> {
+                    match headers.get(name) {
+                        Some(old) if old != &value => Err(err(
+                            &field,
+                            format!("header `{name}` is set twice with different values"),
+                        )),
+                        _ => {
+                            headers.insert(name.to_owned(), value);
+                            Ok(())
+                        }
+                    }
+                };
+                for (name, raw) in &http.headers {
+                    let field = format!("headers.{name}");
+                    let value = expand(&field, raw)?;
+                    put(field, name, value)?;
+                }
+                for (name, var) in &http.env_http_headers {
+                    // An unset variable leaves the header out, as codex does: the
+                    // header is optional configuration, unlike a bearer token.
+                    if let Some(value) = host.get(var) {
+                        put(format!("env_http_headers.{name}"), name, value.to_owned())?;
+                    }
+                }
+                if let Some(var) = &http.bearer_token_env_var {
+                    let token = host.get(var).filter(|v| !v.is_empty()).ok_or_else(|| {
+                        err(
+                            "bearer_token_env_var",
+                            format!("environment variable `{var}` is not set"),
+                        )
+                    })?;
+                    put(
+                        "bearer_token_env_var".into(),
+                        "authorization",
+                        format!("Bearer {token}"),
+                    )?;
+                }
+                let kind = self.transport.kind();
+                Ok(ResolvedTransport::Http { kind, url, headers })
+            }
+        }
+    }
+}
+
+/// A transport ready to connect: expressions expanded, paths absolute.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResolvedTransport {
+    /// A child process.
+    Stdio {
+        /// The program.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Its working directory.
+        cwd: PathBuf,
+        /// Its whole environment (the host's is not inherited beyond this).
+        env: BTreeMap<String, String>,
+    },
+    /// Streamable HTTP or SSE.
+    Http {
+        /// [`TransportKind::StreamableHttp`] or [`TransportKind::Sse`].
+        kind: TransportKind,
+        /// The endpoint.
+        url: String,
+        /// Every header, names lower-cased.
+        headers: BTreeMap<String, String>,
+    },
+}
+
+/// Per-server overrides from the agent YAML's `mcp.overrides`, keyed by raw server
+/// name. Unset fields keep the file's value or the default.
+///
+/// ```
+/// use iris_mcp::ServerOverride;
+/// let o: ServerOverride = serde_json::from_str(r#"{"required": false, "trust_annotations": true}"#).unwrap();
+/// assert_eq!(o.required, Some(false));
+/// assert!(serde_json::from_str::<ServerOverride>(r#"{"requred": false}"#).is_err());
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerOverride {
+    /// Overrides `required`.
+    #[serde(default)]
+    pub required: Option<bool>,
+    /// Sets `trust_annotations` (only settable here).
+    #[serde(default)]
+    pub trust_annotations: Option<bool>,
+    /// Overrides `startup_timeout_sec`.
+    #[serde(default)]
+    pub startup_timeout_sec: Option<f64>,
+    /// Overrides `tool_timeout_sec`.
+    #[serde(default)]
+    pub tool_timeout_sec: Option<f64>,
+}
+
+/// Overrides for several servers, by raw server name.
+pub type McpOverrides = BTreeMap<String, ServerOverride>;
+
+/// The agent YAML's `mcp` section: `path` to one MCP file (relative to the agent YAML)
+/// and per-server `overrides`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentMcpConfig {
+    /// The MCP config file.
+    pub path: PathBuf,
+    /// Per-server overrides.
+    #[serde(default)]
+    pub overrides: McpOverrides,
+}
+
+impl AgentMcpConfig {
+    /// Loads the referenced file, resolving `path` against `agent_yaml_dir`.
+    pub fn load(&self, agent_yaml_dir: &Path) -> Result<MCPConfig> {
+        load_mcp_config(agent_yaml_dir.join(&self.path), &self.overrides)
+    }
+}
+
+/// A loaded MCP config file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MCPConfig {
+    /// The file it came from.
+    pub path: PathBuf,
+    /// Which root key held the servers.
+    pub root_key: String,
+    /// Servers by raw name (sorted, so startup and naming are deterministic).
+    pub servers: BTreeMap<String, ServerConfig>,
+    /// Keys that were ignored (other tools' settings, unknown fields), one line each.
+    pub warnings: Vec<String>,
+}
+
+impl MCPConfig {
+    /// Parses config text in `format` as if it were read from `path` (tests and hosts
+    /// that hold the text already).
+    pub fn from_str(
+        text: &str,
+        format: ConfigFormat,
+        path: impl Into<PathBuf>,
+        overrides: &McpOverrides,
+    ) -> Result<Self> {
+        let path = path.into();
+        let root = parse_text(text, format, &path)?;
+        build(root, path, overrides)
+    }
+
+    /// The enabled servers.
+    pub fn enabled_servers(&self) -> impl Iterator<Item = &ServerConfig> {
+        self.servers.values().filter(|s| s.enabled)
+    }
+}
+
+/// The syntax of a config file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigFormat {
+    /// JSON, also accepting JSONC's comments and trailing commas (VS Code writes JSONC
+    /// into files named `.json`).
+    Json,
+    /// TOML (codex's `config.toml`).
+    Toml,
+}
+
+impl ConfigFormat {
+    /// `Toml` for a `.toml` extension, `Json` otherwise (`.json`, `.jsonc`, none).
+    pub fn from_path(path: &Path) -> Self {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some(ext) if ext.eq_ignore_ascii_case("toml") => ConfigFormat::Toml,
+            _ => ConfigFormat::Json,
+        }
+    }
+}
+
+/// Loads an MCP config file (JSON, JSONC or TOML by extension) and merges the agent's
+/// per-server overrides.
+///
+/// ```
+/// use iris_mcp::{load_mcp_config, McpOverrides, ServerOverride, TransportKind};
+/// # let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join(".mcp.json");
+/// std::fs::write(&path, r#"{
+///   // JSONC: comments and trailing commas are fine
+///   "mcpServers": {
+///     "time": {"command": "uvx", "args": ["mcp-server-time"]},
+///     "docs": {"url": "https://example.com/mcp", "headers": {"X-Team": "iris"}},
+///   }
+/// }"#).unwrap();
+/// let overrides = McpOverrides::from([("docs".into(), ServerOverride { required: Some(false), ..Default::default() })]);
+/// let config = load_mcp_config(&path, &overrides).unwrap();
+/// assert_eq!(config.servers["time"].transport.kind(), TransportKind::Stdio);
+/// assert_eq!(config.servers["docs"].transport.kind(), TransportKind::StreamableHttp);
+/// assert!(!config.servers["docs"].required);
+/// assert_eq!(config.servers["time"].tool_timeout.as_secs(), 30);
+/// ```
+pub fn load_mcp_config(path: impl AsRef<Path>, overrides: &McpOverrides) -> Result<MCPConfig> {
+    let path = path.as_ref();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| McpError::config(path, None, None, format!("cannot read the file: {e}")))?;
+    let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    MCPConfig::from_str(&text, ConfigFormat::from_path(&path), path, overrides)
+}
+
+fn parse_text(text: &str, format: ConfigFormat, path: &Path) -> Result<Value> {
+    match format {
+        ConfigFormat::Json => {
+            let options = jsonc_parser::ParseOptions {
+                allow_comments: true,
+                allow_trailing_commas: true,
+                allow_loose_object_property_names: false,
+                allow_missing_commas: false,
+                allow_single_quoted_strings: false,
+                allow_hexadecimal_numbers: false,
+                allow_unary_plus_numbers: false,
+                allow_bare_decimal_point_numbers: false,
+                allow_non_finite_numbers: false,
+                allow_extended_string_escapes: false,
+            };
+            jsonc_parser::parse_to_serde_value::<Option<Value>>(text, &options)
+                .map_err(|e| McpError::config(path, None, None, format!("invalid JSON: {e}")))?
+                .ok_or_else(|| McpError::config(path, None, None, "the file is empty"))
+        }
+        ConfigFormat::Toml => toml::from_str::<toml::Value>(text)
+            .map_err(|e| {
+                let message = e.message().trim().to_owned();
+                let at = e
+                    .span()
+                    .map(|s| {
+                        let line = text[..s.start.min(text.len())].lines().count().max(1);
+                        format!(" on line {line}")
+                    })
+                    .unwrap_or_default();
+                McpError::config(path, None, None, format!("invalid TOML{at}: {message}"))
+            })
+            .and_then(|v| {
+                toml_to_json(v, &mut Vec::new()).map_err(|(at, message)| {
+                    // `at` is [root key, server, field…]: name the server and field.
+                    let server = at.get(1).map(String::as_str);
+                    let field = (at.len() > 2).then(|| at[2..].join("."));
+                    McpError::config(path, server, field.as_deref(), message)
+                })
+            }),
+    }
+}
+
+/// TOML to JSON, refusing what JSON cannot hold (`inf`, `nan`) with its location
+/// rather than turning it into `null`. Dates become their TOML text.
+fn toml_to_json(
+    v: toml::Value,
+    at: &mut Vec<String>,
+) -> std::result::Result<Value, (Vec<String>, String)> {
+    Ok(match v {
+        toml::Value::String(s) => Value::String(s),
+        toml::Value::Integer(i) => Value::from(i),
+        toml::Value::Float(f) => match serde_json::Number::from_f64(f) {
+            Some(n) => Value::Number(n),
+            None => return Err((at.clone(), format!("must be a finite number, found {f}"))),
+        },
+        toml::Value::Boolean(b) => Value::Bool(b),
+        toml::Value::Datetime(d) => Value::String(d.to_string()),
+        toml::Value::Array(items) => {
+            let mut out = Vec::with_capacity(items.len());
+            for (i, item) in items.into_iter().enumerate() {
+                if let Some(last) = at.last_mut() {
+                    last.push_str(&format!("[{i}]"));
+                }
+                let converted = toml_to_json(item, at);
+                if let Some(last) = at.last_mut()
+                    && let Some(open) = last.rfind('[')
+                {
+                    last.truncate(open);
+                }
+                out.push(converted?);
+            }
+            Value::Array(out)
+        }
+        toml::Value::Table(table) => {
+            let mut out = Map::new();
+            for (k, item) in table {
+                at.push(k.clone());
+                let converted = toml_to_json(item, at);
+                at.pop();
+                out.insert(k, converted?);
+            }
+            Value::Object(out)
+        }
+    })
+}
+
+fn build(root: Value, path: PathBuf, overrides: &McpOverrides) -> Result<MCPConfig> {
+    let file_err = |message: String| McpError::config(&path, None, None, message);
+    let Value::Object(root) = root else {
+        return Err(file_err(format!(
+            "the root must be an object with one of {}",
+            ROOT_KEYS.map(|k| format!("`{k}`")).join(", ")
+        )));
+    };
+    let present: Vec<&str> = ROOT_KEYS
+        .iter()
+        .copied()
+        .filter(|k| root.contains_key(*k))
+        .collect();
+    let root_key = match present.as_slice() {
+        [one] => (*one).to_owned(),
+        [] => {
+            return Err(file_err(format!(
+                "no server mapping: expected exactly one of {}",
+                ROOT_KEYS.map(|k| format!("`{k}`")).join(", ")
+            )));
+        }
+        many => {
+            return Err(file_err(format!(
+                "expected exactly one server mapping, found {}",
+                many.iter()
+                    .map(|k| format!("`{k}`"))
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            )));
+        }
+    };
+    let mut warnings: Vec<String> = root
+        .keys()
+        .filter(|k| !ROOT_KEYS.contains(&k.as_str()))
+        .map(|k| format!("{}: root key `{k}` ignored", path.display()))
+        .collect();
+    let Some(Value::Object(entries)) = root.get(&root_key) else {
+        return Err(McpError::config(
+            &path,
+            None,
+            Some(&root_key),
+            "must be a mapping of server name to server settings",
+        ));
+    };
+    let mut servers = BTreeMap::new();
+    for (name, entry) in entries {
+        let server = parse_server(&path, name, entry, overrides.get(name), &mut warnings)?;
+        servers.insert(name.clone(), server);
+    }
+    if let Some(unknown) = overrides.keys().find(|k| !servers.contains_key(*k)) {
+        return Err(McpError::config(
+            &path,
+            Some(unknown),
+            Some("mcp.overrides"),
+            format!(
+                "override names a server the file does not declare (servers: {})",
+                servers.keys().cloned().collect::<Vec<_>>().join(", ")
+            ),
+        ));
+    }
+    Ok(MCPConfig {
+        path,
+        root_key,
+        servers,
+        warnings,
+    })
+}
+
+/// Reads one server entry's fields with errors that name file, server and field.
+struct Fields<'a> {
+    path: &'a Path,
+    server: &'a str,
+    map: &'a Map<String, Value>,
+}
+
+impl<'a> Fields<'a> {
+    fn err(&self, field: &str, message: impl Into<String>) -> McpError {
+        McpError::config(self.path, Some(self.server), Some(field), message)
+    }
+
+    fn get(&self, field: &str) -> Option<&'a Value> {
+        self.map.get(field)
+    }
+
+    fn string(&self, field: &str) -> Result<Option<String>> {
+        match self.get(field) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => Err(self.err(field, format!("must be a string, found {}", kind(other)))),
+        }
+    }
+
+    fn non_empty_string(&self, field: &str) -> Result<Option<String>> {
+        match self.string(field)? {
+            Some(s) if s.trim().is_empty() => Err(self.err(field, "must not be empty")),
+            other => Ok(other),
+        }
+    }
+
+    fn bool(&self, field: &str) -> Result<Option<bool>> {
+        match self.get(field) {
+            None => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(other) => Err(self.err(
+                field,
+                format!("must be true or false, found {}", kind(other)),
+            )),
+        }
+    }
+
+    fn strings(&self, field: &str) -> Result<Option<Vec<String>>> {
+        match self.get(field) {
+            None => Ok(None),
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| match v {
+                    Value::String(s) => Ok(s.clone()),
+                    other => Err(self.err(
+                        &format!("{field}[{i}]"),
+                        format!("must be a string, found {}", kind(other)),
+                    )),
+                })
+                .collect::<Result<Vec<_>>>()
+                .map(Some),
+            Some(other) => Err(self.err(
+                field,
+                format!("must be a list of strings, found {}", kind(other)),
+            )),
+        }
+    }
+
+    /// A string mapping; numbers and booleans are accepted as their text (`PORT: 8080`).
+    fn string_map(&self, field: &str) -> Result<Option<BTreeMap<String, String>>> {
+        match self.get(field) {
+            None => Ok(None),
+            Some(Value::Object(map)) => map
+                .iter()
+                .map(|(k, v)| {
+                    let value = match v {
+                        Value::String(s) => s.clone(),
+                        Value::Number(n) => n.to_string(),
+                        Value::Bool(b) => b.to_string(),
+                        other => {
+                            return Err(self.err(
+                                &format!("{field}.{k}"),
+                                format!("must be a string, found {}", kind(other)),
+                            ));
+                        }
+                    };
+                    Ok((k.clone(), value))
+                })
+                .collect::<Result<BTreeMap<_, _>>>()
+                .map(Some),
+            Some(other) => Err(self.err(
+                field,
+                format!("must be a mapping of strings, found {}", kind(other)),
+            )),
+        }
+    }
+
+    fn positive_seconds(&self, field: &str, scale: f64) -> Result<Option<f64>> {
+        match self.get(field) {
+            None => Ok(None),
+            Some(Value::Number(n)) => {
+                let raw = n.as_f64().unwrap_or(f64::NAN);
+                check_positive(raw)
+                    .map(|s| Some(s / scale))
+                    .map_err(|m| self.err(field, m))
+            }
+            Some(other) => Err(self.err(
+                field,
+                format!("must be a positive number, found {}", kind(other)),
+            )),
+        }
+    }
+}
+
+fn check_positive(raw: f64) -> std::result::Result<f64, String> {
+    if raw.is_finite() && raw > 0.0 {
+        Ok(raw)
+    } else {
+        Err(format!("must be a positive finite number, found {raw}"))
+    }
+}
+
+fn seconds(secs: f64) -> Duration {
+    // `check_positive` guarantees a finite positive number; clamp absurd values so
+    // `Duration` never overflows (about 31 years is plenty for a deadline).
+    Duration::from_secs_f64(secs.min(1e9))
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
+    }
+}
+
+fn parse_server(
+    path: &Path,
+    name: &str,
+    entry: &Value,
+    over: Option<&ServerOverride>,
+    warnings: &mut Vec<String>,
+) -> Result<ServerConfig> {
+    let Value::Object(map) = entry else {
+        return Err(McpError::config(
+            path,
+            Some(name),
+            None,
+            format!("server settings must be a mapping, found {}", kind(entry)),
+        ));
+    };
+    if name.trim().is_empty() {
+        return Err(McpError::config(
+            path,
+            Some(name),
+            None,
+            "server name must not be empty",
+        ));
+    }
+    let f = Fields {
+        path,
+        server: name,
+        map,
+    };
+    if map.contains_key("trust_annotations") {
+        return Err(f.err(
+            "trust_annotations",
+            "trust_annotations is an Iris policy: set it in the agent's mcp.overrides, not in the MCP file",
+        ));
+    }
+
+    // Type: explicit (normalized) or inferred from `command`.
+    let explicit = f.non_empty_string("type")?;
+    let kind_ = match explicit.as_deref() {
+        Some("stdio") => TransportKind::Stdio,
+        Some("streamable-http" | "http" | "streamable_http") => TransportKind::StreamableHttp,
+        Some("sse") => TransportKind::Sse,
+        Some(other) => {
+            return Err(f.err(
+                "type",
+                format!(
+                    "unknown transport `{other}`; use stdio, streamable-http (http, streamable_http) or sse"
+                ),
+            ));
+        }
+        None if map.contains_key("command") => TransportKind::Stdio,
+        None => TransportKind::StreamableHttp,
+    };
+
+    // Stdio and HTTP fields never mix.
+    let foreign: &[&str] = match kind_ {
+        TransportKind::Stdio => &HTTP_FIELDS,
+        TransportKind::StreamableHttp | TransportKind::Sse => &STDIO_FIELDS,
+    };
+    if let Some(field) = foreign.iter().find(|k| map.contains_key(**k)) {
+        return Err(f.err(
+            field,
+            format!(
+                "`{field}` does not apply to a {} server (stdio and HTTP fields cannot be mixed)",
+                kind_.as_str()
+            ),
+        ));
+    }
+
+    for key in map.keys() {
+        let known = STDIO_FIELDS.contains(&key.as_str())
+            || HTTP_FIELDS.contains(&key.as_str())
+            || COMMON_FIELDS.contains(&key.as_str());
+        if !known {
+            warnings.push(format!(
+                "{}: server `{name}`: field `{key}` ignored",
+                path.display()
+            ));
+        }
+    }
+
+    let transport = match kind_ {
+        TransportKind::Stdio => {
+            let command = f
+                .non_empty_string("command")?
+                .ok_or_else(|| f.err("command", "a stdio server needs a command"))?;
+            let env_vars = f.strings("env_vars")?.unwrap_or_default();
+            if let Some((i, bad)) = env_vars
+                .iter()
+                .enumerate()
+                .find(|(_, v)| !env::is_var_name(v))
+            {
+                return Err(f.err(
+                    &format!("env_vars[{i}]"),
+                    format!("`{bad}` is not an environment variable name"),
+                ));
+            }
+            ServerTransport::Stdio(StdioConfig {
+                command,
+                args: f.strings("args")?.unwrap_or_default(),
+                cwd: f.non_empty_string("cwd")?,
+                env: f.string_map("env")?.unwrap_or_default(),
+                env_vars,
+                env_file: f.non_empty_string("envFile")?,
+            })
+        }
+        TransportKind::StreamableHttp | TransportKind::Sse => {
+            let url = match (f.non_empty_string("url")?, f.non_empty_string("serverUrl")?) {
+                (Some(_), Some(_)) => {
+                    return Err(f.err("serverUrl", "give either `url` or `serverUrl`, not both"));
+                }
+                (Some(u), None) | (None, Some(u)) => u,
+                (None, None) => {
+                    return Err(f.err("url", format!("a {} server needs a url", kind_.as_str())));
+                }
+            };
+            // Expressions are expanded later, so only a literal URL's scheme is checked
+            // here; the rest is the HTTP client's to judge.
+            let literal_http = url.starts_with("http://") || url.starts_with("https://");
+            if !(url.contains("${") || literal_http) {
+                return Err(f.err("url", format!("`{url}` is not an http(s) URL")));
+            }
+            let mut headers = BTreeMap::new();
+            for field in ["headers", "http_headers"] {
+                for (raw, value) in f.string_map(field)?.unwrap_or_default() {
+                    let lower = raw.to_ascii_lowercase();
+                    check_header_name(&f, &format!("{field}.{raw}"), &lower)?;
+                    match headers.get(&lower) {
+                        Some(old) if old != &value => {
+                            return Err(f.err(
+                                &format!("{field}.{raw}"),
+                                format!("header `{lower}` is set twice with different values"),
+                            ));
+                        }
+                        _ => {
+                            headers.insert(lower, value);
+                        }
+                    }
+                }
+            }
+            let mut env_http_headers = BTreeMap::new();
+            for (raw, var) in f.string_map("env_http_headers")?.unwrap_or_default() {
+                let lower = raw.to_ascii_lowercase();
+                let field = format!("env_http_headers.{raw}");
+                check_header_name(&f, &field, &lower)?;
+                if !env::is_var_name(&var) {
+                    return Err(f.err(
+                        &field,
+                        format!("`{var}` is not an environment variable name"),
+                    ));
+                }
+                if headers.contains_key(&lower) || env_http_headers.contains_key(&lower) {
+                    return Err(f.err(
+                        &field,
+                        format!("header `{lower}` is already set; a header has one source"),
+                    ));
+                }
+                env_http_headers.insert(lower, var);
+            }
+            let bearer_token_env_var = f.non_empty_string("bearer_token_env_var")?;
+            if let Some(var) = &bearer_token_env_var {
+                if !env::is_var_name(var) {
+                    return Err(f.err(
+                        "bearer_token_env_var",
+                        format!("`{var}` is not an environment variable name"),
+                    ));
+                }
+                if headers.contains_key("authorization")
+                    || env_http_headers.contains_key("authorization")
+                {
+                    return Err(f.err(
+                        "bearer_token_env_var",
+                        "header `authorization` is already set; a header has one source",
+                    ));
+                }
+            }
+            let http = HttpConfig {
+                url,
+                headers,
+                env_http_headers,
+                bearer_token_env_var,
+            };
+            if kind_ == TransportKind::Sse {
+                ServerTransport::Sse(http)
+            } else {
+                ServerTransport::StreamableHttp(http)
+            }
+        }
+    };
+
+    let enabled = match (f.bool("enabled")?, f.bool("disabled")?) {
+        (Some(e), Some(d)) if e == d => {
+            return Err(f.err(
+                "disabled",
+                format!("`enabled: {e}` and `disabled: {d}` contradict each other"),
+            ));
+        }
+        (Some(e), _) => e,
+        (None, Some(d)) => !d,
+        (None, None) => true,
+    };
+
+    let startup_sec = match (
+        f.positive_seconds("startup_timeout_sec", 1.0)?,
+        f.positive_seconds("startup_timeout_ms", 1000.0)?,
+    ) {
+        (Some(_), Some(_)) => {
+            return Err(f.err(
+                "startup_timeout_ms",
+                "give either `startup_timeout_sec` or `startup_timeout_ms`, not both",
+            ));
+        }
+        (Some(s), None) | (None, Some(s)) => s,
+        (None, None) => DEFAULT_STARTUP_TIMEOUT_SEC,
+    };
+    let tool_sec = f
+        .positive_seconds("tool_timeout_sec", 1.0)?
+        .unwrap_or(DEFAULT_TOOL_TIMEOUT_SEC);
+
+    let mut server = ServerConfig {
+        name: name.to_owned(),
+        transport,
+        enabled,
+        required: f.bool("required")?.unwrap_or(true),
+        trust_annotations: false,
+        startup_timeout: seconds(startup_sec),
+        tool_timeout: seconds(tool_sec),
+        enabled_tools: f.strings("enabled_tools")?,
+        disabled_tools: f.strings("disabled_tools")?.unwrap_or_default(),
+        source: path.to_path_buf(),
+    };
+
+    if let Some(over) = over {
+        let over_err = |field: &str, m: String| {
+            McpError::config(path, Some(name), Some(&format!("mcp.overrides.{field}")), m)
+        };
+        if let Some(required) = over.required {
+            server.required = required;
+        }
+        if let Some(trust) = over.trust_annotations {
+            server.trust_annotations = trust;
+        }
+        if let Some(s) = over.startup_timeout_sec {
+            server.startup_timeout =
+                seconds(check_positive(s).map_err(|m| over_err("startup_timeout_sec", m))?);
+        }
+        if let Some(s) = over.tool_timeout_sec {
+            server.tool_timeout =
+                seconds(check_positive(s).map_err(|m| over_err("tool_timeout_sec", m))?);
+        }
+    }
+    Ok(server)
+}
+
+fn check_header_name(f: &Fields<'_>, field: &str, lower: &str) -> Result<()> {
+    let valid = !lower.is_empty()
+        && lower
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+    if !valid {
+        return Err(f.err(field, format!("`{lower}` is not a valid HTTP header name")));
+    }
+    if RESERVED_HEADERS.contains(&lower) {
+        return Err(f.err(
+            field,
+            format!("header `{lower}` is managed by the MCP transport and cannot be set"),
+        ));
+    }
+    Ok(())
+}

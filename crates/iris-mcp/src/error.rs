@@ -1,0 +1,124 @@
+//! [`McpError`]: why loading a config or preparing servers failed, with stable codes.
+//!
+//! Failures of a single *call* are not `McpError`s: they travel inside a
+//! [`iris_tools_core::ToolResult`] with one of the [`codes`] below (or core's
+//! `TOOL_TIMEOUT` / `CANCELLED`).
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// Stable `SCREAMING_SNAKE` codes of the MCP layer.
+///
+/// They complement [`iris_tools_core::codes`]: a timed-out call still reports core's
+/// `TOOL_TIMEOUT`, a cancelled one `CANCELLED`. Never rename a code.
+pub mod codes {
+    /// The MCP config file (or an override) broke a rule.
+    pub const MCP_INVALID_CONFIG: &str = "MCP_INVALID_CONFIG";
+    /// A server could not be started or did not complete its handshake.
+    pub const MCP_STARTUP_FAILED: &str = "MCP_STARTUP_FAILED";
+    /// A server did not finish startup (connect, handshake, tool listing) in time.
+    pub const MCP_STARTUP_TIMEOUT: &str = "MCP_STARTUP_TIMEOUT";
+    /// Publishing the catalog into the registry failed (a name conflict).
+    pub const MCP_REGISTRY_CONFLICT: &str = "MCP_REGISTRY_CONFLICT";
+    /// The manager was closed; it cannot prepare again.
+    pub const MCP_CLOSED: &str = "MCP_CLOSED";
+    /// The tool ran and the server reported `isError: true`.
+    pub const MCP_TOOL_ERROR: &str = "MCP_TOOL_ERROR";
+    /// The connection to the server is gone (the process exited, the stream closed).
+    pub const MCP_CONNECTION_CLOSED: &str = "MCP_CONNECTION_CLOSED";
+    /// The server answered the request with a JSON-RPC error or an unexpected reply.
+    pub const MCP_REQUEST_FAILED: &str = "MCP_REQUEST_FAILED";
+    /// The server sent something that is not valid MCP (a non-JSON stdout line, an
+    /// oversized message); it was ignored and the session went on.
+    pub const MCP_PROTOCOL_WARNING: &str = "MCP_PROTOCOL_WARNING";
+    /// A tool's input schema is not usable (remote `$ref`, unresolvable `$ref`, not an
+    /// object schema).
+    pub const MCP_INVALID_SCHEMA: &str = "MCP_INVALID_SCHEMA";
+}
+
+/// Where a configuration error sits: the file, the server and the field.
+///
+/// Every config error names all three that apply, so a user can jump straight to it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ConfigLocation {
+    /// The MCP config file.
+    pub file: PathBuf,
+    /// The raw server name, when the error belongs to one server.
+    pub server: Option<String>,
+    /// The field, when the error belongs to one field (`env.API_KEY`, `startup_timeout_sec`).
+    pub field: Option<String>,
+}
+
+impl fmt::Display for ConfigLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some(server) = &self.server {
+            write!(f, ": server `{server}`")?;
+        }
+        if let Some(field) = &self.field {
+            write!(f, ": field `{field}`")?;
+        }
+        Ok(())
+    }
+}
+
+/// Errors of the MCP layer: configuration, startup and publication.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpError {
+    /// The config file or an override broke a rule.
+    #[error("{location}: {message}")]
+    Config {
+        /// File, server and field.
+        location: ConfigLocation,
+        /// What is wrong, in one line.
+        message: String,
+    },
+    /// A required server failed to start; prepare stopped.
+    #[error("required MCP server `{server}` failed to start: {message}")]
+    Startup {
+        /// The raw server name.
+        server: String,
+        /// `MCP_STARTUP_FAILED`, `MCP_STARTUP_TIMEOUT` or `MCP_INVALID_CONFIG`.
+        code: &'static str,
+        /// Why, in one line (with the stderr tail of a stdio server when there is one).
+        message: String,
+    },
+    /// The catalog could not be published into the registry.
+    #[error("publishing MCP tools failed")]
+    Registry(#[from] iris_tools_core::Error),
+    /// The manager was closed.
+    #[error("the MCP manager is closed")]
+    Closed,
+}
+
+impl McpError {
+    /// The stable code of this error (one of [`codes`]).
+    pub fn code(&self) -> &'static str {
+        match self {
+            McpError::Config { .. } => codes::MCP_INVALID_CONFIG,
+            McpError::Startup { code, .. } => code,
+            McpError::Registry(_) => codes::MCP_REGISTRY_CONFLICT,
+            McpError::Closed => codes::MCP_CLOSED,
+        }
+    }
+
+    pub(crate) fn config(
+        file: impl Into<PathBuf>,
+        server: Option<&str>,
+        field: Option<&str>,
+        message: impl Into<String>,
+    ) -> Self {
+        McpError::Config {
+            location: ConfigLocation {
+                file: file.into(),
+                server: server.map(str::to_owned),
+                field: field.map(str::to_owned),
+            },
+            message: message.into(),
+        }
+    }
+}
+
+/// Shorthand result type for this crate.
+pub type Result<T, E = McpError> = std::result::Result<T, E>;

@@ -1,0 +1,24 @@
+#![doc = include_str!("../README.md")]
+
+pub mod config;
+mod connection;
+pub mod env;
+pub mod error;
+pub mod manager;
+pub mod naming;
+pub mod schema;
+pub mod tool;
+mod transport;
+
+pub use config::{
+    AgentMcpConfig, ConfigFormat, HttpConfig, MCPConfig, McpOverrides, ResolvedTransport,
+    ServerConfig, ServerOverride, ServerTransport, StdioConfig, TransportKind, load_mcp_config,
+};
+pub use env::HostEnv;
+pub use error::{ConfigLocation, McpError, Result, codes};
+pub use manager::{
+    DiagnosticSeverity, MCP_GROUP, MCPCatalogSnapshot, MCPManager, McpDiagnostic,
+    McpServerSnapshot, McpToolDescriptor, ServerStatus,
+};
+pub use tool::McpTool;
+pub use transport::DEFAULT_MAX_MESSAGE_BYTES;

@@ -1,0 +1,216 @@
+//! Shared helpers: the Python environment, fixture paths, free ports, HTTP servers the
+//! test owns, process checks.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use iris_mcp::{ConfigFormat, HostEnv, MCPConfig, MCPManager, McpOverrides};
+use iris_tools_core::{ToolExecutionContext, ToolRegistry, ToolResult};
+use serde_json::Value;
+
+pub(crate) fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp")
+}
+
+/// The venv's python, creating the venv on first use (idempotent, fast when present).
+pub(crate) fn python() -> &'static str {
+    static PYTHON: OnceLock<String> = OnceLock::new();
+    PYTHON.get_or_init(|| {
+        let out = Command::new("bash")
+            .arg(fixtures().join("setup.sh"))
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("run tests/fixtures/mcp/setup.sh");
+        assert!(out.status.success(), "setup.sh failed");
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    })
+}
+
+/// The directory holding the venv's executables (`mcp-server-time`).
+pub(crate) fn venv_bin() -> PathBuf {
+    Path::new(python()).parent().unwrap().to_path_buf()
+}
+
+pub(crate) fn sdk_server() -> String {
+    fixtures().join("sdk_server.py").display().to_string()
+}
+
+pub(crate) fn legacy_server() -> String {
+    fixtures().join("legacy_server.py").display().to_string()
+}
+
+/// A JSON string literal.
+pub(crate) fn q(s: &str) -> String {
+    serde_json::to_string(s).unwrap()
+}
+
+/// A stdio server entry running the SDK fixture with extra arguments.
+pub(crate) fn sdk_stdio(extra: &[&str]) -> String {
+    let mut args = vec![q(&sdk_server())];
+    args.extend(extra.iter().map(|a| q(a)));
+    format!(
+        r#"{{"command": {}, "args": [{}]}}"#,
+        q(python()),
+        args.join(", ")
+    )
+}
+
+/// Parses a JSON config whose servers are given as `"name": {entry}` fragments.
+pub(crate) fn config(servers: &[(&str, String)], overrides: &McpOverrides) -> MCPConfig {
+    let body = servers
+        .iter()
+        .map(|(n, e)| format!("{}: {e}", q(n)))
+        .collect::<Vec<_>>()
+        .join(",\n");
+    let text = format!("{{\"mcpServers\": {{\n{body}\n}}}}");
+    MCPConfig::from_str(
+        &text,
+        ConfigFormat::Json,
+        fixtures().join("test.json"),
+        overrides,
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+/// A manager over `config` with a fresh registry and a temporary workspace.
+pub(crate) struct Harness {
+    pub(crate) manager: MCPManager,
+    pub(crate) registry: ToolRegistry,
+    pub(crate) workspace: tempfile::TempDir,
+}
+
+impl Harness {
+    pub(crate) fn new(config: MCPConfig) -> Self {
+        Self::with(config, false, HostEnv::capture())
+    }
+
+    pub(crate) fn with(config: MCPConfig, defer: bool, host: HostEnv) -> Self {
+        let workspace = tempfile::tempdir().unwrap();
+        let registry = ToolRegistry::new();
+        let manager =
+            MCPManager::new(config, registry.clone(), workspace.path(), defer).with_host_env(host);
+        Self {
+            manager,
+            registry,
+            workspace,
+        }
+    }
+
+    pub(crate) fn ctx(&self, call_id: &str) -> ToolExecutionContext {
+        let mut ctx = ToolExecutionContext::new(self.workspace.path()).session_id("s-1");
+        ctx.call_id = call_id.to_owned();
+        ctx
+    }
+
+    /// Calls a published tool through the `Tool` trait.
+    pub(crate) async fn call(&self, name: &str, input: Value) -> ToolResult {
+        let tool = self.registry.get(name).unwrap();
+        tool.run(input, &self.ctx("call_1")).await
+    }
+}
+
+/// A port nobody listens on right now.
+pub(crate) fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// An HTTP server process the test owns; killed and reaped on drop.
+pub(crate) struct HttpServer {
+    child: Child,
+    pub(crate) port: u16,
+}
+
+impl HttpServer {
+    /// Starts the SDK fixture with `--transport transport` and waits until it accepts
+    /// connections.
+    pub(crate) fn start(transport: &str) -> Self {
+        Self::start_on(transport, free_port())
+    }
+
+    /// Like [`HttpServer::start`] on a given port (to restart a server in place).
+    pub(crate) fn start_on(transport: &str, port: u16) -> Self {
+        let child = Command::new(python())
+            .arg(sdk_server())
+            .args(["--transport", transport, "--port", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let server = Self { child, port };
+        let ready = wait_until(Duration::from_secs(30), || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        assert!(ready, "the {transport} fixture did not listen on {port}");
+        server
+    }
+
+    pub(crate) fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Polls `cond` until it holds or `limit` passes. For waiting on *events* (a port
+/// opens, a file appears, a process ends), never for timing assertions.
+pub(crate) fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    loop {
+        if cond() {
+            return true;
+        }
+        if start.elapsed() > limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
+/// The state letter of a process from /proc (`R`, `S`, `Z`, …), or `None` when the
+/// process does not exist.
+pub(crate) fn process_state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The state follows the parenthesized command name, which may contain spaces.
+    let after = &stat[stat.rfind(')')? + 2..];
+    after.chars().next()
+}
+
+/// Whether a process runs (exists and is not a zombie).
+pub(crate) fn running(pid: u32) -> bool {
+    matches!(process_state(pid), Some(s) if s != 'Z')
+}
+
+/// Pids whose parent is `ppid`.
+pub(crate) fn children_of(ppid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in dir.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some(close) = stat.rfind(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = stat[close + 2..].split(' ').collect();
+        if fields.get(1).and_then(|p| p.parse::<u32>().ok()) == Some(ppid) {
+            out.push(pid);
+        }
+    }
+    out
+}
