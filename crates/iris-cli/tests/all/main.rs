@@ -1,0 +1,431 @@
+//! The `iris` binary, run as a real process against `examples/` and temporary configs.
+// Tests may unwrap: a panic is the failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// Environment variables added to one run.
+type Vars<'a> = &'a [(&'a str, &'a str)];
+
+/// What one run produced.
+#[derive(Debug)]
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
+}
+
+/// Runs `iris args…` in `cwd` with `env` added and `stdin` piped in; stdin is never a
+/// TTY here, which is what the approval rows rely on.
+fn iris(cwd: &Path, args: &[&str], env: &[(&str, &str)], stdin: &str) -> Run {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_iris"))
+        .args(args)
+        .current_dir(cwd)
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    Run {
+        code: out.status.code().unwrap(),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+/// One row: arguments after `--config examples/iris.yaml`, stdin, exit code, a fragment
+/// stdout must contain and one stderr must contain.
+fn check(args: &[&str], stdin: &str, code: i32, stdout: &str, stderr: &str) {
+    let config = examples().join("iris.yaml");
+    let mut all = vec!["--config", config.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let run = iris(&examples(), &all, &[], stdin);
+    assert_eq!(run.code, code, "{args:?}: {run:?}");
+    assert!(run.stdout.contains(stdout), "{args:?} stdout: {run:?}");
+    assert!(run.stderr.contains(stderr), "{args:?} stderr: {run:?}");
+}
+
+#[test]
+fn every_subcommand_against_the_example() {
+    let rows: &[(&[&str], &str, i32, &str, &str)] = &[
+        (
+            &["tools"],
+            "",
+            0,
+            "exec_command         exec       execute",
+            "",
+        ),
+        (&["tools", "--all"], "", 0, "load_skill", ""),
+        (
+            &["--json", "tools"],
+            "",
+            0,
+            "\"capabilities\": [\n        \"execute\"\n      ]",
+            "",
+        ),
+        (&["schema", "exec_command"], "", 0, "\"input_schema\"", ""),
+        (
+            &["schema", "exec_command", "--format", "openai"],
+            "",
+            0,
+            "\"type\": \"function\"",
+            "",
+        ),
+        (
+            &["schema", "web_search", "--format", "openai-strict"],
+            "",
+            0,
+            "\"strict\": true",
+            "",
+        ),
+        (
+            &["schema", "exec_command", "--format", "openai-strict"],
+            "",
+            1,
+            "",
+            "error[UNSUPPORTED_SCHEMA]",
+        ),
+        (
+            &["schema", "exec_command", "--format", "responses"],
+            "",
+            0,
+            "\"parameters\"",
+            "",
+        ),
+        (
+            &["schema", "exec_command", "--format", "anthropic"],
+            "",
+            0,
+            "\"input_schema\"",
+            "",
+        ),
+        (
+            &["schema", "exec_command", "--format", "gemini"],
+            "",
+            0,
+            "functionDeclarations",
+            "",
+        ),
+        (
+            &["schema", "nope"],
+            "",
+            2,
+            "",
+            "error[TOOL_NOT_FOUND]: no tool is named `nope`",
+        ),
+        (
+            &["schema", "exec_command", "--format", "xml"],
+            "",
+            2,
+            "",
+            "invalid value 'xml'",
+        ),
+        (
+            &[
+                "call",
+                "exec_command",
+                "{\"command\": \"echo hi\"}",
+                "--yes",
+            ],
+            "",
+            0,
+            "hi\n\n[audit] command logged",
+            "",
+        ),
+        (
+            &["call", "exec_command", "-", "--yes"],
+            "{\"command\": \"echo piped\"}",
+            0,
+            "piped",
+            "",
+        ),
+        (
+            &[
+                "--json",
+                "call",
+                "exec_command",
+                "{\"command\": \"exit 3\"}",
+                "--yes",
+            ],
+            "",
+            1,
+            "\"code\": \"COMMAND_FAILED\"",
+            "",
+        ),
+        (
+            &["call", "exec_command", "{\"command\": \"echo hi\"}"],
+            "",
+            4,
+            "",
+            "error[APPROVAL_REQUIRED]: `exec_command` needs approval",
+        ),
+        (
+            &["call", "load_skill", "{\"name\": \"release-notes\"}"],
+            "",
+            0,
+            "Group them",
+            "",
+        ),
+        (
+            &["call", "load_skill", "{not json"],
+            "",
+            2,
+            "",
+            "error[INVALID_INPUT]: the call input is not JSON",
+        ),
+        (
+            &["call", "load_skill", "{}"],
+            "",
+            1,
+            "Error[INVALID_INPUT]",
+            "",
+        ),
+        (
+            &["call", "web_search", "{\"query\": \"rust\"}", "--yes"],
+            "",
+            1,
+            "WEB_AUTH_REQUIRED",
+            "",
+        ),
+        (
+            &["skills"],
+            "",
+            0,
+            "release-notes            Write release notes",
+            "",
+        ),
+        (&["--json", "skills"], "", 0, "\"enabled\": true", ""),
+        (&["check"], "", 0, "ok", ""),
+        (&["--json", "check"], "", 0, "\"ok\": true", ""),
+        (&["lint"], "", 0, "ok: 5 tools", ""),
+        (&["mcp", "list"], "", 3, "", "error[FEATURE_UNAVAILABLE]"),
+        (
+            &["--json", "mcp", "list"],
+            "",
+            3,
+            "\"code\": \"FEATURE_UNAVAILABLE\"",
+            "",
+        ),
+    ];
+    for (args, stdin, code, stdout, stderr) in rows {
+        check(args, stdin, *code, stdout, stderr);
+    }
+}
+
+/// `--help` carries examples and the exit codes.
+#[test]
+fn help_lists_examples_and_exit_codes() {
+    let run = iris(&examples(), &["--help"], &[], "");
+    assert_eq!(run.code, 0);
+    assert!(run.stdout.contains("Examples:"), "{run:?}");
+    assert!(run.stdout.contains("Exit codes: 0 success"), "{run:?}");
+}
+
+/// Config lookup: `./iris.yaml`, else `.iris/agent.yaml`, else a clear error.
+#[test]
+fn default_config_locations() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = iris(dir.path(), &["tools"], &[], "");
+    assert_eq!(run.code, 3, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("error[CONFIG_NOT_FOUND]: no agent config"),
+        "{run:?}"
+    );
+
+    std::fs::create_dir(dir.path().join(".iris")).unwrap();
+    std::fs::write(
+        dir.path().join(".iris/agent.yaml"),
+        "tools:\n  builtin: [exec.python]\n",
+    )
+    .unwrap();
+    assert!(
+        iris(dir.path(), &["tools"], &[], "")
+            .stdout
+            .contains("run_python")
+    );
+
+    std::fs::write(
+        dir.path().join("iris.yaml"),
+        "tools:\n  builtin: [exec.command]\n",
+    )
+    .unwrap();
+    let run = iris(dir.path(), &["tools"], &[], "");
+    assert!(
+        run.stdout.contains("exec_command") && !run.stdout.contains("run_python"),
+        "{run:?}"
+    );
+}
+
+/// `IRIS_` variables override the file; unrelated ones are ignored; a bad value names
+/// the variable.
+#[test]
+fn environment_overrides() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("iris.yaml"),
+        "tools:\n  builtin: [exec.command]\n",
+    )
+    .unwrap();
+    let call = ["call", "exec_command", "{\"command\": \"echo ok\"}"];
+    let rows: &[(Vars, i32, &str)] = &[
+        (&[], 4, "APPROVAL_REQUIRED"),
+        (&[("IRIS_PERMISSIONS__EXECUTE_MODE", "allow")], 0, "ok"),
+        (
+            &[("IRIS_PERMISSIONS__EXECUTE_MODE", "deny")],
+            1,
+            "PERMISSION_DENIED",
+        ),
+        (
+            &[
+                ("IRIS_PERMISSIONS__EXECUTE_MODE", "allow"),
+                ("IRIS_PYTHON", "python3"),
+                ("IRIS_UNRELATED", "x"),
+            ],
+            0,
+            "ok",
+        ),
+        (
+            &[("IRIS_PERMISSIONS__EXECUTE_MODE", "maybe")],
+            3,
+            "from environment variable IRIS_PERMISSIONS__EXECUTE_MODE",
+        ),
+    ];
+    for (env, code, fragment) in rows {
+        let run = iris(dir.path(), &call, env, "");
+        assert_eq!(run.code, *code, "{env:?}: {run:?}");
+        assert!(
+            run.stdout.contains(fragment) || run.stderr.contains(fragment),
+            "{env:?}: {run:?}"
+        );
+    }
+}
+
+/// Without `IRIS_PROVIDER_API_KEYS__TAVILY` the web tools still assemble, and a call
+/// fails with the credential error naming the variable.
+#[test]
+fn web_tools_without_key_fail_with_auth_required() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("iris.yaml"),
+        "tools:\n  builtin: [web.search]\n",
+    )
+    .unwrap();
+    let call = [
+        "--json",
+        "call",
+        "web_search",
+        "{\"query\": \"rust\"}",
+        "--yes",
+    ];
+    let run = iris(dir.path(), &call, &[], "");
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stdout.contains("WEB_AUTH_REQUIRED"), "{run:?}");
+    assert!(
+        run.stdout.contains("IRIS_PROVIDER_API_KEYS__TAVILY"),
+        "{run:?}"
+    );
+}
+
+/// `check` lists every problem and exits 1; relative paths resolve against the YAML.
+#[test]
+fn check_lists_every_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("agent")).unwrap();
+    std::fs::write(
+        dir.path().join("agent/iris.yaml"),
+        "tools:\n  builtin: [file.read]\n  subagent: catalog.yaml\n  python:\n    functions: [app:f]\ndecision:\n  path: decision.yaml\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("agent/decision.yaml"),
+        "model: jev-1.13.0\n",
+    )
+    .unwrap();
+    let run = iris(
+        dir.path(),
+        &["--config", "agent/iris.yaml", "check"],
+        &[],
+        "",
+    );
+    assert_eq!(run.code, 1, "{run:?}");
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let text = run
+        .stdout
+        .replace(&root.display().to_string(), "<dir>")
+        .replace(&dir.path().display().to_string(), "<dir>");
+    insta::assert_snapshot!(text);
+
+    let run = iris(
+        dir.path(),
+        &["--config", "agent/missing.yaml", "check"],
+        &[],
+        "",
+    );
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stdout
+            .contains("error[CONFIG_NOT_FOUND]: agent/missing.yaml"),
+        "{run:?}"
+    );
+}
+
+/// `--workspace` replaces the YAML's workspace.
+#[test]
+fn workspace_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("marker.txt"), "").unwrap();
+    std::fs::write(
+        dir.path().join("iris.yaml"),
+        "tools:\n  builtin: [exec.command]\n",
+    )
+    .unwrap();
+    let ws_arg = ws.path().to_str().unwrap();
+    let run = iris(
+        dir.path(),
+        &[
+            "--workspace",
+            ws_arg,
+            "call",
+            "exec_command",
+            "{\"command\": \"ls\"}",
+            "--yes",
+        ],
+        &[],
+        "",
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("marker.txt"), "{run:?}");
+}
+
+/// Config errors reach the terminal with file, key and expected shape, exit 3.
+#[test]
+fn config_error_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("iris.yaml"),
+        "tools:\n  builtin: [exec.shell]\n",
+    )
+    .unwrap();
+    let run = iris(dir.path(), &["tools"], &[], "");
+    assert_eq!(run.code, 3, "{run:?}");
+    assert!(
+        run.stderr.starts_with("error[CONFIG_INVALID]: iris.yaml: `tools.builtin[0]`: unknown value `exec.shell`; expected one of `file.read`"),
+        "{run:?}"
+    );
+}

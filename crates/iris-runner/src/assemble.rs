@@ -1,0 +1,488 @@
+//! [`build_tool_registry`]: from a loaded agent YAML to a registry and an executor.
+//!
+//! Order (each step reads only what the earlier ones produced):
+//! 1. the command binding, when `exec.*` built-ins or command hooks need it;
+//! 2. built-ins by key, host functions, host registrars;
+//! 3. skills (`load_skill`), the subagent catalog, the decision file;
+//! 4. hooks (command hooks through the native command service) and middleware;
+//! 5. the executor with `permissions`.
+//!
+//! Seams still open in this build, each refused with `FEATURE_UNAVAILABLE` rather than
+//! silently skipped: `file.*` built-ins (iris-files), `mcp` (iris-mcp) and
+//! `context_policy.deferred_tools` (core's `tool_search`).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use iris_command::{CommandBinding, CommandService, command_tools};
+use iris_decision::DecisionConfig;
+use iris_hooks::HookDispatcher;
+use iris_hooks::command::command_hooks;
+use iris_hooks::config::HandlerSpec;
+use iris_skill::{LoadSkillTool, SkillRegistry, SubagentCatalog};
+use iris_tools_core::{
+    BoxFuture, DefaultPermissionPolicy, Tool, ToolCall, ToolExecutor, ToolMiddleware, ToolNext,
+    ToolRegistry, ToolResult,
+};
+use iris_web::TavilyClient;
+
+use crate::config::{AgentConfig, BuiltinKey, LoadedConfig};
+use crate::error::{Error, Result};
+use crate::host::HostRegistry;
+
+/// Everything [`build_tool_registry`] assembled. Call [`ToolEnvironment::close`] once
+/// when done: it closes every resource the assembly started.
+#[derive(Debug)]
+pub struct ToolEnvironment {
+    /// Every tool the agent has.
+    pub registry: ToolRegistry,
+    /// The executor: permissions, hooks and middleware wired.
+    pub executor: ToolExecutor,
+    /// The absolute workspace.
+    pub workspace: PathBuf,
+    /// Discovered skills, when `skills.enabled`.
+    pub skills: Option<Arc<SkillRegistry>>,
+    /// The subagent catalog, when `tools.subagent` is set.
+    pub subagents: Option<SubagentCatalog>,
+    /// The decision configuration, when `decision.path` is set.
+    pub decision: Option<DecisionConfig>,
+    /// The root command binding, when something needed it (owned: `close` closes it).
+    pub command: Option<CommandBinding>,
+    /// Things that were accepted but not installed, one sentence each (for
+    /// `iris check` and logs), e.g. `human.ask` without a runner.
+    pub notes: Vec<String>,
+}
+
+impl ToolEnvironment {
+    /// Closes everything the assembly started (today: the command service). Safe to
+    /// call twice.
+    ///
+    /// # Errors
+    /// [`Error::Assembly`] when the command service fails to close.
+    pub async fn close(&self) -> Result<()> {
+        if let Some(binding) = &self.command {
+            binding.close().await.map_err(|e| Error::Assembly {
+                key: "command".into(),
+                message: format!("{}: {e}", e.code()),
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// Assembles the tool layer a loaded agent YAML describes (seed 000:
+/// `build_tool_registry(config, …)`).
+///
+/// ```
+/// use iris_runner::{AgentConfig, HostRegistry, build_tool_registry};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
+/// let dir = tempfile::tempdir()?;
+/// std::fs::write(dir.path().join("iris.yaml"), "tools:\n  builtin: [exec.command]\n")?;
+/// let loaded = AgentConfig::load_with_env(dir.path().join("iris.yaml"), false)?;
+/// let env = build_tool_registry(&loaded, &HostRegistry::new()).await?;
+/// assert_eq!(env.registry.names(), vec!["exec_command"]);
+/// env.close().await?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// The first problem found, naming its YAML key; [`check_config`] lists them all
+/// without starting anything.
+pub async fn build_tool_registry(
+    loaded: &LoadedConfig,
+    host: &HostRegistry,
+) -> Result<ToolEnvironment> {
+    let config = &loaded.config;
+    let workspace = loaded.workspace.clone();
+    refuse_unavailable(config).map_or(Ok(()), Err)?;
+
+    let command = if needs_command(config) {
+        Some(start_command(config, &workspace).await?)
+    } else {
+        None
+    };
+    // Everything after this point must close the command service on failure.
+    match assemble(loaded, host, command.clone()).await {
+        Ok(env) => Ok(env),
+        Err(err) => {
+            if let Some(binding) = &command {
+                // The assembly error is the one worth reporting; a close failure on
+                // top of it would only hide it.
+                let _ = binding.close().await;
+            }
+            Err(err)
+        }
+    }
+}
+
+async fn assemble(
+    loaded: &LoadedConfig,
+    host: &HostRegistry,
+    command: Option<CommandBinding>,
+) -> Result<ToolEnvironment> {
+    let config = &loaded.config;
+    let workspace = loaded.workspace.clone();
+    let registry = ToolRegistry::new();
+    let mut notes = Vec::new();
+    let register = |key: String, tool: Arc<dyn Tool>| {
+        registry.register_arc(tool).map_err(|e| Error::Assembly {
+            key,
+            message: format!("{}: {e}", e.code()),
+        })
+    };
+
+    // Built-ins, in YAML order.
+    let command_set = command.as_ref().map(command_tools).unwrap_or_default();
+    let web_set = web_tools(config);
+    for (i, key) in config.tools.builtin.iter().enumerate() {
+        let at = format!("tools.builtin[{i}]");
+        let found = match key {
+            BuiltinKey::ExecCommand | BuiltinKey::ExecPython => &command_set,
+            BuiltinKey::WebSearch | BuiltinKey::WebFetch => &web_set,
+            BuiltinKey::HumanAsk => {
+                notes.push(
+                    "tools.builtin: human.ask (ask_question) is installed only by a runner \
+                     that can wait for a human; the standalone tool layer skips it"
+                        .into(),
+                );
+                continue;
+            }
+            // `refuse_unavailable` already rejected the file keys.
+            _ => continue,
+        };
+        if let Some(tool) = found
+            .iter()
+            .find(|t| t.definition().name == key.tool_name())
+        {
+            register(at, Arc::clone(tool))?;
+        }
+    }
+
+    for (i, name) in config.tools.python.functions.iter().enumerate() {
+        let at = format!("tools.python.functions[{i}]");
+        let make = host
+            .get_function(name)
+            .ok_or_else(|| Error::HostKeyUnknown {
+                key: at.clone(),
+                kind: "function",
+                name: name.clone(),
+                known: owned(host.function_keys()),
+            })?;
+        register(at, make())?;
+    }
+    for (i, name) in config.tools.python.registrars.iter().enumerate() {
+        let at = format!("tools.python.registrars[{i}]");
+        let run = host
+            .get_registrar(name)
+            .ok_or_else(|| Error::HostKeyUnknown {
+                key: at.clone(),
+                kind: "registrar",
+                name: name.clone(),
+                known: owned(host.registrar_keys()),
+            })?;
+        run(&registry).map_err(|message| Error::HostFailed { key: at, message })?;
+    }
+
+    let skills = load_skills(config, &workspace)?.map(Arc::new);
+    if let Some(skills) = &skills {
+        register(
+            "skills".into(),
+            Arc::new(LoadSkillTool::new(Arc::clone(skills))),
+        )?;
+    }
+    let subagents = load_subagents(loaded)?;
+    if subagents.is_some() {
+        notes.push(
+            "tools.subagent: the catalog is valid; the `subagent` tool is installed by \
+             AgentRunner, which runs child agents"
+                .into(),
+        );
+    }
+    let decision = load_decision(loaded)?;
+
+    let hooks = build_hooks(config, host, command.as_ref())?;
+    let mut executor = ToolExecutor::new(registry.clone()).with_permission_policy(
+        DefaultPermissionPolicy::new()
+            .write_mode(config.permissions.write_mode)
+            .execute_mode(config.permissions.execute_mode),
+    );
+    if let Some(hooks) = hooks {
+        executor = executor.with_hook_dispatcher(hooks);
+    }
+    for middleware in build_middleware(config, host)? {
+        executor = executor.with_middleware(SharedMiddleware(middleware));
+    }
+    if let Some(binding) = &command {
+        executor = executor.with_command_binding(Arc::new(binding.clone()));
+    }
+
+    Ok(ToolEnvironment {
+        registry,
+        executor,
+        workspace,
+        skills,
+        subagents,
+        decision,
+        command,
+        notes,
+    })
+}
+
+/// Lists every problem of a loaded config without starting any resource: seams not yet
+/// available, unknown host keys, missing or invalid referenced files, invalid hooks and
+/// missing required skills. An empty list means [`build_tool_registry`] should succeed
+/// (it may still fail on the environment, e.g. a missing Docker engine).
+pub fn check_config(loaded: &LoadedConfig, host: &HostRegistry) -> Vec<Error> {
+    let config = &loaded.config;
+    let mut problems = refuse_unavailable_all(config);
+    let unknown =
+        |key: String, kind: &'static str, name: &str, known: Vec<&str>| Error::HostKeyUnknown {
+            key,
+            kind,
+            name: name.to_owned(),
+            known: owned(known),
+        };
+    for (i, name) in config.tools.python.functions.iter().enumerate() {
+        if host.get_function(name).is_none() {
+            let key = format!("tools.python.functions[{i}]");
+            problems.push(unknown(key, "function", name, host.function_keys()));
+        }
+    }
+    for (i, name) in config.tools.python.registrars.iter().enumerate() {
+        if host.get_registrar(name).is_none() {
+            let key = format!("tools.python.registrars[{i}]");
+            problems.push(unknown(key, "registrar", name, host.registrar_keys()));
+        }
+    }
+    for (i, item) in config.middleware.tools.iter().enumerate() {
+        if host.get_middleware(&item.factory).is_none() {
+            let key = format!("middleware.tools[{i}].factory");
+            problems.push(unknown(
+                key,
+                "middleware factory",
+                &item.factory,
+                host.middleware_keys(),
+            ));
+        }
+    }
+    if let Err(e) = load_skills(config, &loaded.workspace) {
+        problems.push(e);
+    }
+    if let Err(e) = load_subagents(loaded) {
+        problems.push(e);
+    }
+    if let Err(e) = load_decision(loaded) {
+        problems.push(e);
+    }
+    // Hooks are checked with a command factory that builds nothing, so no service
+    // starts; factories are real, so their option errors show.
+    let factories = host.hook_factories();
+    let dry: &iris_hooks::config::CommandHandlerFactory<'_> = &|_command: &str| {
+        Ok(
+            Arc::new(|_e: iris_hooks::HookEvent| async { Ok(iris_hooks::HookResult::None) })
+                as Arc<dyn iris_hooks::HookHandler>,
+        )
+    };
+    if let Err(e) = factories.build(&config.hooks, Some(dry)) {
+        problems.push(hook_error(e));
+    }
+    problems
+}
+
+fn owned(keys: Vec<&str>) -> Vec<String> {
+    keys.into_iter().map(str::to_owned).collect()
+}
+
+/// The first seam this build cannot assemble yet.
+fn refuse_unavailable(config: &AgentConfig) -> Option<Error> {
+    refuse_unavailable_all(config).into_iter().next()
+}
+
+fn refuse_unavailable_all(config: &AgentConfig) -> Vec<Error> {
+    let mut out = Vec::new();
+    for (i, key) in config.tools.builtin.iter().enumerate() {
+        if matches!(
+            key,
+            BuiltinKey::FileRead
+                | BuiltinKey::FileList
+                | BuiltinKey::FileGrep
+                | BuiltinKey::FileWrite
+                | BuiltinKey::FileEdit
+                | BuiltinKey::FilePublish
+        ) {
+            out.push(Error::FeatureUnavailable {
+                key: format!("tools.builtin[{i}]"),
+                message: format!(
+                    "`{key}` ({}) needs the iris-files layer, which this build does not \
+                     include yet",
+                    key.tool_name()
+                ),
+            });
+        }
+    }
+    if config.mcp.is_some() {
+        out.push(Error::FeatureUnavailable {
+            key: "mcp".into(),
+            message: "MCP servers need the iris-mcp layer, which this build does not include yet"
+                .into(),
+        });
+    }
+    if config.context_policy.deferred_tools {
+        out.push(Error::FeatureUnavailable {
+            key: "context_policy.deferred_tools".into(),
+            message: "deferred tools need tool_search (core's discovery module), which this \
+                      build does not include yet"
+                .into(),
+        });
+    }
+    out
+}
+
+fn needs_command(config: &AgentConfig) -> bool {
+    let exec = config
+        .tools
+        .builtin
+        .iter()
+        .any(|k| matches!(k, BuiltinKey::ExecCommand | BuiltinKey::ExecPython));
+    let hooks = config
+        .hooks
+        .iter()
+        .any(|h| matches!(h.handler, HandlerSpec::Command { .. }));
+    exec || hooks
+}
+
+async fn start_command(config: &AgentConfig, workspace: &Path) -> Result<CommandBinding> {
+    let failed = |e: iris_command::CommandError| Error::Assembly {
+        key: "command".into(),
+        message: format!("{}: {e}", e.code()),
+    };
+    let service = CommandService::new(config.command.clone().unwrap_or_default(), workspace)
+        .map_err(failed)?;
+    service.prepare().await.map_err(failed)?;
+    Ok(CommandBinding::owned(service))
+}
+
+/// `web_search` and `web_fetch` on one Tavily client: the key from
+/// `provider_api_keys.tavily` when given, else read from the environment at each call
+/// (a missing key is then a `WEB_AUTH_REQUIRED` tool error, not an assembly error).
+fn web_tools(config: &AgentConfig) -> Vec<Arc<dyn Tool>> {
+    let wants = config
+        .tools
+        .builtin
+        .iter()
+        .any(|k| matches!(k, BuiltinKey::WebSearch | BuiltinKey::WebFetch));
+    if !wants {
+        return Vec::new();
+    }
+    let client = match config.provider_api_keys.get("tavily") {
+        Some(key) => TavilyClient::new(key.clone()),
+        None => TavilyClient::from_env(),
+    };
+    iris_web::builtin_tools(Arc::new(client))
+}
+
+fn load_skills(config: &AgentConfig, workspace: &Path) -> Result<Option<SkillRegistry>> {
+    config
+        .skills
+        .assemble(workspace)
+        .map_err(|e| Error::Assembly {
+            key: "skills".into(),
+            message: format!("{}: {e}", e.code()),
+        })
+}
+
+fn load_subagents(loaded: &LoadedConfig) -> Result<Option<SubagentCatalog>> {
+    let Some(path) = &loaded.config.tools.subagent else {
+        return Ok(None);
+    };
+    SubagentCatalog::load(path)
+        .map(Some)
+        .map_err(|e| Error::Reference {
+            file: loaded.file.clone(),
+            key: "tools.subagent".into(),
+            target: path.clone(),
+            message: format!("{}: {e}", e.code()),
+        })
+}
+
+fn load_decision(loaded: &LoadedConfig) -> Result<Option<DecisionConfig>> {
+    let Some(section) = &loaded.config.decision else {
+        return Ok(None);
+    };
+    let reference = |message: String| Error::Reference {
+        file: loaded.file.clone(),
+        key: "decision.path".into(),
+        target: section.path.clone(),
+        message,
+    };
+    let text = std::fs::read_to_string(&section.path).map_err(|e| reference(e.to_string()))?;
+    let decision: DecisionConfig = serde_yaml::from_str(&text)
+        .map_err(|e| reference(format!("not a decision config: {e}")))?;
+    decision
+        .validate(loaded.config.context_policy.deferred_tools)
+        .map_err(|e| reference(e.to_string()))?;
+    Ok(Some(decision))
+}
+
+fn hook_error(e: iris_hooks::HookError) -> Error {
+    Error::Assembly {
+        key: "hooks".into(),
+        message: format!("{}: {e}", e.code()),
+    }
+}
+
+fn build_hooks(
+    config: &AgentConfig,
+    host: &HostRegistry,
+    command: Option<&CommandBinding>,
+) -> Result<Option<HookDispatcher>> {
+    if config.hooks.is_empty() {
+        return Ok(None);
+    }
+    let factories = host.hook_factories();
+    let commands = command.map(command_hooks);
+    let registrations = factories
+        .build(&config.hooks, commands.as_deref())
+        .map_err(hook_error)?;
+    Ok(Some(HookDispatcher::new(registrations)))
+}
+
+fn build_middleware(
+    config: &AgentConfig,
+    host: &HostRegistry,
+) -> Result<Vec<Arc<dyn ToolMiddleware>>> {
+    config
+        .middleware
+        .tools
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let key = format!("middleware.tools[{i}].factory");
+            let make = host
+                .get_middleware(&item.factory)
+                .ok_or_else(|| Error::HostKeyUnknown {
+                    key: key.clone(),
+                    kind: "middleware factory",
+                    name: item.factory.clone(),
+                    known: owned(host.middleware_keys()),
+                })?;
+            make(&item.options).map_err(|message| Error::HostFailed { key, message })
+        })
+        .collect()
+}
+
+/// Lets a host factory's `Arc<dyn ToolMiddleware>` sit in the executor's chain.
+struct SharedMiddleware(Arc<dyn ToolMiddleware>);
+
+impl ToolMiddleware for SharedMiddleware {
+    fn wrap_tool_call<'a>(
+        &'a self,
+        call: ToolCall,
+        next: ToolNext<'a>,
+    ) -> BoxFuture<'a, ToolResult> {
+        self.0.wrap_tool_call(call, next)
+    }
+}

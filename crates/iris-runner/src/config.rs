@@ -1,0 +1,487 @@
+//! The agent YAML: [`AgentConfig`] and its sections, loaded with figment from the file
+//! plus `IRIS_`-prefixed environment variables.
+//!
+//! ```yaml
+//! workspace: .                     # relative to this file's folder (default: the folder)
+//! tools:
+//!   builtin: [exec.command, web.search]
+//!   python: {functions: ["app.tools:read_config"], registrars: ["app.tools:register"]}
+//!   subagent: agents.yaml          # relative to this file's folder
+//! mcp: {path: mcp.json, overrides: {docs: {required: false}}}
+//! command: {mode: native, timeout_seconds: 60}
+//! skills: {enabled: true, root: .agents/skills}
+//! hooks:
+//!   - {name: audit, event: tool.after, handler: {type: command, command: ./hooks/audit.sh}}
+//! middleware: {tools: [{factory: "app.mw:timing", options: {}}]}
+//! context_policy: {enabled: true, deferred_tools: false}
+//! decision: {path: decision.yaml}
+//! permissions: {write_mode: confirm, execute_mode: confirm}
+//! provider_api_keys: {tavily: tvly-...}   # usually from IRIS_PROVIDER_API_KEYS__TAVILY
+//! ```
+//!
+//! Environment variables override the file: `IRIS_` is stripped, `__` nests, names are
+//! lower-cased (`IRIS_PROVIDER_API_KEYS__TAVILY` → `provider_api_keys.tavily`,
+//! `IRIS_PERMISSIONS__WRITE_MODE=allow` → `permissions.write_mode`). Only variables whose
+//! first segment is a top-level key of [`AgentConfig`] are read, so unrelated `IRIS_*`
+//! variables (such as iris-command's `IRIS_PYTHON`) never break loading.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use figment::Figment;
+use figment::providers::{Env, Format, Yaml};
+use iris_command::CommandConfig;
+use iris_hooks::config::HookSpec;
+use iris_skill::SkillsConfig;
+use iris_tools_core::ApprovalMode;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+
+/// The prefix of environment overrides.
+pub const ENV_PREFIX: &str = "IRIS_";
+
+/// The top-level keys of the agent YAML, in documentation order.
+pub const TOP_LEVEL_KEYS: [&str; 11] = [
+    "workspace",
+    "tools",
+    "mcp",
+    "command",
+    "skills",
+    "hooks",
+    "middleware",
+    "context_policy",
+    "decision",
+    "permissions",
+    "provider_api_keys",
+];
+
+/// A whole agent configuration (the tool layer of one agent).
+///
+/// Load it with [`AgentConfig::load`], which also resolves relative paths; the
+/// derived `Deserialize` alone leaves them as written.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentConfig {
+    /// The agent workspace. Relative to the YAML file's folder; default: that folder.
+    pub workspace: Option<PathBuf>,
+    /// Which tools the agent has.
+    pub tools: ToolsConfig,
+    /// MCP servers (seed: `AgentMCPConfig`).
+    pub mcp: Option<McpSection>,
+    /// The root command resource (`iris_command::CommandConfig`); default native.
+    pub command: Option<CommandConfig>,
+    /// Agent skills (`iris_skill::SkillsConfig`); off by default.
+    pub skills: SkillsConfig,
+    /// Ordered hooks (`iris_hooks::config::HookSpec`).
+    pub hooks: Vec<HookSpec>,
+    /// Tool middleware factories.
+    pub middleware: MiddlewareConfig,
+    /// Tool discovery policy.
+    pub context_policy: ContextPolicyConfig,
+    /// The decision model's configuration file.
+    pub decision: Option<DecisionSection>,
+    /// How side effects are approved.
+    pub permissions: PermissionsConfig,
+    /// Provider secrets by provider name (`tavily`, `typesafe`, …). Usually set through
+    /// `IRIS_PROVIDER_API_KEYS__<NAME>`; never printed.
+    pub provider_api_keys: BTreeMap<String, String>,
+}
+
+/// The `tools` section.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ToolsConfig {
+    /// Built-in tools by YAML key.
+    pub builtin: Vec<BuiltinKey>,
+    /// Host-registered functions and registrars (the seed's Python tools).
+    pub python: HostToolsConfig,
+    /// The subagent catalog file, relative to the YAML file's folder.
+    pub subagent: Option<PathBuf>,
+}
+
+/// `tools.python`: keys of functions and registrars the host registered on a
+/// [`HostRegistry`](crate::HostRegistry).
+///
+/// Rust cannot import `module:function` strings, so the host registers each tool or
+/// registrar under such a key and the YAML refers to it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HostToolsConfig {
+    /// Keys of single tools (`module:function`).
+    pub functions: Vec<String>,
+    /// Keys of registrars, each of which registers any number of tools.
+    pub registrars: Vec<String>,
+}
+
+/// A `tools.builtin` key (seed 000, "内置工具目录").
+///
+/// ```
+/// use iris_runner::config::BuiltinKey;
+/// let key: BuiltinKey = serde_json::from_str(r#""exec.command""#).unwrap();
+/// assert_eq!(key, BuiltinKey::ExecCommand);
+/// assert_eq!(key.tool_name(), "exec_command");
+/// let err = serde_json::from_str::<BuiltinKey>(r#""exec.shell""#).unwrap_err();
+/// assert!(err.to_string().contains("expected one of `file.read`"));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum BuiltinKey {
+    /// `read_file` (iris-files).
+    #[serde(rename = "file.read")]
+    FileRead,
+    /// `list_files` (iris-files).
+    #[serde(rename = "file.list")]
+    FileList,
+    /// `grep_search` (iris-files).
+    #[serde(rename = "file.grep")]
+    FileGrep,
+    /// `write_file` (iris-files).
+    #[serde(rename = "file.write")]
+    FileWrite,
+    /// `edit_file` (iris-files).
+    #[serde(rename = "file.edit")]
+    FileEdit,
+    /// `publish_artifact` (iris-files).
+    #[serde(rename = "file.publish")]
+    FilePublish,
+    /// `exec_command` (iris-command).
+    #[serde(rename = "exec.command")]
+    ExecCommand,
+    /// `run_python` (iris-command).
+    #[serde(rename = "exec.python")]
+    ExecPython,
+    /// `ask_question`: accepted, but only a runner that can wait for a human installs
+    /// it; [`build_tool_registry`](crate::build_tool_registry) records a note instead.
+    #[serde(rename = "human.ask")]
+    HumanAsk,
+    /// `web_search` (iris-web, Tavily).
+    #[serde(rename = "web.search")]
+    WebSearch,
+    /// `web_fetch` (iris-web, Tavily).
+    #[serde(rename = "web.fetch")]
+    WebFetch,
+}
+
+impl BuiltinKey {
+    /// Every key, in the seed's table order.
+    pub const ALL: [BuiltinKey; 11] = [
+        BuiltinKey::FileRead,
+        BuiltinKey::FileList,
+        BuiltinKey::FileGrep,
+        BuiltinKey::FileWrite,
+        BuiltinKey::FileEdit,
+        BuiltinKey::FilePublish,
+        BuiltinKey::ExecCommand,
+        BuiltinKey::ExecPython,
+        BuiltinKey::HumanAsk,
+        BuiltinKey::WebSearch,
+        BuiltinKey::WebFetch,
+    ];
+
+    /// The YAML key, e.g. `"file.read"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BuiltinKey::FileRead => "file.read",
+            BuiltinKey::FileList => "file.list",
+            BuiltinKey::FileGrep => "file.grep",
+            BuiltinKey::FileWrite => "file.write",
+            BuiltinKey::FileEdit => "file.edit",
+            BuiltinKey::FilePublish => "file.publish",
+            BuiltinKey::ExecCommand => "exec.command",
+            BuiltinKey::ExecPython => "exec.python",
+            BuiltinKey::HumanAsk => "human.ask",
+            BuiltinKey::WebSearch => "web.search",
+            BuiltinKey::WebFetch => "web.fetch",
+        }
+    }
+
+    /// The model-facing tool name, e.g. `"read_file"`.
+    pub fn tool_name(self) -> &'static str {
+        match self {
+            BuiltinKey::FileRead => "read_file",
+            BuiltinKey::FileList => "list_files",
+            BuiltinKey::FileGrep => "grep_search",
+            BuiltinKey::FileWrite => "write_file",
+            BuiltinKey::FileEdit => "edit_file",
+            BuiltinKey::FilePublish => "publish_artifact",
+            BuiltinKey::ExecCommand => "exec_command",
+            BuiltinKey::ExecPython => "run_python",
+            BuiltinKey::HumanAsk => "ask_question",
+            BuiltinKey::WebSearch => "web_search",
+            BuiltinKey::WebFetch => "web_fetch",
+        }
+    }
+}
+
+impl fmt::Display for BuiltinKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The `mcp` section: one MCP file and per-server overrides.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpSection {
+    /// A JSON, JSONC or TOML MCP file, relative to the YAML file's folder.
+    pub path: PathBuf,
+    /// Overrides by original server name.
+    #[serde(default)]
+    pub overrides: BTreeMap<String, McpOverride>,
+}
+
+/// Per-server overrides; an absent field keeps the server's own value or default.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpOverride {
+    /// Whether a failing server blocks preparation.
+    pub required: Option<bool>,
+    /// Trust the server's `read_only_hint` annotations.
+    pub trust_annotations: Option<bool>,
+    /// Startup deadline in seconds.
+    pub startup_timeout_sec: Option<f64>,
+    /// Per-call deadline in seconds.
+    pub tool_timeout_sec: Option<f64>,
+}
+
+/// One `middleware.tools` item: a factory key the host registered, and its options.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FactorySpec {
+    /// The factory key (`module:factory`).
+    pub factory: String,
+    /// Options passed to the factory.
+    #[serde(default)]
+    pub options: Value,
+}
+
+/// The `middleware` section.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MiddlewareConfig {
+    /// Tool middleware, first item outermost.
+    pub tools: Vec<FactorySpec>,
+}
+
+/// The `context_policy` section.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ContextPolicyConfig {
+    /// Context management on. Default `true`.
+    pub enabled: bool,
+    /// Publish MCP tools as deferred and install `tool_search`. Default `false`;
+    /// requires `enabled`.
+    pub deferred_tools: bool,
+}
+
+impl Default for ContextPolicyConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            deferred_tools: false,
+        }
+    }
+}
+
+/// The `decision` section.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionSection {
+    /// The decision YAML (`iris_decision::DecisionConfig`), relative to the YAML
+    /// file's folder.
+    pub path: PathBuf,
+}
+
+/// The `permissions` section (`DefaultPermissionPolicy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PermissionsConfig {
+    /// Pure read/write tools: `allow`, `confirm` (default) or `deny`.
+    pub write_mode: ApprovalMode,
+    /// Execute tools: `allow`, `confirm` (default) or `deny`.
+    pub execute_mode: ApprovalMode,
+}
+
+/// An [`AgentConfig`] together with where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadedConfig {
+    /// The config with every relative path made absolute.
+    pub config: AgentConfig,
+    /// The YAML file.
+    pub file: PathBuf,
+    /// The absolute workspace (the `workspace` key, or the YAML file's folder).
+    pub workspace: PathBuf,
+}
+
+impl AgentConfig {
+    /// Loads `file` plus `IRIS_` environment overrides, checks the cross-field rules and
+    /// resolves every relative path against the file's folder.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] when the file cannot be read, [`Error::Invalid`] naming the
+    /// key path and expected shape otherwise.
+    pub fn load(file: impl AsRef<Path>) -> Result<LoadedConfig> {
+        Self::load_with_env(file, true)
+    }
+
+    /// Like [`AgentConfig::load`]; `env = false` ignores the environment (for tests
+    /// and `--no-env` style hosts).
+    ///
+    /// # Errors
+    /// As [`AgentConfig::load`].
+    pub fn load_with_env(file: impl AsRef<Path>, env: bool) -> Result<LoadedConfig> {
+        let file = file.as_ref().to_path_buf();
+        let absolute = std::path::absolute(&file).map_err(|e| Error::NotFound {
+            file: file.clone(),
+            reason: e.to_string(),
+        })?;
+        // Figment treats a missing file as empty, which would silently load defaults.
+        let text = std::fs::read_to_string(&absolute).map_err(|e| Error::NotFound {
+            file: file.clone(),
+            reason: e.to_string(),
+        })?;
+        if let Err(e) = serde_yaml::from_str::<serde_yaml::Value>(&text) {
+            return Err(Error::Invalid {
+                file,
+                key: "<root>".into(),
+                message: format!("not valid YAML: {e}"),
+            });
+        }
+        let mut figment = Figment::from(Yaml::string(&text));
+        if env {
+            figment = figment.merge(env_provider());
+        }
+        let config: AgentConfig = figment.extract().map_err(|e| figment_error(&file, e))?;
+        let folder = absolute
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("/"));
+        config.check(&file)?;
+        Ok(config.resolve(file, &folder))
+    }
+
+    /// Checks the rules serde cannot express.
+    fn check(&self, file: &Path) -> Result<()> {
+        let invalid = |key: &str, message: &str| Error::Invalid {
+            file: file.to_path_buf(),
+            key: key.into(),
+            message: message.into(),
+        };
+        if self.context_policy.deferred_tools && !self.context_policy.enabled {
+            return Err(invalid(
+                "context_policy.deferred_tools",
+                "requires context_policy.enabled = true",
+            ));
+        }
+        if let Some(command) = &self.command {
+            command
+                .validate()
+                .map_err(|e| invalid("command", &e.to_string()))?;
+        }
+        self.skills
+            .validate()
+            .map_err(|e| invalid("skills", &e.to_string()))?;
+        for (i, item) in self.middleware.tools.iter().enumerate() {
+            if item.factory.trim().is_empty() {
+                return Err(invalid(
+                    &format!("middleware.tools[{i}].factory"),
+                    "must not be empty",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn resolve(mut self, file: PathBuf, folder: &Path) -> LoadedConfig {
+        let join = |p: &Path| folder.join(p);
+        let workspace = self.workspace.as_deref().map_or(folder.to_path_buf(), join);
+        self.workspace = Some(workspace.clone());
+        if let Some(sub) = self.tools.subagent.take() {
+            self.tools.subagent = Some(join(&sub));
+        }
+        if let Some(mcp) = &mut self.mcp {
+            mcp.path = join(&mcp.path);
+        }
+        if let Some(decision) = &mut self.decision {
+            decision.path = join(&decision.path);
+        }
+        LoadedConfig {
+            config: self,
+            file,
+            workspace,
+        }
+    }
+}
+
+/// `["tools", "builtin", "1"]` → `tools.builtin[1]`; empty → `<root>`.
+fn key_path(path: &[String]) -> String {
+    let mut out = String::new();
+    for segment in path {
+        if segment.parse::<usize>().is_ok() {
+            out.push_str(&format!("[{segment}]"));
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(segment);
+        }
+    }
+    if out.is_empty() {
+        "<root>".to_owned()
+    } else {
+        out
+    }
+}
+
+/// The environment provider: `IRIS_` prefix, `__` nesting, top-level keys only.
+fn env_provider() -> Env {
+    Env::prefixed(ENV_PREFIX)
+        .filter(|key| {
+            let lower = key.as_str().to_ascii_lowercase();
+            let first = lower.split("__").next().unwrap_or_default();
+            TOP_LEVEL_KEYS.contains(&first)
+        })
+        .split("__")
+}
+
+/// Turns a figment error into one naming the file (or variable), key and expectation.
+fn figment_error(file: &Path, err: figment::Error) -> Error {
+    let from_env = err
+        .metadata
+        .as_ref()
+        .is_some_and(|m| m.name.contains("environment"));
+    let key = key_path(&err.path);
+    let list = |names: &[&str]| {
+        names
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut message = match &err.kind {
+        figment::error::Kind::UnknownVariant(found, expected) => {
+            format!(
+                "unknown value `{found}`; expected one of {}",
+                list(expected)
+            )
+        }
+        figment::error::Kind::UnknownField(found, expected) => {
+            format!("unknown key `{found}`; expected one of {}", list(expected))
+        }
+        figment::error::Kind::MissingField(field) => {
+            format!("missing required key `{field}`")
+        }
+        other => other.to_string(),
+    };
+    if from_env {
+        let var = format!("{ENV_PREFIX}{}", err.path.join("__").to_ascii_uppercase());
+        message = format!("{message} (from environment variable {var})");
+    }
+    Error::Invalid {
+        file: file.to_path_buf(),
+        key,
+        message,
+    }
+}

@@ -1,0 +1,120 @@
+//! The crate's [`Error`] type and its stable error codes.
+
+use std::path::PathBuf;
+
+/// Stable `SCREAMING_SNAKE` codes of this crate's errors.
+pub mod codes {
+    /// The agent YAML file does not exist or cannot be read.
+    pub const CONFIG_NOT_FOUND: &str = "CONFIG_NOT_FOUND";
+    /// The agent YAML (or the environment) does not have the expected shape.
+    pub const CONFIG_INVALID: &str = "CONFIG_INVALID";
+    /// A file the agent YAML points to is missing or invalid.
+    pub const CONFIG_REFERENCE: &str = "CONFIG_REFERENCE";
+    /// The YAML names a function, registrar or factory the host did not register.
+    pub const HOST_KEY_UNKNOWN: &str = "HOST_KEY_UNKNOWN";
+    /// A host function, registrar or factory failed.
+    pub const HOST_FAILED: &str = "HOST_FAILED";
+    /// A configured feature needs a layer this build does not include yet.
+    pub const FEATURE_UNAVAILABLE: &str = "FEATURE_UNAVAILABLE";
+    /// A layer (command service, skills, hooks, registry) failed during assembly.
+    pub const ASSEMBLY_FAILED: &str = "ASSEMBLY_FAILED";
+}
+
+/// Everything that can go wrong loading an agent YAML or assembling its tools.
+///
+/// Every variant names the file and, where there is one, the key path (`tools.builtin[2]`),
+/// so a message alone tells a user where to look.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The YAML file does not exist or cannot be read.
+    #[error("{}: cannot read the agent config: {reason}", file.display())]
+    NotFound {
+        /// The file as given.
+        file: PathBuf,
+        /// The I/O reason.
+        reason: String,
+    },
+    /// A key has the wrong shape.
+    #[error("{}: `{key}`: {message}", file.display())]
+    Invalid {
+        /// The agent YAML.
+        file: PathBuf,
+        /// The dotted key path, or `<root>`.
+        key: String,
+        /// What was wrong and what was expected.
+        message: String,
+    },
+    /// A file the YAML points to is missing or invalid.
+    #[error("{}: `{key}` -> {}: {message}", file.display(), target.display())]
+    Reference {
+        /// The agent YAML.
+        file: PathBuf,
+        /// The key holding the reference.
+        key: String,
+        /// The resolved target.
+        target: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The YAML names a host key that was not registered.
+    #[error("`{key}`: no {kind} named `{name}` is registered by the host; registered: [{}]", known.join(", "))]
+    HostKeyUnknown {
+        /// The YAML key path, e.g. `tools.python.functions[0]`.
+        key: String,
+        /// `function`, `registrar`, `middleware factory` or `hook factory`.
+        kind: &'static str,
+        /// The missing name.
+        name: String,
+        /// What the host did register, sorted.
+        known: Vec<String>,
+    },
+    /// A host function, registrar or factory returned an error.
+    #[error("`{key}`: {message}")]
+    HostFailed {
+        /// The YAML key path.
+        key: String,
+        /// The host's message.
+        message: String,
+    },
+    /// A configured feature needs a layer this build does not include yet.
+    #[error("`{key}`: {message}")]
+    FeatureUnavailable {
+        /// The YAML key path.
+        key: String,
+        /// Which layer is missing.
+        message: String,
+    },
+    /// A layer failed while assembling.
+    #[error("`{key}`: {message}")]
+    Assembly {
+        /// The YAML key path of the section being assembled.
+        key: String,
+        /// The layer's error, with its own code in front.
+        message: String,
+    },
+}
+
+impl Error {
+    /// The stable code of this error.
+    ///
+    /// ```
+    /// use iris_runner::Error;
+    /// let err = Error::HostFailed { key: "k".into(), message: "m".into() };
+    /// assert_eq!(err.code(), "HOST_FAILED");
+    /// ```
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::NotFound { .. } => codes::CONFIG_NOT_FOUND,
+            Error::Invalid { .. } => codes::CONFIG_INVALID,
+            Error::Reference { .. } => codes::CONFIG_REFERENCE,
+            Error::HostKeyUnknown { .. } => codes::HOST_KEY_UNKNOWN,
+            Error::HostFailed { .. } => codes::HOST_FAILED,
+            Error::FeatureUnavailable { .. } => codes::FEATURE_UNAVAILABLE,
+            Error::Assembly { .. } => codes::ASSEMBLY_FAILED,
+        }
+    }
+}
+
+/// This crate's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,11 @@
+#![doc = include_str!("../README.md")]
+
+pub mod assemble;
+pub mod config;
+pub mod error;
+pub mod host;
+
+pub use assemble::{ToolEnvironment, build_tool_registry, check_config};
+pub use config::{AgentConfig, LoadedConfig};
+pub use error::{Error, Result, codes};
+pub use host::HostRegistry;

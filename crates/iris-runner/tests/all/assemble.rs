@@ -1,0 +1,315 @@
+//! Assembly: every YAML key with real parts (native command service, skills on disk,
+//! command hooks, host functions, registrars and middleware).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use iris_runner::{
+    AgentConfig, Error, HostRegistry, ToolEnvironment, build_tool_registry, check_config, codes,
+};
+use iris_tools_core::{
+    BoxFuture, FnTool, ToolCall, ToolDefinition, ToolExecutionContext, ToolMiddleware, ToolNext,
+    ToolRegistry, ToolResult, ToolUse,
+};
+use serde_json::{Value, json};
+
+use crate::support::Fixture;
+
+/// Extra files of a case: `(relative path, text)`.
+type Files<'a> = &'a [(&'a str, &'a str)];
+
+const SKILL: &str =
+    "---\nname: greeting\ndescription: How to greet people politely.\n---\nSay hello first.\n";
+const CATALOG: &str = "default: helper\nagents:\n  helper:\n    path: helper.yaml\n    description: Answers small questions.\n";
+
+fn greet_tool() -> Arc<dyn iris_tools_core::Tool> {
+    let def = ToolDefinition::new(
+        "greet_user",
+        "Greet the user by name.",
+        json!({"type": "object", "properties": {"name": {"type": "string"}}}),
+    );
+    Arc::new(FnTool::new(def, |input: Value, _ctx| async move {
+        ToolResult::ok_text(format!("hello {}", input["name"].as_str().unwrap_or("?")))
+    }))
+}
+
+/// Adds `[tag]` in front of every result's text, so the chain order is visible.
+struct Tag(String, Arc<AtomicUsize>);
+
+impl ToolMiddleware for Tag {
+    fn wrap_tool_call<'a>(
+        &'a self,
+        _call: ToolCall,
+        next: ToolNext<'a>,
+    ) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move {
+            self.1.fetch_add(1, Ordering::SeqCst);
+            let inner = next.run().await;
+            ToolResult::ok_text(format!("[{}]{}", self.0, inner.model_content()))
+        })
+    }
+}
+
+fn host(calls: &Arc<AtomicUsize>) -> HostRegistry {
+    let calls = Arc::clone(calls);
+    HostRegistry::new()
+        .function("app.tools:greet", greet_tool)
+        .registrar("app.tools:register", |registry: &ToolRegistry| {
+            let def = ToolDefinition::new("count_words", "Count words.", json!({"type": "object"}));
+            registry
+                .register(FnTool::new(def, |_i, _c| async {
+                    ToolResult::ok_text("3")
+                }))
+                .map_err(|e| e.to_string())
+        })
+        .registrar("app.tools:broken", |_r: &ToolRegistry| {
+            Err("database offline".into())
+        })
+        .middleware("app.mw:tag", move |options: &Value| {
+            let tag = options["tag"]
+                .as_str()
+                .ok_or("options.tag must be a string")?;
+            Ok(Arc::new(Tag(tag.to_owned(), Arc::clone(&calls))) as Arc<dyn ToolMiddleware>)
+        })
+}
+
+async fn build(fx: &Fixture, host: &HostRegistry) -> Result<ToolEnvironment, Error> {
+    let loaded = AgentConfig::load_with_env(fx.file(), false)?;
+    build_tool_registry(&loaded, host).await
+}
+
+async fn call(env: &ToolEnvironment, name: &str, input: Value) -> ToolResult {
+    let ctx = ToolExecutionContext::new(&env.workspace).session_id("s-1");
+    env.executor
+        .execute_one(&ToolUse::new("call_1", name, input), &ctx, None)
+        .await
+}
+
+/// Each row: YAML, extra files, the tool names the registry must hold, in order.
+#[tokio::test]
+async fn every_key_assembles_the_expected_tools() {
+    let cases: &[(&str, Files, &[&str])] = &[
+        ("{}\n", &[], &[]),
+        (
+            "tools:\n  builtin: [exec.command]\n",
+            &[],
+            &["exec_command"],
+        ),
+        (
+            "tools:\n  builtin: [exec.python, exec.command]\n",
+            &[],
+            &["run_python", "exec_command"],
+        ),
+        (
+            "tools:\n  builtin: [web.search, web.fetch]\n",
+            &[],
+            &["web_search", "web_fetch"],
+        ),
+        ("tools:\n  builtin: [human.ask]\n", &[], &[]),
+        (
+            "tools:\n  python:\n    functions: [app.tools:greet]\n    registrars: [app.tools:register]\n",
+            &[],
+            &["greet_user", "count_words"],
+        ),
+        (
+            "skills:\n  enabled: true\n",
+            &[(".agents/skills/greeting/SKILL.md", SKILL)],
+            &["load_skill"],
+        ),
+        (
+            "tools:\n  subagent: agents/catalog.yaml\n",
+            &[("agents/catalog.yaml", CATALOG)],
+            &[],
+        ),
+        (
+            "decision:\n  path: decision.yaml\n",
+            &[("decision.yaml", "model: jev-1.13.0\n")],
+            &[],
+        ),
+        (
+            "command:\n  mode: native\n  timeout_seconds: 5\ntools:\n  builtin: [exec.command]\n",
+            &[],
+            &["exec_command"],
+        ),
+    ];
+    let calls = Arc::new(AtomicUsize::new(0));
+    for (yaml, files, expect) in cases {
+        let fx = Fixture::new(yaml, files);
+        let env = build(&fx, &host(&calls))
+            .await
+            .unwrap_or_else(|e| panic!("{yaml}: {e}"));
+        assert_eq!(env.registry.names(), *expect, "{yaml}");
+        env.close().await.unwrap();
+    }
+}
+
+/// Each row: YAML, files, expected error code and a fragment of the message.
+#[tokio::test]
+async fn assembly_errors_name_the_key() {
+    let cases: &[(&str, Files, &str, &str)] = &[
+        (
+            "tools:\n  builtin: [file.read]\n",
+            &[],
+            codes::FEATURE_UNAVAILABLE,
+            "`tools.builtin[0]`: `file.read` (read_file) needs the iris-files layer",
+        ),
+        (
+            "mcp:\n  path: mcp.json\n",
+            &[],
+            codes::FEATURE_UNAVAILABLE,
+            "`mcp`: MCP servers need the iris-mcp layer",
+        ),
+        (
+            "context_policy:\n  deferred_tools: true\n",
+            &[],
+            codes::FEATURE_UNAVAILABLE,
+            "`context_policy.deferred_tools`",
+        ),
+        (
+            "tools:\n  python:\n    functions: [app.tools:nope]\n",
+            &[],
+            codes::HOST_KEY_UNKNOWN,
+            "no function named `app.tools:nope` is registered by the host; registered: [app.tools:greet]",
+        ),
+        (
+            "tools:\n  python:\n    registrars: [app.tools:broken]\n",
+            &[],
+            codes::HOST_FAILED,
+            "`tools.python.registrars[0]`: database offline",
+        ),
+        (
+            "middleware:\n  tools:\n    - factory: app.mw:tag\n",
+            &[],
+            codes::HOST_FAILED,
+            "options.tag must be a string",
+        ),
+        (
+            "middleware:\n  tools:\n    - factory: app.mw:other\n",
+            &[],
+            codes::HOST_KEY_UNKNOWN,
+            "`middleware.tools[0].factory`",
+        ),
+        (
+            "skills:\n  enabled: true\n  require: [pdf]\n",
+            &[(".agents/skills/greeting/SKILL.md", SKILL)],
+            codes::ASSEMBLY_FAILED,
+            "SKILL_REQUIRED_MISSING",
+        ),
+        (
+            "tools:\n  subagent: missing.yaml\n",
+            &[],
+            codes::CONFIG_REFERENCE,
+            "`tools.subagent` -> ",
+        ),
+        (
+            "decision:\n  path: decision.yaml\n",
+            &[("decision.yaml", "tools:\n  discovery: true\n")],
+            codes::CONFIG_REFERENCE,
+            "context_policy.deferred_tools",
+        ),
+        (
+            "hooks:\n  - name: x\n    event: tool.sideways\n    handler: {type: command, command: 'true'}\n",
+            &[],
+            codes::ASSEMBLY_FAILED,
+            "unknown event `tool.sideways`",
+        ),
+        (
+            "hooks:\n  - name: x\n    event: tool.after\n    handler: {type: python, factory: 'a:b'}\n",
+            &[],
+            codes::ASSEMBLY_FAILED,
+            "hooks[0]",
+        ),
+        (
+            "tools:\n  builtin: [greet]\n",
+            &[],
+            codes::CONFIG_INVALID,
+            "expected one of `file.read`",
+        ),
+    ];
+    let calls = Arc::new(AtomicUsize::new(0));
+    for (yaml, files, code, fragment) in cases {
+        let fx = Fixture::new(yaml, files);
+        let err = build(&fx, &host(&calls))
+            .await
+            .err()
+            .unwrap_or_else(|| panic!("{yaml}: built"));
+        assert_eq!(err.code(), *code, "{yaml}: {err}");
+        assert!(err.to_string().contains(fragment), "{yaml}: {err}");
+    }
+}
+
+/// `check_config` lists every problem at once, in a stable order.
+#[test]
+fn check_config_lists_every_problem() {
+    let fx = Fixture::new(
+        "tools:\n  builtin: [file.read, exec.command]\n  python:\n    functions: [x:y]\n  subagent: none.yaml\nmcp:\n  path: mcp.json\nmiddleware:\n  tools:\n    - factory: m:n\nskills:\n  enabled: true\n",
+        &[],
+    );
+    let loaded = AgentConfig::load_with_env(fx.file(), false).unwrap();
+    let problems = check_config(&loaded, &HostRegistry::new());
+    let text: Vec<String> = problems
+        .iter()
+        .map(|e| fx.redact(&format!("{}: {e}", e.code())))
+        .collect();
+    insta::assert_snapshot!(text.join("\n"));
+}
+
+/// The whole executor path: host function, middleware first-outermost, command hook
+/// feedback, permissions from the YAML.
+#[tokio::test]
+async fn executor_runs_hooks_middleware_and_permissions() {
+    let yaml = "tools:\n  builtin: [exec.command]\n  python:\n    functions: [app.tools:greet]\npermissions:\n  execute_mode: deny\nmiddleware:\n  tools:\n    - {factory: app.mw:tag, options: {tag: outer}}\n    - {factory: app.mw:tag, options: {tag: inner}}\nhooks:\n  - name: note\n    event: tool.after\n    tools: [greet_user]\n    handler: {type: command, command: \"echo '{\\\"feedback\\\": \\\"seen\\\"}'\"}\n";
+    let fx = Fixture::new(yaml, &[]);
+    let calls = Arc::new(AtomicUsize::new(0));
+    let env = build(&fx, &host(&calls)).await.unwrap();
+
+    let greeted = call(&env, "greet_user", json!({"name": "Ada"})).await;
+    assert!(!greeted.is_error, "{greeted:?}");
+    assert_eq!(greeted.model_content(), "[outer][inner]hello Ada\nseen");
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+
+    let denied = call(&env, "exec_command", json!({"command": "echo hi"})).await;
+    assert_eq!(denied.error_code(), Some("PERMISSION_DENIED"));
+
+    env.close().await.unwrap();
+    env.close().await.unwrap();
+    let after = call(&env, "greet_user", json!({"name": "Ada"})).await;
+    // The hook's command service is closed: the after hook fails, the call itself does not.
+    assert!(!after.is_error, "{after:?}");
+    assert!(env.command.as_ref().unwrap().is_closed());
+}
+
+/// A command hook can deny a call before it runs.
+#[tokio::test]
+async fn command_hook_denies_before_the_body() {
+    let yaml = "tools:\n  builtin: [exec.command]\npermissions:\n  execute_mode: allow\nhooks:\n  - name: no-rm\n    event: tool.before\n    handler: {type: command, command: \"echo '{\\\"deny_reason\\\": \\\"not today\\\"}'\"}\n";
+    let fx = Fixture::new(yaml, &[]);
+    let env = build(&fx, &HostRegistry::new()).await.unwrap();
+    let result = call(&env, "exec_command", json!({"command": "echo hi"})).await;
+    assert_eq!(result.error_code(), Some("HOOK_DENIED"));
+    assert!(result.model_content().contains("not today"));
+    env.close().await.unwrap();
+}
+
+/// Skills: `load_skill` reads the discovered skill; the note for accepted-but-skipped
+/// keys is recorded.
+#[tokio::test]
+async fn skills_and_notes() {
+    let fx = Fixture::new(
+        "skills:\n  enabled: true\ntools:\n  builtin: [human.ask]\n  subagent: catalog.yaml\n",
+        &[
+            (".agents/skills/greeting/SKILL.md", SKILL),
+            ("catalog.yaml", CATALOG),
+        ],
+    );
+    let env = build(&fx, &HostRegistry::new()).await.unwrap();
+    let loaded = call(&env, "load_skill", json!({"name": "greeting"})).await;
+    assert!(
+        loaded.model_content().contains("Say hello first."),
+        "{loaded:?}"
+    );
+    assert_eq!(env.skills.as_ref().unwrap().names(), vec!["greeting"]);
+    assert_eq!(env.subagents.as_ref().unwrap().default_selector(), "helper");
+    assert_eq!(env.notes.len(), 2, "{:?}", env.notes);
+    env.close().await.unwrap();
+}

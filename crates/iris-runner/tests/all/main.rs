@@ -1,0 +1,7 @@
+//! Integration tests of iris-runner: config loading and assembly.
+// Tests may unwrap: a panic is the failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod assemble;
+mod config;
+mod support;
