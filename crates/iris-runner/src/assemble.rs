@@ -137,6 +137,8 @@ async fn assemble(
     // Built-ins, in YAML order.
     let command_set = command.as_ref().map(command_tools).unwrap_or_default();
     let web_set = web_tools(config);
+    let file_service = Arc::new(iris_files::FileService::default());
+    let file_set = iris_files::builtin_tools_with(&file_service);
     for (i, key) in config.tools.builtin.iter().enumerate() {
         let at = format!("tools.builtin[{i}]");
         let found = match key {
@@ -150,8 +152,12 @@ async fn assemble(
                 );
                 continue;
             }
-            // `refuse_unavailable` already rejected the file keys.
-            _ => continue,
+            BuiltinKey::FileRead
+            | BuiltinKey::FileList
+            | BuiltinKey::FileGrep
+            | BuiltinKey::FileWrite
+            | BuiltinKey::FileEdit
+            | BuiltinKey::FilePublish => &file_set,
         };
         if let Some(tool) = found
             .iter()
@@ -303,26 +309,6 @@ fn refuse_unavailable(config: &AgentConfig) -> Option<Error> {
 
 fn refuse_unavailable_all(config: &AgentConfig) -> Vec<Error> {
     let mut out = Vec::new();
-    for (i, key) in config.tools.builtin.iter().enumerate() {
-        if matches!(
-            key,
-            BuiltinKey::FileRead
-                | BuiltinKey::FileList
-                | BuiltinKey::FileGrep
-                | BuiltinKey::FileWrite
-                | BuiltinKey::FileEdit
-                | BuiltinKey::FilePublish
-        ) {
-            out.push(Error::FeatureUnavailable {
-                key: format!("tools.builtin[{i}]"),
-                message: format!(
-                    "`{key}` ({}) needs the iris-files layer, which this build does not \
-                     include yet",
-                    key.tool_name()
-                ),
-            });
-        }
-    }
     if config.mcp.is_some() {
         out.push(Error::FeatureUnavailable {
             key: "mcp".into(),

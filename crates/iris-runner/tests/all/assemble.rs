@@ -101,6 +101,18 @@ async fn every_key_assembles_the_expected_tools() {
             &["run_python", "exec_command"],
         ),
         (
+            "tools:\n  builtin: [file.read, file.list, file.grep, file.write, file.edit, file.publish]\n",
+            &[],
+            &[
+                "read_file",
+                "list_files",
+                "grep_search",
+                "write_file",
+                "edit_file",
+                "publish_artifact",
+            ],
+        ),
+        (
             "tools:\n  builtin: [web.search, web.fetch]\n",
             &[],
             &["web_search", "web_fetch"],
@@ -147,12 +159,6 @@ async fn every_key_assembles_the_expected_tools() {
 #[tokio::test]
 async fn assembly_errors_name_the_key() {
     let cases: &[(&str, Files, &str, &str)] = &[
-        (
-            "tools:\n  builtin: [file.read]\n",
-            &[],
-            codes::FEATURE_UNAVAILABLE,
-            "`tools.builtin[0]`: `file.read` (read_file) needs the iris-files layer",
-        ),
         (
             "mcp:\n  path: mcp.json\n",
             &[],
