@@ -102,6 +102,9 @@ fn quickstart() -> Result<(), String> {
         "audit: edit_file was recorded",
         "config/app.toml now says: level = \"INFO\"",
         "artifact: ",
+        "Published `SUMMARY.md`",
+        "hook `no-rm` denied the call",
+        "1500 logs/service.log",
         "Error[INVALID_INPUT]",
     ];
     let missing: Vec<&str> = milestones

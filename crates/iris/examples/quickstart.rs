@@ -10,6 +10,8 @@
 
 use std::path::Path;
 
+use iris::command::{CommandBinding, CommandConfig, CommandService, command_tools};
+use iris::hooks::command::CommandHook;
 use iris::hooks::{HookDispatcher, HookEvent, HookEventKind, HookRegistration, HookResult};
 use iris::prelude::*;
 use serde_json::json;
@@ -28,6 +30,10 @@ const WORKSPACE: &[(&str, &str)] = &[
     (
         "logs/service.log",
         include_str!("quickstart_workspace/logs/service.log"),
+    ),
+    (
+        "hooks/no-rm.sh",
+        include_str!("quickstart_workspace/hooks/no-rm.sh"),
     ),
 ];
 
@@ -82,8 +88,11 @@ fn print_result(result: &ToolResult) {
         println!("     | … ({more} more characters)");
     }
     if let Some(artifact) = &result.artifact {
-        let reference = content.lines().last().unwrap_or_default();
-        println!("     | … {reference}");
+        if artifact.text_path.is_some() {
+            // The saved body's reference line tells the model how to page it.
+            let reference = content.lines().last().unwrap_or_default();
+            println!("     | … {reference}");
+        }
         println!(
             "     artifact: {} ({} bytes)",
             artifact.path.display(),
@@ -113,10 +122,25 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         workspace.display()
     );
 
-    // Built-in file tools beside a #[tool] function.
+    // A native command service (no Docker needed) runs exec_command and the command hook.
+    let service = CommandService::new(CommandConfig::default(), &workspace)?;
+    service.prepare().await?;
+    let commands = CommandBinding::owned(service);
+
+    // Built-in file and command tools beside a #[tool] function.
     let registry = ToolRegistry::new();
     registry.register_many(iris::files::builtin_tools())?;
+    registry.register_many(command_tools(&commands))?;
     registry.register(render_log_table::tool())?;
+
+    // A command hook (a shell script reading the event JSON on stdin) guards exec_command.
+    let no_rm = HookRegistration::builder(
+        HookEventKind::ToolBefore,
+        "no-rm",
+        CommandHook::new(&commands, "sh hooks/no-rm.sh"),
+    )
+    .tools(["exec_command"])
+    .build()?;
 
     // An after-hook that reminds the model what changed, to show hook feedback.
     let audit = HookRegistration::builder(
@@ -135,7 +159,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let executor = ToolExecutor::new(registry.clone())
         .with_permission_policy(DefaultPermissionPolicy::default())
         .with_circuit_breaker(CircuitBreaker::default())
-        .with_hook_dispatcher(HookDispatcher::new(vec![audit]));
+        .with_hook_dispatcher(HookDispatcher::new(vec![no_rm, audit]));
     let ctx = ToolExecutionContext::new(&workspace).session_id("quickstart");
 
     println!("\nThe model sees {} tools:", registry.len());
@@ -214,10 +238,36 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         print_result(&executor.execute_one(&page, &ctx, None).await);
     }
 
-    println!("\nStep 5 — invalid input is a typed error, never a panic");
+    println!("\nStep 5 — write a summary and publish it as an independent copy");
+    let write = ToolUse::new(
+        "call_9",
+        "write_file",
+        json!({"file_path": "SUMMARY.md", "content": "# Summary\n\nLog level set to INFO.\n"}),
+    );
+    print_result(&executor.execute_one(&write, &ctx, Some("call_9")).await);
+    let publish = ToolUse::new(
+        "call_10",
+        "publish_artifact",
+        json!({"file_path": "SUMMARY.md"}),
+    );
+    print_result(&executor.execute_one(&publish, &ctx, Some("call_10")).await);
+
+    println!("\nStep 6 — a command hook denies a dangerous command, even when a human approved it");
+    let rm = ToolUse::new("call_11", "exec_command", json!({"command": "rm -rf logs"}));
+    print_result(&executor.execute_one(&rm, &ctx, Some("call_11")).await);
+    println!("  logs/ still exists: {}", workspace.join("logs").exists());
+    let wc = ToolUse::new(
+        "call_12",
+        "exec_command",
+        json!({"command": "wc -l logs/service.log"}),
+    );
+    print_result(&executor.execute_one(&wc, &ctx, Some("call_12")).await);
+
+    println!("\nStep 7 — invalid input is a typed error, never a panic");
     let bad = ToolUse::new("call_8", "read_file", json!({"file_path": 42}));
     print_result(&executor.execute_one(&bad, &ctx, None).await);
 
+    commands.close().await?;
     println!("\nDone. Run `cargo xtask ci` to run every test.");
     Ok(())
 }
