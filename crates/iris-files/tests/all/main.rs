@@ -10,6 +10,7 @@ mod definitions;
 mod edit;
 #[cfg(unix)] // The escape table is built from symlinks.
 mod escape;
+mod executor;
 mod grep;
 mod images;
 mod inputs;
