@@ -10,9 +10,8 @@ use serde_json::{Value, json};
 
 use super::freshness::{require_fresh_bytes, still_unchanged};
 use super::write::{record_written, refuse_protected};
-use super::{definition, finish};
+use super::{definition, run_on_service};
 use crate::atomic::{WriteMode, write_atomic};
-use crate::blocking::run_blocking;
 use crate::codes;
 use crate::input::Fields;
 use crate::load::{as_text, load};
@@ -117,15 +116,12 @@ impl Tool for EditFileTool {
     }
 
     fn run<'a>(&'a self, input: Value, ctx: &'a ToolExecutionContext) -> BoxFuture<'a, ToolResult> {
-        Box::pin(async move {
-            let input = match EditInput::parse(&input) {
-                Ok(i) => i,
-                Err(e) => return finish(Err(e)),
-            };
-            let service = Arc::clone(&self.service);
-            let task_ctx = ctx.clone();
-            finish(run_blocking(ctx, move |_stop| edit(&service, &task_ctx, &input)).await)
-        })
+        run_on_service(
+            &self.service,
+            ctx,
+            EditInput::parse(&input),
+            |service, ctx, input, _| edit(service, ctx, &input),
+        )
     }
 }
 

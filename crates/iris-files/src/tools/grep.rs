@@ -8,8 +8,7 @@ use iris_tools_core::{
 };
 use serde_json::{Value, json};
 
-use super::{DEFAULT_MAX_RESULTS, MAX_RESULTS_LIMIT, definition, finish};
-use crate::blocking::run_blocking;
+use super::{DEFAULT_MAX_RESULTS, MAX_RESULTS_LIMIT, definition, run_on_service};
 use crate::input::{Fields, to_usize};
 use crate::service::FileService;
 use crate::walk::{LineMatch, Tally, compile_regex, grep};
@@ -114,31 +113,25 @@ impl Tool for GrepSearchTool {
     }
 
     fn run<'a>(&'a self, input: Value, ctx: &'a ToolExecutionContext) -> BoxFuture<'a, ToolResult> {
-        Box::pin(async move {
-            let input = match GrepInput::parse(&input) {
-                Ok(i) => i,
-                Err(e) => return finish(Err(e)),
-            };
-            let service = Arc::clone(&self.service);
-            let task_ctx = ctx.clone();
-            finish(
-                run_blocking(ctx, move |stop| {
-                    let matcher = compile_regex(&input.pattern)?;
-                    let target = service.resolve_existing(&task_ctx, &input.path)?;
-                    let k = to_usize(input.max_results);
-                    let tally = grep(
-                        &target.abs,
-                        &target.root,
-                        &matcher,
-                        k,
-                        service.config(),
-                        stop,
-                    )?;
-                    Ok(render(&target.rel, &input.pattern, k, tally))
-                })
-                .await,
-            )
-        })
+        run_on_service(
+            &self.service,
+            ctx,
+            GrepInput::parse(&input),
+            |service, ctx, input, stop| {
+                let matcher = compile_regex(&input.pattern)?;
+                let target = service.resolve_existing(ctx, &input.path)?;
+                let k = to_usize(input.max_results);
+                let tally = grep(
+                    &target.abs,
+                    &target.root,
+                    &matcher,
+                    k,
+                    service.config(),
+                    stop,
+                )?;
+                Ok(render(&target.rel, &input.pattern, k, tally))
+            },
+        )
     }
 }
 

@@ -8,8 +8,7 @@ use iris_tools_core::{
 };
 use serde_json::{Value, json};
 
-use super::{DEFAULT_MAX_RESULTS, MAX_RESULTS_LIMIT, definition, finish};
-use crate::blocking::run_blocking;
+use super::{DEFAULT_MAX_RESULTS, MAX_RESULTS_LIMIT, definition, run_on_service};
 use crate::codes;
 use crate::input::{Fields, to_usize};
 use crate::service::FileService;
@@ -114,41 +113,35 @@ impl Tool for ListFilesTool {
     }
 
     fn run<'a>(&'a self, input: Value, ctx: &'a ToolExecutionContext) -> BoxFuture<'a, ToolResult> {
-        Box::pin(async move {
-            let input = match ListInput::parse(&input) {
-                Ok(i) => i,
-                Err(e) => return finish(Err(e)),
-            };
-            let service = Arc::clone(&self.service);
-            let task_ctx = ctx.clone();
-            finish(
-                run_blocking(ctx, move |stop| {
-                    let filter = input.pattern.as_deref().map(NameFilter::new).transpose()?;
-                    let target = service.resolve_existing(&task_ctx, &input.path)?;
-                    if !target.abs.is_dir() {
-                        return Err(ToolErrorInfo::new(
-                            codes::NOT_A_DIRECTORY,
-                            format!(
-                                "`{}` is a file, not a directory; use read_file to open it",
-                                target.rel
-                            ),
-                        )
-                        .with_detail("path", target.rel));
-                    }
-                    let k = to_usize(input.max_results);
-                    let tally = list_files(
-                        &target.abs,
-                        &target.root,
-                        filter.as_ref(),
-                        k,
-                        service.config(),
-                        stop,
-                    )?;
-                    Ok(render(&target.rel, input.pattern.as_deref(), k, tally))
-                })
-                .await,
-            )
-        })
+        run_on_service(
+            &self.service,
+            ctx,
+            ListInput::parse(&input),
+            |service, ctx, input, stop| {
+                let filter = input.pattern.as_deref().map(NameFilter::new).transpose()?;
+                let target = service.resolve_existing(ctx, &input.path)?;
+                if !target.abs.is_dir() {
+                    return Err(ToolErrorInfo::new(
+                        codes::NOT_A_DIRECTORY,
+                        format!(
+                            "`{}` is a file, not a directory; use read_file to open it",
+                            target.rel
+                        ),
+                    )
+                    .with_detail("path", target.rel));
+                }
+                let k = to_usize(input.max_results);
+                let tally = list_files(
+                    &target.abs,
+                    &target.root,
+                    filter.as_ref(),
+                    k,
+                    service.config(),
+                    stop,
+                )?;
+                Ok(render(&target.rel, input.pattern.as_deref(), k, tally))
+            },
+        )
     }
 }
 

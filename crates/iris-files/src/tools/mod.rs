@@ -3,10 +3,12 @@
 use std::sync::Arc;
 
 use iris_tools_core::{
-    ContextRetention, Tool, ToolCapability, ToolDefinition, ToolErrorInfo, ToolResult,
+    BoxFuture, ContextRetention, Tool, ToolCapability, ToolDefinition, ToolErrorInfo,
+    ToolExecutionContext, ToolResult,
 };
 use serde_json::Value;
 
+use crate::blocking::{Stop, run_blocking};
 use crate::service::FileService;
 
 mod edit;
@@ -173,4 +175,30 @@ fn failed(error: ToolErrorInfo) -> ToolResult {
 /// Turns a body outcome into a result.
 fn finish(outcome: Result<ToolResult, ToolErrorInfo>) -> ToolResult {
     outcome.unwrap_or_else(failed)
+}
+
+/// The one `run` path of every file tool: a typed parse of the (already
+/// schema-checked) input, then `work` on the blocking pool with the service, the call's
+/// context and its stop flag, an error at any step becoming an error result.
+fn run_on_service<'a, I, F>(
+    service: &Arc<FileService>,
+    ctx: &'a ToolExecutionContext,
+    input: Result<I, ToolErrorInfo>,
+    work: F,
+) -> BoxFuture<'a, ToolResult>
+where
+    I: Send + 'static,
+    F: FnOnce(&FileService, &ToolExecutionContext, I, &Stop) -> Result<ToolResult, ToolErrorInfo>
+        + Send
+        + 'static,
+{
+    let service = Arc::clone(service);
+    Box::pin(async move {
+        let input = match input {
+            Ok(input) => input,
+            Err(e) => return failed(e),
+        };
+        let task_ctx = ctx.clone();
+        finish(run_blocking(ctx, move |stop| work(&service, &task_ctx, input, stop)).await)
+    })
 }

@@ -12,8 +12,7 @@ use iris_tools_core::{
 };
 use serde_json::{Value, json};
 
-use super::{definition, finish};
-use crate::blocking::run_blocking;
+use super::{definition, run_on_service};
 use crate::input::Fields;
 use crate::load::regular_file;
 use crate::media::guess_mime;
@@ -95,15 +94,12 @@ impl Tool for PublishArtifactTool {
     }
 
     fn run<'a>(&'a self, input: Value, ctx: &'a ToolExecutionContext) -> BoxFuture<'a, ToolResult> {
-        Box::pin(async move {
-            let input = match PublishInput::parse(&input) {
-                Ok(i) => i,
-                Err(e) => return finish(Err(e)),
-            };
-            let service = Arc::clone(&self.service);
-            let task_ctx = ctx.clone();
-            finish(run_blocking(ctx, move |_stop| publish(&service, &task_ctx, &input)).await)
-        })
+        run_on_service(
+            &self.service,
+            ctx,
+            PublishInput::parse(&input),
+            |service, ctx, input, _| publish(service, ctx, &input),
+        )
     }
 }
 

@@ -9,8 +9,7 @@ use iris_tools_core::{
 };
 use serde_json::{Value, json};
 
-use super::{MAX_READ_LIMIT, definition, finish};
-use crate::blocking::run_blocking;
+use super::{MAX_READ_LIMIT, definition, run_on_service};
 use crate::codes;
 use crate::input::{Fields, to_usize};
 use crate::load::{as_text, load};
@@ -141,15 +140,12 @@ impl Tool for ReadFileTool {
     }
 
     fn run<'a>(&'a self, input: Value, ctx: &'a ToolExecutionContext) -> BoxFuture<'a, ToolResult> {
-        Box::pin(async move {
-            let input = match ReadInput::parse(&input) {
-                Ok(i) => i,
-                Err(e) => return finish(Err(e)),
-            };
-            let service = Arc::clone(&self.service);
-            let task_ctx = ctx.clone();
-            finish(run_blocking(ctx, move |_stop| read(&service, &task_ctx, &input)).await)
-        })
+        run_on_service(
+            &self.service,
+            ctx,
+            ReadInput::parse(&input),
+            |service, ctx, input, _| read(service, ctx, &input),
+        )
     }
 }
 

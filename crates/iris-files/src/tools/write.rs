@@ -9,9 +9,8 @@ use iris_tools_core::{
 use serde_json::{Value, json};
 
 use super::freshness::{require_fresh_file, still_unchanged};
-use super::{definition, finish};
+use super::{definition, run_on_service};
 use crate::atomic::{WriteMode, write_atomic};
-use crate::blocking::run_blocking;
 use crate::codes;
 use crate::input::Fields;
 use crate::read_state::{ContentHash, Observation};
@@ -106,15 +105,12 @@ impl Tool for WriteFileTool {
     }
 
     fn run<'a>(&'a self, input: Value, ctx: &'a ToolExecutionContext) -> BoxFuture<'a, ToolResult> {
-        Box::pin(async move {
-            let input = match WriteInput::parse(&input) {
-                Ok(i) => i,
-                Err(e) => return finish(Err(e)),
-            };
-            let service = Arc::clone(&self.service);
-            let task_ctx = ctx.clone();
-            finish(run_blocking(ctx, move |_stop| write(&service, &task_ctx, &input)).await)
-        })
+        run_on_service(
+            &self.service,
+            ctx,
+            WriteInput::parse(&input),
+            |service, ctx, input, _| write(service, ctx, &input),
+        )
     }
 }
 
