@@ -1,8 +1,10 @@
 //! Project automation for Iris for Rust, run as `cargo xtask <command>`.
 //!
 //! Commands:
-//! - `ci`: everything CI runs — formatting, clippy with `-D warnings`, every test
-//!   (unit, integration, doctests, trybuild, snapshot checks) of the whole workspace.
+//! - `ci [--no-setup]`: everything CI runs — `.ci/setup` (Docker engine, offline command
+//!   image, MCP test venv), formatting, clippy with `-D warnings`, every test (unit,
+//!   integration, doctests, trybuild, snapshot checks) of the whole workspace, and the
+//!   quickstart with its milestones checked.
 //! - `schemas [--check]`: regenerate (or check) the `#[tool]` schema snapshots.
 //! - `bench`: the divan benchmarks plus the Python reference measurements.
 //!
@@ -15,12 +17,12 @@ use std::process::{Command, ExitCode};
 fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
-        Some("ci") => ci(),
+        Some("ci") => ci(!args.iter().any(|a| a == "--no-setup")),
         Some("test") => test(),
         Some("schemas") => schemas(args.iter().any(|a| a == "--check")),
         Some("bench") => bench(),
         _ => {
-            eprintln!("usage: cargo xtask <ci|test|schemas [--check]|bench>");
+            eprintln!("usage: cargo xtask <ci [--no-setup]|test|schemas [--check]|bench>");
             return ExitCode::from(2);
         }
     };
@@ -59,8 +61,14 @@ fn run(mut cmd: Command) -> Result<(), String> {
     }
 }
 
-/// Formatting, lints, then every test.
-fn ci() -> Result<(), String> {
+/// The services the tests need (`.ci/setup`), formatting, lints, every test, then the
+/// quickstart.
+fn ci(setup: bool) -> Result<(), String> {
+    if setup {
+        let mut cmd = Command::new("bash");
+        cmd.arg(root().join(".ci/setup")).current_dir(root());
+        run(cmd)?;
+    }
     let mut fmt = cargo();
     fmt.args(["fmt", "--all", "--check"]);
     run(fmt)?;
