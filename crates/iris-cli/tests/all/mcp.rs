@@ -182,3 +182,59 @@ fn required_server_failure_is_an_assembly_error() {
         ],
     );
 }
+
+/// `examples/iris-mcp.yaml`: mcp-server-time from the venv, deferred and found by
+/// `tool_search`, run from an unrelated folder (paths resolve against the YAML).
+#[test]
+fn the_mcp_example() {
+    python(); // makes the venv holding mcp-server-time
+    let config = super::examples().join("iris-mcp.yaml");
+    let config = config.to_str().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    check(
+        elsewhere.path(),
+        &[
+            (
+                &["--config", config, "mcp", "list"],
+                0,
+                &[
+                    "time             stdio      ready     yes",
+                    "time/get_current_time",
+                ],
+                "",
+            ),
+            (
+                &["--config", config, "tools"],
+                0,
+                &["mcp__time__get_current_time mcp        mcp                      yes\n"],
+                "",
+            ),
+            (
+                &[
+                    "--config",
+                    config,
+                    "call",
+                    "tool_search",
+                    "{\"queries\": [\"what time is it right now\"]}",
+                ],
+                0,
+                &["-> mcp__time__get_current_time"],
+                "",
+            ),
+            (
+                &[
+                    "--config",
+                    config,
+                    "call",
+                    "mcp__time__get_current_time",
+                    "{\"timezone\": \"UTC\"}",
+                    "--yes",
+                ],
+                0,
+                &["\"timezone\": \"UTC\""],
+                "",
+            ),
+            (&["--config", config, "check"], 0, &["ok"], ""),
+        ],
+    );
+}
