@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use iris_command::{CommandBinding, CommandService, command_tools};
-use iris_decision::{DecisionConfig, JevClient, decision_tool_search};
+use iris_decision::{DecisionConfig, EvaluatorHandle, JevClient, decision_tool_search};
 use iris_hooks::HookDispatcher;
 use iris_hooks::command::command_hooks;
 use iris_hooks::config::HandlerSpec;
@@ -47,6 +47,10 @@ pub struct ToolEnvironment {
     pub subagents: Option<SubagentCatalog>,
     /// The decision configuration, when `decision.path` is set.
     pub decision: Option<DecisionConfig>,
+    /// The evaluator behind `tool_search` when `decision.tools.discovery` is on: owned
+    /// when built from `provider_api_keys.typesafe` (`close` closes it), borrowed when
+    /// the host injected it with [`HostRegistry::decision_evaluator`] (never closed here).
+    pub decision_evaluator: Option<Arc<EvaluatorHandle>>,
     /// The root command binding, when something needed it (owned: `close` closes it).
     pub command: Option<CommandBinding>,
     /// The MCP manager, when `mcp` is set (owned: `close` stops its servers). Its
@@ -63,14 +67,17 @@ impl ToolEnvironment {
         self.mcp.as_ref().and_then(MCPManager::snapshot)
     }
 
-    /// Closes everything the assembly started: the MCP servers, then the command
-    /// service. Safe to call twice.
+    /// Closes everything the assembly started: the MCP servers, an owned decision
+    /// client, then the command service. Safe to call twice.
     ///
     /// # Errors
     /// [`Error::Assembly`] when the command service fails to close.
     pub async fn close(&self) -> Result<()> {
         if let Some(manager) = &self.mcp {
             manager.close().await;
+        }
+        if let Some(evaluator) = &self.decision_evaluator {
+            evaluator.close().await;
         }
         if let Some(binding) = &self.command {
             binding.close().await.map_err(|e| Error::Assembly {
@@ -236,11 +243,11 @@ async fn assemble(
         executor = executor.with_command_binding(Arc::new(binding.clone()));
     }
 
+    let mut decision_evaluator = None;
     if config.context_policy.deferred_tools {
-        register(
-            "context_policy.deferred_tools".into(),
-            Arc::new(tool_search(config, decision.as_ref(), &registry)?),
-        )?;
+        let (search, evaluator) = tool_search(config, host, decision.as_ref(), &registry)?;
+        decision_evaluator = evaluator;
+        register("context_policy.deferred_tools".into(), Arc::new(search))?;
     }
 
     let mcp = match load_mcp(loaded)? {
@@ -280,6 +287,7 @@ async fn assemble(
         skills,
         subagents,
         decision,
+        decision_evaluator,
         command,
         mcp,
         notes,
@@ -287,16 +295,22 @@ async fn assemble(
 }
 
 /// `tool_search` over the registry's static view: decision-backed when
-/// `decision.tools.discovery` is on (its key from `provider_api_keys.typesafe`), else
-/// ranked locally. The view is live, so MCP tools published later are searchable.
+/// `decision.tools.discovery` is on (the host's evaluator, else a `JevClient` keyed by
+/// `provider_api_keys.typesafe`), else ranked locally. The view is live, so MCP tools
+/// published later are searchable.
 fn tool_search(
     config: &AgentConfig,
+    host: &HostRegistry,
     decision: Option<&DecisionConfig>,
     registry: &ToolRegistry,
-) -> Result<ToolSearchTool> {
+) -> Result<(ToolSearchTool, Option<Arc<EvaluatorHandle>>)> {
     let view = registry.view(ViewFilter::default());
-    match decision.filter(|d| d.tools.discovery) {
-        Some(decision) => {
+    let Some(decision) = decision.filter(|d| d.tools.discovery) else {
+        return Ok((ToolSearchTool::new(view), None));
+    };
+    let handle = match host.get_decision_evaluator() {
+        Some(evaluator) => EvaluatorHandle::Borrowed(Arc::clone(evaluator)),
+        None => {
             let key = config
                 .provider_api_keys
                 .get("typesafe")
@@ -310,10 +324,15 @@ fn tool_search(
                     e.code()
                 ),
             })?;
-            Ok(decision_tool_search(view, Arc::new(client)))
+            EvaluatorHandle::Owned(Arc::new(client))
         }
-        None => Ok(ToolSearchTool::new(view)),
-    }
+    };
+    let handle = Arc::new(handle);
+    let search = decision_tool_search(
+        view,
+        Arc::clone(&handle) as Arc<dyn iris_decision::DecisionEvaluator>,
+    );
+    Ok((search, Some(handle)))
 }
 
 /// Loads the `mcp` file (its path already resolved against the YAML's folder) with the
