@@ -190,12 +190,15 @@ fn the_mcp_example() {
     python(); // makes the venv holding mcp-server-time
     let config = super::examples().join("iris-mcp.yaml");
     let config = config.to_str().unwrap();
+    // Run elsewhere, with the workspace there too, so stored MCP results never land in
+    // the repository's examples/ folder.
     let elsewhere = tempfile::tempdir().unwrap();
+    let ws = elsewhere.path().to_str().unwrap();
     check(
         elsewhere.path(),
         &[
             (
-                &["--config", config, "mcp", "list"],
+                &["--workspace", ws, "--config", config, "mcp", "list"],
                 0,
                 &[
                     "time             stdio      ready     yes",
@@ -204,13 +207,15 @@ fn the_mcp_example() {
                 "",
             ),
             (
-                &["--config", config, "tools"],
+                &["--workspace", ws, "--config", config, "tools"],
                 0,
                 &["mcp__time__get_current_time mcp        mcp                      yes\n"],
                 "",
             ),
             (
                 &[
+                    "--workspace",
+                    ws,
                     "--config",
                     config,
                     "call",
@@ -223,6 +228,8 @@ fn the_mcp_example() {
             ),
             (
                 &[
+                    "--workspace",
+                    ws,
                     "--config",
                     config,
                     "call",
@@ -234,7 +241,12 @@ fn the_mcp_example() {
                 &["\"timezone\": \"UTC\""],
                 "",
             ),
-            (&["--config", config, "check"], 0, &["ok"], ""),
+            (
+                &["--workspace", ws, "--config", config, "check"],
+                0,
+                &["ok"],
+                "",
+            ),
         ],
     );
 }
