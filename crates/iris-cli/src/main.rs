@@ -26,6 +26,8 @@ Examples:
   iris --config examples/iris.yaml tools --all
   iris schema exec_command --format anthropic
   iris call exec_command '{\"command\": \"ls\"}' --yes
+  iris mcp list --json                        MCP servers, protocols, tools, diagnostics
+  iris call tool_search '{\"queries\": [\"current time\"]}'
   echo '{\"name\": \"greeting\"}' | iris call load_skill -
   iris check                                  validate the config and what it points to
 
@@ -162,20 +164,8 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: &Cli) -> Result<u8, Failure> {
-    match &cli.command {
-        Command::Check => return check(cli).await,
-        Command::Mcp {
-            command: McpCommand::List,
-        } => {
-            // Loading first reports config errors before the missing layer.
-            let _ = load(cli)?;
-            return Err(Failure::new(
-                3,
-                iris_runner::codes::FEATURE_UNAVAILABLE,
-                "`iris mcp list` needs the iris-mcp layer, which this build does not include yet",
-            ));
-        }
-        _ => {}
+    if let Command::Check = &cli.command {
+        return check(cli).await;
     }
     let loaded = load(cli)?;
     let env = assemble(cli, &loaded).await?;
@@ -185,7 +175,10 @@ async fn run(cli: &Cli) -> Result<u8, Failure> {
         Command::Call { tool, input, yes } => call(cli, &env, tool, input.as_deref(), *yes).await,
         Command::Skills => skills(cli, &env),
         Command::Lint => lint(cli, &env),
-        Command::Check | Command::Mcp { .. } => Ok(0),
+        Command::Mcp {
+            command: McpCommand::List,
+        } => mcp_list(cli, &env),
+        Command::Check => Ok(0),
     };
     // Close even when the command failed; a close error only matters on success.
     let closed = env.close().await;
@@ -228,7 +221,23 @@ async fn assemble(cli: &Cli, loaded: &LoadedConfig) -> Result<ToolEnvironment, F
     if progress {
         eprintln!("iris: assembling tools from {} …", loaded.file.display());
     }
+    // Starting MCP servers is the slow step (seconds per server), so it is announced
+    // even off a terminal; --json keeps stderr for errors only.
+    let mcp = loaded.config.mcp.as_ref().filter(|_| !cli.json);
+    if let Some(section) = mcp {
+        eprintln!(
+            "iris: starting MCP servers from {} …",
+            section.path.display()
+        );
+    }
     let env = iris_runner::build_tool_registry(loaded, &HostRegistry::new()).await?;
+    if let (Some(_), Some(snapshot)) = (mcp, env.mcp_snapshot()) {
+        eprintln!(
+            "iris: MCP ready: {} servers, {} tools",
+            snapshot.servers.len(),
+            snapshot.tools.len()
+        );
+    }
     if progress {
         eprintln!("iris: {} tools ready", env.registry.len());
     }
@@ -263,8 +272,15 @@ fn tools(cli: &Cli, env: &ToolEnvironment, all: bool) -> Result<u8, Failure> {
         print_json(&json!({"tools": rows}));
         return Ok(0);
     }
+    // The name column fits the longest name (MCP names are long), at least 20 wide.
+    let width = rows
+        .iter()
+        .filter_map(|r| r["name"].as_str().map(str::len))
+        .max()
+        .unwrap_or(0)
+        .max(20);
     println!(
-        "{:<20} {:<10} {:<24} DEFERRED",
+        "{:<width$} {:<10} {:<24} DEFERRED",
         "NAME", "GROUP", "CAPABILITIES"
     );
     for row in &rows {
@@ -278,11 +294,90 @@ fn tools(cli: &Cli, env: &ToolEnvironment, all: bool) -> Result<u8, Failure> {
             caps.join(",")
         };
         println!(
-            "{:<20} {:<10} {:<24} {}",
+            "{:<width$} {:<10} {:<24} {}",
             row["name"].as_str().unwrap_or_default(),
             row["group"].as_str().unwrap_or_default(),
             caps,
             if row["deferred"] == true { "yes" } else { "no" }
+        );
+    }
+    Ok(0)
+}
+
+/// `iris mcp list`: every configured server (transport, status, required, protocol,
+/// tool count), the published tools and the diagnostics, from the catalog snapshot.
+fn mcp_list(cli: &Cli, env: &ToolEnvironment) -> Result<u8, Failure> {
+    let Some(snapshot) = env.mcp_snapshot() else {
+        if cli.json {
+            print_json(
+                &json!({"configured": false, "servers": [], "tools": [], "diagnostics": []}),
+            );
+        } else {
+            println!("no MCP servers are configured (set mcp.path)");
+        }
+        return Ok(0);
+    };
+    // The snapshot is Serialize; reading it back as JSON keeps this binary free of a
+    // direct iris-mcp dependency and prints exactly what --json shows.
+    let mut value = serde_json::to_value(&*snapshot).unwrap_or_default();
+    if cli.json {
+        value["configured"] = json!(true);
+        print_json(&value);
+        return Ok(0);
+    }
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".to_owned(),
+        other => other.to_string(),
+    };
+    let rows = |key: &str| value[key].as_array().cloned().unwrap_or_default();
+    println!(
+        "{:<16} {:<10} {:<9} {:<9} {:<12} TOOLS",
+        "SERVER", "TRANSPORT", "STATUS", "REQUIRED", "PROTOCOL"
+    );
+    for s in rows("servers") {
+        println!(
+            "{:<16} {:<10} {:<9} {:<9} {:<12} {}",
+            text(&s["name"]),
+            text(&s["transport"]),
+            text(&s["status"]),
+            if s["required"] == true { "yes" } else { "no" },
+            text(&s["protocol_version"]),
+            text(&s["tool_count"]),
+        );
+    }
+    let tools = rows("tools");
+    println!("\ntools ({}):", tools.len());
+    let width = tools
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::len))
+        .max()
+        .unwrap_or(0);
+    for t in &tools {
+        let mut flags = Vec::new();
+        if t["read_only"] == true {
+            flags.push("read-only");
+        }
+        if t["deferred"] == true {
+            flags.push("deferred");
+        }
+        let wire = format!("{}/{}", text(&t["server"]), text(&t["wire_name"]));
+        println!(
+            "  {:<width$}  {:<24}  {}",
+            text(&t["name"]),
+            wire,
+            flags.join(",")
+        );
+    }
+    let diagnostics = rows("diagnostics");
+    println!("\ndiagnostics ({}):", diagnostics.len());
+    for d in &diagnostics {
+        println!(
+            "  {} server `{}` {}: {}",
+            text(&d["severity"]),
+            text(&d["server"]),
+            text(&d["code"]),
+            text(&d["message"])
         );
     }
     Ok(0)
@@ -464,6 +559,9 @@ fn lint(cli: &Cli, env: &ToolEnvironment) -> Result<u8, Failure> {
 
 async fn check(cli: &Cli) -> Result<u8, Failure> {
     let mut problems: Vec<(String, String)> = Vec::new();
+    // Notes are not problems (an optional MCP server that did not start, a tool only
+    // a runner installs), but a user checking a config wants to see them.
+    let mut notes: Vec<String> = Vec::new();
     match load(cli) {
         Err(failure) => problems.push((failure.code, failure.message)),
         Ok(loaded) => {
@@ -475,6 +573,7 @@ async fn check(cli: &Cli) -> Result<u8, Failure> {
             if problems.is_empty() {
                 match assemble(cli, &loaded).await {
                     Ok(env) => {
+                        notes.clone_from(&env.notes);
                         if let Err(e) = env.close().await {
                             problems.push((e.code().to_owned(), e.to_string()));
                         }
@@ -489,8 +588,11 @@ async fn check(cli: &Cli) -> Result<u8, Failure> {
             .iter()
             .map(|(code, message)| json!({"code": code, "message": message}))
             .collect();
-        print_json(&json!({"ok": problems.is_empty(), "problems": list}));
+        print_json(&json!({"ok": problems.is_empty(), "problems": list, "notes": notes}));
     } else if problems.is_empty() {
+        for note in &notes {
+            println!("note: {note}");
+        }
         println!("ok");
     } else {
         for (code, message) in &problems {

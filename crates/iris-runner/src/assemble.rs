@@ -5,24 +5,25 @@
 //! 2. built-ins by key, host functions, host registrars;
 //! 3. skills (`load_skill`), the subagent catalog, the decision file;
 //! 4. hooks (command hooks through the native command service) and middleware;
-//! 5. the executor with `permissions`.
-//!
-//! Seams still open in this build, each refused with `FEATURE_UNAVAILABLE` rather than
-//! silently skipped: `file.*` built-ins (iris-files), `mcp` (iris-mcp) and
-//! `context_policy.deferred_tools` (core's `tool_search`).
+//! 5. the executor with `permissions`;
+//! 6. `tool_search` when `context_policy.deferred_tools` is on;
+//! 7. MCP servers last: starting them is the slow step, and nothing after it can
+//!    fail, so a later error never has to stop servers that already started.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use iris_command::{CommandBinding, CommandService, command_tools};
-use iris_decision::DecisionConfig;
+use iris_decision::{DecisionConfig, EvaluatorHandle, JevClient, decision_tool_search};
 use iris_hooks::HookDispatcher;
 use iris_hooks::command::command_hooks;
 use iris_hooks::config::HandlerSpec;
+use iris_mcp::{MCPCatalogSnapshot, MCPConfig, MCPManager, McpOverrides, ServerOverride};
 use iris_skill::{LoadSkillTool, SkillRegistry, SubagentCatalog};
+use iris_tools_core::discovery::ToolSearchTool;
 use iris_tools_core::{
     BoxFuture, DefaultPermissionPolicy, Tool, ToolCall, ToolExecutor, ToolMiddleware, ToolNext,
-    ToolRegistry, ToolResult,
+    ToolRegistry, ToolResult, ViewFilter,
 };
 use iris_web::TavilyClient;
 
@@ -46,20 +47,38 @@ pub struct ToolEnvironment {
     pub subagents: Option<SubagentCatalog>,
     /// The decision configuration, when `decision.path` is set.
     pub decision: Option<DecisionConfig>,
+    /// The evaluator behind `tool_search` when `decision.tools.discovery` is on: owned
+    /// when built from `provider_api_keys.typesafe` (`close` closes it), borrowed when
+    /// the host injected it with [`HostRegistry::decision_evaluator`] (never closed here).
+    pub decision_evaluator: Option<Arc<EvaluatorHandle>>,
     /// The root command binding, when something needed it (owned: `close` closes it).
     pub command: Option<CommandBinding>,
+    /// The MCP manager, when `mcp` is set (owned: `close` stops its servers). Its
+    /// [`MCPManager::snapshot`] lists servers, protocols, tools and diagnostics.
+    pub mcp: Option<MCPManager>,
     /// Things that were accepted but not installed, one sentence each (for
     /// `iris check` and logs), e.g. `human.ask` without a runner.
     pub notes: Vec<String>,
 }
 
 impl ToolEnvironment {
-    /// Closes everything the assembly started (today: the command service). Safe to
-    /// call twice.
+    /// The MCP catalog (servers, tools, diagnostics) once the servers started.
+    pub fn mcp_snapshot(&self) -> Option<Arc<MCPCatalogSnapshot>> {
+        self.mcp.as_ref().and_then(MCPManager::snapshot)
+    }
+
+    /// Closes everything the assembly started: the MCP servers, an owned decision
+    /// client, then the command service. Safe to call twice.
     ///
     /// # Errors
     /// [`Error::Assembly`] when the command service fails to close.
     pub async fn close(&self) -> Result<()> {
+        if let Some(manager) = &self.mcp {
+            manager.close().await;
+        }
+        if let Some(evaluator) = &self.decision_evaluator {
+            evaluator.close().await;
+        }
         if let Some(binding) = &self.command {
             binding.close().await.map_err(|e| Error::Assembly {
                 key: "command".into(),
@@ -97,7 +116,6 @@ pub async fn build_tool_registry(
 ) -> Result<ToolEnvironment> {
     let config = &loaded.config;
     let workspace = loaded.workspace.clone();
-    refuse_unavailable(config).map_or(Ok(()), Err)?;
 
     let command = if needs_command(config) {
         Some(start_command(config, &workspace).await?)
@@ -225,6 +243,43 @@ async fn assemble(
         executor = executor.with_command_binding(Arc::new(binding.clone()));
     }
 
+    let mut decision_evaluator = None;
+    if config.context_policy.deferred_tools {
+        let (search, evaluator) = tool_search(config, host, decision.as_ref(), &registry)?;
+        decision_evaluator = evaluator;
+        register("context_policy.deferred_tools".into(), Arc::new(search))?;
+    }
+
+    let mcp = match load_mcp(loaded)? {
+        Some(mcp_config) => {
+            let manager = MCPManager::new(
+                mcp_config,
+                registry.clone(),
+                &workspace,
+                config.context_policy.deferred_tools,
+            );
+            let snapshot = manager.prepare().await.map_err(|e| Error::Assembly {
+                key: "mcp".into(),
+                message: format!("{}: {e}", e.code()),
+            })?;
+            notes.extend(
+                manager
+                    .config()
+                    .warnings
+                    .iter()
+                    .map(|w| format!("mcp: {w}")),
+            );
+            notes.extend(
+                snapshot
+                    .diagnostics
+                    .iter()
+                    .map(|d| format!("mcp: server `{}`: {}: {}", d.server, d.code, d.message)),
+            );
+            Some(manager)
+        }
+        None => None,
+    };
+
     Ok(ToolEnvironment {
         registry,
         executor,
@@ -232,18 +287,93 @@ async fn assemble(
         skills,
         subagents,
         decision,
+        decision_evaluator,
         command,
+        mcp,
         notes,
     })
 }
 
-/// Lists every problem of a loaded config without starting any resource: seams not yet
-/// available, unknown host keys, missing or invalid referenced files, invalid hooks and
+/// `tool_search` over the registry's static view: decision-backed when
+/// `decision.tools.discovery` is on (the host's evaluator, else a `JevClient` keyed by
+/// `provider_api_keys.typesafe`), else ranked locally. The view is live, so MCP tools
+/// published later are searchable.
+fn tool_search(
+    config: &AgentConfig,
+    host: &HostRegistry,
+    decision: Option<&DecisionConfig>,
+    registry: &ToolRegistry,
+) -> Result<(ToolSearchTool, Option<Arc<EvaluatorHandle>>)> {
+    let view = registry.view(ViewFilter::default());
+    let Some(decision) = decision.filter(|d| d.tools.discovery) else {
+        return Ok((ToolSearchTool::new(view), None));
+    };
+    let handle = match host.get_decision_evaluator() {
+        Some(evaluator) => EvaluatorHandle::Borrowed(Arc::clone(evaluator)),
+        None => {
+            let key = config
+                .provider_api_keys
+                .get("typesafe")
+                .cloned()
+                .unwrap_or_default();
+            let client = JevClient::from_config(decision, key).map_err(|e| Error::Assembly {
+                key: "decision.tools.discovery".into(),
+                message: format!(
+                    "{}: {e} (set provider_api_keys.typesafe or \
+                     IRIS_PROVIDER_API_KEYS__TYPESAFE)",
+                    e.code()
+                ),
+            })?;
+            EvaluatorHandle::Owned(Arc::new(client))
+        }
+    };
+    let handle = Arc::new(handle);
+    let search = decision_tool_search(
+        view,
+        Arc::clone(&handle) as Arc<dyn iris_decision::DecisionEvaluator>,
+    );
+    Ok((search, Some(handle)))
+}
+
+/// Loads the `mcp` file (its path already resolved against the YAML's folder) with the
+/// YAML's overrides, without starting any server.
+fn load_mcp(loaded: &LoadedConfig) -> Result<Option<MCPConfig>> {
+    let Some(section) = &loaded.config.mcp else {
+        return Ok(None);
+    };
+    let overrides: McpOverrides = section
+        .overrides
+        .iter()
+        .map(|(name, o)| {
+            let o = ServerOverride {
+                required: o.required,
+                trust_annotations: o.trust_annotations,
+                startup_timeout_sec: o.startup_timeout_sec,
+                tool_timeout_sec: o.tool_timeout_sec,
+            };
+            (name.clone(), o)
+        })
+        .collect();
+    iris_mcp::load_mcp_config(&section.path, &overrides)
+        .map(Some)
+        .map_err(|e| Error::Reference {
+            file: loaded.file.clone(),
+            key: "mcp.path".into(),
+            target: section.path.clone(),
+            message: format!("{}: {e}", e.code()),
+        })
+}
+
+/// Lists every problem of a loaded config without starting any resource: unknown host
+/// keys, an unreadable or invalid MCP file, missing or invalid referenced files, invalid hooks and
 /// missing required skills. An empty list means [`build_tool_registry`] should succeed
 /// (it may still fail on the environment, e.g. a missing Docker engine).
 pub fn check_config(loaded: &LoadedConfig, host: &HostRegistry) -> Vec<Error> {
     let config = &loaded.config;
-    let mut problems = refuse_unavailable_all(config);
+    let mut problems = Vec::new();
+    if let Err(e) = load_mcp(loaded) {
+        problems.push(e);
+    }
     let unknown =
         |key: String, kind: &'static str, name: &str, known: Vec<&str>| Error::HostKeyUnknown {
             key,
@@ -300,31 +430,6 @@ pub fn check_config(loaded: &LoadedConfig, host: &HostRegistry) -> Vec<Error> {
 
 fn owned(keys: Vec<&str>) -> Vec<String> {
     keys.into_iter().map(str::to_owned).collect()
-}
-
-/// The first seam this build cannot assemble yet.
-fn refuse_unavailable(config: &AgentConfig) -> Option<Error> {
-    refuse_unavailable_all(config).into_iter().next()
-}
-
-fn refuse_unavailable_all(config: &AgentConfig) -> Vec<Error> {
-    let mut out = Vec::new();
-    if config.mcp.is_some() {
-        out.push(Error::FeatureUnavailable {
-            key: "mcp".into(),
-            message: "MCP servers need the iris-mcp layer, which this build does not include yet"
-                .into(),
-        });
-    }
-    if config.context_policy.deferred_tools {
-        out.push(Error::FeatureUnavailable {
-            key: "context_policy.deferred_tools".into(),
-            message: "deferred tools need tool_search (core's discovery module), which this \
-                      build does not include yet"
-                .into(),
-        });
-    }
-    out
 }
 
 fn needs_command(config: &AgentConfig) -> bool {

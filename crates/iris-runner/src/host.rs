@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
+use iris_decision::DecisionEvaluator;
 use iris_hooks::config::HookFactoryRegistry;
 use iris_hooks::{HookError, HookHandler};
 use iris_tools_core::{Tool, ToolMiddleware, ToolRegistry};
@@ -42,6 +43,7 @@ pub struct HostRegistry {
     registrars: BTreeMap<String, Arc<Registrar>>,
     middleware: BTreeMap<String, Arc<MiddlewareFactory>>,
     hooks: BTreeMap<String, Arc<HookFactory>>,
+    decision_evaluator: Option<Arc<dyn DecisionEvaluator>>,
 }
 
 /// Builds a hook handler from its YAML options for `hooks[].handler.factory`.
@@ -54,6 +56,7 @@ impl fmt::Debug for HostRegistry {
             .field("registrars", &self.registrar_keys())
             .field("middleware", &self.middleware_keys())
             .field("hooks", &self.hook_keys())
+            .field("decision_evaluator", &self.decision_evaluator.is_some())
             .finish()
     }
 }
@@ -110,6 +113,26 @@ impl HostRegistry {
         self
     }
 
+    /// Injects the evaluator that answers `tool_search` when `decision.tools.discovery`
+    /// is on, instead of a `JevClient` built from `provider_api_keys.typesafe`. It stays
+    /// the host's: [`crate::ToolEnvironment::close`] never closes it, so one evaluator
+    /// can serve many environments.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use iris_decision::JevClient;
+    /// use iris_runner::HostRegistry;
+    ///
+    /// let host = HostRegistry::new().decision_evaluator(Arc::new(JevClient::new("host-key")?));
+    /// assert!(format!("{host:?}").contains("decision_evaluator: true"));
+    /// # Ok::<(), iris_decision::Error>(())
+    /// ```
+    #[must_use]
+    pub fn decision_evaluator(mut self, evaluator: Arc<dyn DecisionEvaluator>) -> Self {
+        self.decision_evaluator = Some(evaluator);
+        self
+    }
+
     /// Registered function keys, sorted.
     pub fn function_keys(&self) -> Vec<&str> {
         self.functions.keys().map(String::as_str).collect()
@@ -136,6 +159,10 @@ impl HostRegistry {
 
     pub(crate) fn get_registrar(&self, key: &str) -> Option<&Arc<Registrar>> {
         self.registrars.get(key)
+    }
+
+    pub(crate) fn get_decision_evaluator(&self) -> Option<&Arc<dyn DecisionEvaluator>> {
+        self.decision_evaluator.as_ref()
     }
 
     pub(crate) fn get_middleware(&self, key: &str) -> Option<&Arc<MiddlewareFactory>> {

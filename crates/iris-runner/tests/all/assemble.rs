@@ -143,6 +143,11 @@ async fn every_key_assembles_the_expected_tools() {
             &[],
             &["exec_command"],
         ),
+        (
+            "context_policy:\n  deferred_tools: true\n",
+            &[],
+            &["tool_search"],
+        ),
     ];
     let calls = Arc::new(AtomicUsize::new(0));
     for (yaml, files, expect) in cases {
@@ -162,14 +167,23 @@ async fn assembly_errors_name_the_key() {
         (
             "mcp:\n  path: mcp.json\n",
             &[],
-            codes::FEATURE_UNAVAILABLE,
-            "`mcp`: MCP servers need the iris-mcp layer",
+            codes::CONFIG_REFERENCE,
+            "`mcp.path` -> ",
         ),
         (
-            "context_policy:\n  deferred_tools: true\n",
-            &[],
-            codes::FEATURE_UNAVAILABLE,
-            "`context_policy.deferred_tools`",
+            "mcp:\n  path: mcp.json\n",
+            &[(
+                "mcp.json",
+                "{\"mcpServers\": {\"gone\": {\"command\": \"/nonexistent/iris-mcp-server\"}}}",
+            )],
+            codes::ASSEMBLY_FAILED,
+            "`mcp`: ",
+        ),
+        (
+            "context_policy:\n  deferred_tools: true\ndecision:\n  path: decision.yaml\n",
+            &[("decision.yaml", "tools:\n  discovery: true\n")],
+            codes::ASSEMBLY_FAILED,
+            "`decision.tools.discovery`: DECISION_AUTH",
         ),
         (
             "tools:\n  python:\n    functions: [app.tools:nope]\n",

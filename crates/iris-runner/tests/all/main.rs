@@ -4,4 +4,5 @@
 
 mod assemble;
 mod config;
+mod mcp;
 mod support;

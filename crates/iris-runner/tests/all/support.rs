@@ -35,3 +35,44 @@ impl Fixture {
             .replace(&self.root().display().to_string(), "<dir>")
     }
 }
+
+/// iris-mcp's Python fixture folder (the test servers and `setup.sh`).
+pub(crate) fn mcp_fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../iris-mcp/tests/fixtures/mcp")
+}
+
+/// The venv's python, made by iris-mcp's `setup.sh` on first use (idempotent, fast
+/// when the venv exists), as iris-mcp's own tests find it.
+pub(crate) fn python() -> &'static str {
+    static PYTHON: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PYTHON.get_or_init(|| {
+        let out = std::process::Command::new("bash")
+            .arg(mcp_fixtures().join("setup.sh"))
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .expect("run iris-mcp/tests/fixtures/mcp/setup.sh");
+        assert!(out.status.success(), "setup.sh failed");
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    })
+}
+
+/// An `.mcp.json` text with one stdio server `name` running the SDK fixture server.
+pub(crate) fn mcp_json(name: &str) -> String {
+    let server = mcp_fixtures().join("sdk_server.py");
+    serde_json::json!({"mcpServers": {name: {
+        "command": python(),
+        "args": [server.display().to_string(), "--name", name],
+    }}})
+    .to_string()
+}
+
+/// Whether a process runs (exists in /proc and is not a zombie).
+pub(crate) fn running(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // The state follows the parenthesized command name, which may contain spaces.
+    stat.rfind(')')
+        .and_then(|i| stat[i + 2..].chars().next())
+        .is_some_and(|s| s != 'Z')
+}

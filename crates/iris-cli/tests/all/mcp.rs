@@ -1,0 +1,252 @@
+//! `iris mcp list`, MCP calls and deferred tools, against iris-mcp's real Python
+//! fixture server over stdio.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use super::{Run, iris};
+
+fn mcp_fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../iris-mcp/tests/fixtures/mcp")
+}
+
+/// The venv's python, made by iris-mcp's `setup.sh` on first use (idempotent), as
+/// iris-mcp's own tests find it.
+fn python() -> &'static str {
+    static PYTHON: OnceLock<String> = OnceLock::new();
+    PYTHON.get_or_init(|| {
+        let out = std::process::Command::new("bash")
+            .arg(mcp_fixtures().join("setup.sh"))
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "setup.sh failed");
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    })
+}
+
+/// A folder with `iris.yaml` (`yaml` plus an `mcp` section naming `mcp.json`) and an
+/// `mcp.json` running the SDK fixture server as `fixture`, plus a server that cannot
+/// start, `gone`, made optional by an override.
+fn agent(yaml: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let server = mcp_fixtures().join("sdk_server.py");
+    let mcp = serde_json::json!({"mcpServers": {
+        "fixture": {"command": python(), "args": [server.display().to_string()]},
+        "gone": {"command": "/nonexistent/iris-mcp-server"},
+    }});
+    std::fs::write(dir.path().join("mcp.json"), mcp.to_string()).unwrap();
+    let yaml = format!(
+        "{yaml}mcp:\n  path: mcp.json\n  overrides:\n    fixture: {{trust_annotations: true}}\n    gone: {{required: false}}\n"
+    );
+    std::fs::write(dir.path().join("iris.yaml"), yaml).unwrap();
+    dir
+}
+
+/// One row: arguments, exit code, fragments stdout must contain, one stderr must
+/// contain.
+type Row<'a> = (&'a [&'a str], i32, &'a [&'a str], &'a str);
+
+fn check(dir: &Path, rows: &[Row<'_>]) {
+    for (args, code, stdout, stderr) in rows {
+        let run: Run = iris(dir, args, &[], "");
+        assert_eq!(run.code, *code, "{args:?}: {run:?}");
+        for fragment in *stdout {
+            assert!(
+                run.stdout.contains(fragment),
+                "{args:?} {fragment}: {run:?}"
+            );
+        }
+        assert!(run.stderr.contains(stderr), "{args:?} stderr: {run:?}");
+    }
+}
+
+#[test]
+fn mcp_list_and_calls() {
+    let dir = agent("");
+    check(
+        dir.path(),
+        &[
+            (
+                &["mcp", "list"],
+                0,
+                &[
+                    "SERVER           TRANSPORT  STATUS    REQUIRED  PROTOCOL     TOOLS",
+                    "fixture          stdio      ready     yes",
+                    "gone             stdio      failed    no",
+                    "mcp__fixture__echo        fixture/echo              read-only\n",
+                    "diagnostics (1):",
+                    "server `gone`",
+                ],
+                "iris: starting MCP servers from ",
+            ),
+            (
+                &["--json", "mcp", "list"],
+                0,
+                &[
+                    "\"configured\": true",
+                    "\"status\": \"ready\"",
+                    "\"wire_name\": \"echo\"",
+                ],
+                "",
+            ),
+            (
+                &["call", "mcp__fixture__echo", "{\"text\": \"hello mcp\"}"],
+                0,
+                &["hello mcp"],
+                "",
+            ),
+            // `add` has no readOnlyHint: it needs approval, given by --yes.
+            (
+                &["call", "mcp__fixture__add", "{\"a\": 2, \"b\": 40}"],
+                4,
+                &[],
+                "error[APPROVAL_REQUIRED]",
+            ),
+            (
+                &[
+                    "call",
+                    "mcp__fixture__add",
+                    "{\"a\": 2, \"b\": 40}",
+                    "--yes",
+                ],
+                0,
+                &["42"],
+                "",
+            ),
+            (&["check"], 0, &["note: mcp: server `gone`", "ok"], ""),
+        ],
+    );
+}
+
+/// `deferred_tools: true`: MCP tools are deferred, `tool_search` finds one by a
+/// paraphrase, and the found tool can be called.
+#[test]
+fn deferred_tools_and_tool_search() {
+    let dir = agent("context_policy:\n  deferred_tools: true\n");
+    check(
+        dir.path(),
+        &[
+            (
+                &["tools"],
+                0,
+                &[
+                    "tool_search              core       read                     no\n",
+                    "mcp__fixture__write_note mcp        mcp                      yes\n",
+                ],
+                "",
+            ),
+            (
+                &["--json", "tools"],
+                0,
+                &[
+                    "\"name\": \"mcp__fixture__echo\",\n      \"system\": false",
+                    "\"deferred\": true",
+                ],
+                "",
+            ),
+            (
+                &[
+                    "call",
+                    "tool_search",
+                    "{\"queries\": [\"sum of two whole numbers\"]}",
+                ],
+                0,
+                &["mcp__fixture__add"],
+                "",
+            ),
+            (
+                &["call", "mcp__fixture__echo", "{\"text\": \"found\"}"],
+                0,
+                &["found"],
+                "",
+            ),
+        ],
+    );
+}
+
+#[test]
+fn required_server_failure_is_an_assembly_error() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("mcp.json"),
+        r#"{"mcpServers": {"gone": {"command": "/nonexistent/iris-mcp-server"}}}"#,
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("iris.yaml"), "mcp:\n  path: mcp.json\n").unwrap();
+    check(
+        dir.path(),
+        &[
+            (&["mcp", "list"], 3, &[], "error[ASSEMBLY_FAILED]: `mcp`: "),
+            (&["check"], 1, &["error[ASSEMBLY_FAILED]: `mcp`: "], ""),
+        ],
+    );
+}
+
+/// `examples/iris-mcp.yaml`: mcp-server-time from the venv, deferred and found by
+/// `tool_search`, run from an unrelated folder (paths resolve against the YAML).
+#[test]
+fn the_mcp_example() {
+    python(); // makes the venv holding mcp-server-time
+    let config = super::examples().join("iris-mcp.yaml");
+    let config = config.to_str().unwrap();
+    // Run elsewhere, with the workspace there too, so stored MCP results never land in
+    // the repository's examples/ folder.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let ws = elsewhere.path().to_str().unwrap();
+    check(
+        elsewhere.path(),
+        &[
+            (
+                &["--workspace", ws, "--config", config, "mcp", "list"],
+                0,
+                &[
+                    "time             stdio      ready     yes",
+                    "time/get_current_time",
+                ],
+                "",
+            ),
+            (
+                &["--workspace", ws, "--config", config, "tools"],
+                0,
+                &["mcp__time__get_current_time mcp        mcp                      yes\n"],
+                "",
+            ),
+            (
+                &[
+                    "--workspace",
+                    ws,
+                    "--config",
+                    config,
+                    "call",
+                    "tool_search",
+                    "{\"queries\": [\"what time is it right now\"]}",
+                ],
+                0,
+                &["-> mcp__time__get_current_time"],
+                "",
+            ),
+            (
+                &[
+                    "--workspace",
+                    ws,
+                    "--config",
+                    config,
+                    "call",
+                    "mcp__time__get_current_time",
+                    "{\"timezone\": \"UTC\"}",
+                    "--yes",
+                ],
+                0,
+                &["\"timezone\": \"UTC\""],
+                "",
+            ),
+            (
+                &["--workspace", ws, "--config", config, "check"],
+                0,
+                &["ok"],
+                "",
+            ),
+        ],
+    );
+}
