@@ -840,6 +840,23 @@ impl SearchIndex {
         for term in terms {
             for (ids, weight) in &term.alternatives {
                 let is_direct = term.id.is_some() && ids.len() == 1 && Some(ids[0]) == term.id;
+                if let [id] = ids.as_slice() {
+                    // One word: a doc occurs at most once in its posting list, so it
+                    // matches right away, with no phrase bookkeeping.
+                    for &(doc, tf) in &self.postings[*id as usize] {
+                        let slot = &mut slots[doc as usize];
+                        if slot.direct == 0.0 && slot.expanded == 0.0 {
+                            matched.push(doc);
+                        }
+                        let best = if is_direct {
+                            &mut slot.direct
+                        } else {
+                            &mut slot.expanded
+                        };
+                        *best = best.max(weight * tf);
+                    }
+                    continue;
+                }
                 // A phrase matches a doc only where all of its words occur, as strongly
                 // as its weakest word.
                 let words = u32::try_from(ids.len()).unwrap_or(u32::MAX);
