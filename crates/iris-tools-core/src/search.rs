@@ -468,6 +468,9 @@ pub struct SearchIndex {
     name_verbs: Vec<Option<u32>>,
     /// Per doc: the head noun of the tool's own name (its last word), if any.
     name_heads: Vec<Option<u32>>,
+    /// Per thesaurus group, per member: the ids of its indexed terms (empty when none
+    /// is indexed), resolved once here instead of on every query.
+    synonyms: Vec<Vec<Vec<u32>>>,
     docs: usize,
 }
 
@@ -562,11 +565,12 @@ fn collect_schema(schema: &Value, names: &mut Vec<String>, descs: &mut Vec<Strin
 }
 
 /// A query word with everything it may match.
-struct QueryTerm {
+struct QueryTerm<'a> {
     /// `(terms, weight)`: the word itself, its synonyms and its completions. An
     /// alternative of several terms (a phrase) needs all of them and scores as its
-    /// weakest.
-    alternatives: Vec<(Vec<u32>, f64)>,
+    /// weakest. The terms are borrowed from the index, so analysing a query allocates
+    /// no id lists.
+    alternatives: Vec<(&'a [u32], f64)>,
     /// Verb groups the word belongs to (empty when it is no verb).
     verb_groups: Vec<u16>,
     /// The word's own id, when indexed.
@@ -699,6 +703,22 @@ impl SearchIndex {
             name_heads.push(head_at.map(|i| own[i]));
         }
 
+        let synonyms = thesaurus
+            .groups
+            .iter()
+            .map(|(_, members)| {
+                members
+                    .iter()
+                    .map(|member| {
+                        member
+                            .iter()
+                            .filter_map(|t| vocabulary.get(t).copied())
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect();
+
         Self {
             vocabulary,
             sorted_terms,
@@ -706,6 +726,7 @@ impl SearchIndex {
             verb_groups,
             name_verbs,
             name_heads,
+            synonyms,
             docs: docs.len(),
         }
     }
@@ -720,7 +741,7 @@ impl SearchIndex {
         self.docs == 0
     }
 
-    fn query_terms(&self, query: &str) -> Vec<QueryTerm> {
+    fn query_terms(&self, query: &str) -> Vec<QueryTerm<'_>> {
         let thesaurus = thesaurus();
         let mut words = analyze(query);
         let mut seen = Vec::with_capacity(words.len());
@@ -736,10 +757,11 @@ impl SearchIndex {
         words
             .iter()
             .map(|word| {
-                let id = self.vocabulary.get(word).copied();
-                let mut alternatives = Vec::new();
-                match id {
-                    Some(id) => alternatives.push((vec![id], 1.0)),
+                let entry = self.vocabulary.get(word);
+                let id = entry.copied();
+                let mut alternatives: Vec<(&[u32], f64)> = Vec::new();
+                match entry {
+                    Some(id) => alternatives.push((std::slice::from_ref(id), 1.0)),
                     None if word.len() >= 3 => {
                         let start = self
                             .sorted_terms
@@ -749,7 +771,7 @@ impl SearchIndex {
                                 .iter()
                                 .take_while(|(t, _)| t.starts_with(word.as_str()))
                                 .take(MAX_PREFIX_EXPANSIONS)
-                                .map(|&(_, id)| (vec![id], PREFIX_WEIGHT)),
+                                .map(|(_, id)| (std::slice::from_ref(id), PREFIX_WEIGHT)),
                         );
                     }
                     None => {}
@@ -758,20 +780,16 @@ impl SearchIndex {
                 let mut verb_groups = Vec::new();
                 let mut object = groups.is_empty();
                 for &g in groups {
-                    let (kind, members) = &thesaurus.groups[g];
-                    match kind {
+                    match thesaurus.groups[g].0 {
                         Kind::Verb => verb_groups.extend(u16::try_from(g).ok()),
                         Kind::Noun => object = true,
                     }
-                    for member in members {
-                        if member.len() == 1 && &member[0] == word {
-                            continue;
-                        }
-                        let ids: Vec<u32> = member
-                            .iter()
-                            .filter_map(|t| self.vocabulary.get(t).copied())
-                            .collect();
-                        if !ids.is_empty() && !alternatives.iter().any(|(a, _)| *a == ids) {
+                    // The word itself, when a member, resolves to its own id (already
+                    // the first alternative) or to nothing, so the duplicate check
+                    // skips it.
+                    for ids in &self.synonyms[g] {
+                        let ids = ids.as_slice();
+                        if !ids.is_empty() && !alternatives.iter().any(|&(a, _)| a == ids) {
                             alternatives.push((ids, SYNONYM_WEIGHT));
                         }
                     }
@@ -838,9 +856,9 @@ impl SearchIndex {
         let n = self.docs as f64;
         let idf = |df: f64| (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
         for term in terms {
-            for (ids, weight) in &term.alternatives {
+            for &(ids, weight) in &term.alternatives {
                 let is_direct = term.id.is_some() && ids.len() == 1 && Some(ids[0]) == term.id;
-                if let [id] = ids.as_slice() {
+                if let [id] = ids {
                     // One word: a doc occurs at most once in its posting list, so it
                     // matches right away, with no phrase bookkeeping.
                     for &(doc, tf) in &self.postings[*id as usize] {
