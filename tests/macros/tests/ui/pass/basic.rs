@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use iris_tools_core::{Tool, ToolExecutionContext, ToolRegistry, tool};
+use iris_tools_core::{ToolExecutionContext, ToolRegistry, tool};
 
 /// Read one key from the application config.
 ///
