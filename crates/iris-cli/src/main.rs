@@ -4,7 +4,8 @@
 //! - 0: success;
 //! - 1: the command ran and found problems (`check`, `lint`), or the called tool
 //!   returned an error result;
-//! - 2: bad command line or bad call input;
+//! - 2: bad command line or bad call input: input that is not JSON, or JSON the tool's
+//!   schema or parser rejects (an `INVALID_INPUT` result, which is still printed);
 //! - 3: the configuration could not be loaded or assembled, or a feature is not in
 //!   this build;
 //! - 4: the call needs a human's approval and none was given.
@@ -14,9 +15,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use iris_providers::adapters::{Provider, Strict, to_provider};
+use iris_providers::lint::lint_definition;
 use iris_runner::{AgentConfig, HostRegistry, LoadedConfig, ToolEnvironment};
-use iris_tools_core::adapters::{Provider, Strict, to_provider};
-use iris_tools_core::lint::lint_definition;
 use iris_tools_core::{ToolExecutionContext, ToolUse, ViewFilter, codes};
 use serde_json::{Value, json};
 
@@ -35,7 +36,8 @@ Configuration: --config, else ./iris.yaml, else .iris/agent.yaml. IRIS_* environ
 variables override keys (IRIS_PROVIDER_API_KEYS__TAVILY -> provider_api_keys.tavily).
 
 Exit codes: 0 success; 1 problems found or the tool returned an error; 2 bad command
-line or call input; 3 configuration or assembly error; 4 approval required but not given.";
+line or call input (not JSON, or rejected by the tool's schema: INVALID_INPUT); 3
+configuration or assembly error; 4 approval required but not given.";
 
 /// The iris command line.
 #[derive(Debug, Parser)]
@@ -450,12 +452,8 @@ async fn call(
     let ctx = ToolExecutionContext::new(&env.workspace).session_id("iris-cli");
     let tool_use = ToolUse::new("call_1", name, arguments);
     let mut result = env.executor.execute_one(&tool_use, &ctx, None).await;
-    if result.error_code() == Some(codes::APPROVAL_REQUIRED) {
-        let reason = result
-            .error
-            .as_ref()
-            .map(|e| e.message.clone())
-            .unwrap_or_default();
+    if let Some(approval) = result.output.approval() {
+        let reason = approval.reason.clone();
         let approved = if yes {
             true
         } else if !from_stdin && std::io::stdin().is_terminal() {
@@ -490,7 +488,12 @@ async fn call(
             println!();
         }
     }
-    Ok(if result.is_error { 1 } else { 0 })
+    Ok(match result.error_code() {
+        None => 0,
+        // The call never ran: its input was wrong, like input that is not JSON.
+        Some(codes::INVALID_INPUT) => 2,
+        Some(_) => 1,
+    })
 }
 
 /// Asks on the terminal; anything but `y`/`yes` declines.

@@ -20,7 +20,7 @@ use iris_command::{
     CommandBinding, CommandConfig, CommandRequest, CommandScope, CommandService, DockerConfig,
     ExecCommandTool,
 };
-use iris_tools_core::{Tool, ToolExecutionContext};
+use iris_tools_core::{Tool, ToolExecutionContext, ToolInput};
 use serde_json::json;
 
 #[global_allocator]
@@ -85,8 +85,10 @@ mod per_call {
         let tool = ExecCommandTool::new(CommandBinding::owned(env.service.clone()));
         let ctx = ToolExecutionContext::new(env.workspace.path());
         RUNTIME.block_on(async {
-            let result = tool.run(json!({"command": "true"}), &ctx).await;
-            assert!(!result.is_error);
+            let result = tool
+                .run(ToolInput::new(json!({"command": "true"})), &ctx)
+                .await;
+            assert!(!result.is_error());
         });
     }
 

@@ -9,7 +9,7 @@
 //! `iris-command:local` image (`bash crates/iris-command/docker/build-image.sh --offline`).
 
 use iris_command::{CommandBinding, CommandConfig, CommandService, DockerConfig, ExecCommandTool};
-use iris_tools_core::{Tool, ToolExecutionContext};
+use iris_tools_core::{Tool, ToolExecutionContext, ToolInput};
 use serde_json::json;
 
 #[tokio::main(flavor = "current_thread")]
@@ -33,7 +33,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let tool = ExecCommandTool::new(binding.clone());
     let ctx = ToolExecutionContext::new(&workspace).session_id("example");
     let result = tool
-        .run(json!({"command": command, "timeout_seconds": 30}), &ctx)
+        .run(
+            ToolInput::new(json!({"command": command, "timeout_seconds": 30})),
+            &ctx,
+        )
         .await;
     println!("--- model sees ---\n{}", result.model_content());
     println!(

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
-use iris_tools_core::WorkspacePolicy;
+use iris_executor::WorkspacePolicy;
 use tokio::sync::{Notify, oneshot, watch};
 
 use crate::capture::DEFAULT_OUTPUT_LIMIT_BYTES;

@@ -3,8 +3,8 @@
 //! Both declare the `execute` capability, are not concurrency-safe and own their
 //! deadline ([`ToolTimeoutOwner::Tool`]): the deadline is the minimum of the root
 //! `CommandConfig::timeout_seconds`, the call's `timeout_seconds` and the runtime's
-//! `ctx.tool_timeout_seconds`, and on expiry the tool kills the process tree and reports
-//! `COMMAND_TIMEOUT` itself. `cwd` (default `"."`) is resolved with
+//! `ctx.tool_timeout` (the executor sets it to the call's effective deadline), and on
+//! expiry the tool kills the process tree and reports `COMMAND_TIMEOUT` itself. `cwd` (default `"."`) is resolved with
 //! [`WorkspacePolicy::resolve_path`] against the call's workspace and must be an
 //! existing directory. The result's content is the output (stdout, then stderr under
 //! `[stderr]`); `data` holds `mode, status, exit_code, cwd, duration_seconds,
@@ -13,10 +13,12 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
+use iris_executor::WorkspacePolicy;
 use iris_tools_core::{
     BoxFuture, ContentBlock, Tool, ToolCapability, ToolDefinition, ToolErrorInfo,
-    ToolExecutionContext, ToolResult, ToolTimeoutOwner, WorkspacePolicy, codes,
+    ToolExecutionContext, ToolInput, ToolOutput, ToolTimeoutOwner, codes,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -109,18 +111,19 @@ fn dot() -> String {
     ".".to_owned()
 }
 
-/// The parsed input of either tool.
+/// The parsed input of either tool: what `validate_input` hands to `run`.
+#[derive(Debug)]
 struct Input {
     payload: CommandPayload,
     cwd: String,
     timeout_seconds: Option<f64>,
 }
 
-fn parse(kind: Kind, raw: Value) -> Result<Input, ToolErrorInfo> {
+fn parse(kind: Kind, raw: &Value) -> Result<Input, ToolErrorInfo> {
     let invalid = |e: serde_json::Error| ToolErrorInfo::new(codes::INVALID_INPUT, e.to_string());
     let input = match kind {
         Kind::Shell => {
-            let i: ShellInput = serde_json::from_value(raw).map_err(invalid)?;
+            let i = ShellInput::deserialize(raw).map_err(invalid)?;
             Input {
                 payload: CommandPayload::Shell(i.command),
                 cwd: i.cwd,
@@ -128,7 +131,7 @@ fn parse(kind: Kind, raw: Value) -> Result<Input, ToolErrorInfo> {
             }
         }
         Kind::Python => {
-            let i: PythonInput = serde_json::from_value(raw).map_err(invalid)?;
+            let i = PythonInput::deserialize(raw).map_err(invalid)?;
             Input {
                 payload: CommandPayload::Python(i.code),
                 cwd: i.cwd,
@@ -157,10 +160,10 @@ fn parse(kind: Kind, raw: Value) -> Result<Input, ToolErrorInfo> {
     Ok(input)
 }
 
-/// The smaller of two optional deadlines; a runtime value that is not a positive
-/// finite number is ignored.
-fn min_timeout(call: Option<f64>, runtime: Option<f64>) -> Option<f64> {
-    let runtime = runtime.filter(|t| t.is_finite() && *t > 0.0);
+/// The smaller of two optional deadlines, in seconds; a zero runtime deadline is
+/// ignored (the executor never starts a body whose deadline already passed).
+fn min_timeout(call: Option<f64>, runtime: Option<Duration>) -> Option<f64> {
+    let runtime = runtime.filter(|t| !t.is_zero()).map(|t| t.as_secs_f64());
     match (call, runtime) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
@@ -170,23 +173,25 @@ fn min_timeout(call: Option<f64>, runtime: Option<f64>) -> Option<f64> {
 async fn run(
     kind: Kind,
     binding: &CommandBinding,
-    raw: Value,
+    mut input: ToolInput,
     ctx: &ToolExecutionContext,
-) -> ToolResult {
-    let input = match parse(kind, raw) {
-        Ok(input) => input,
-        Err(e) => return ToolResult::error("", "", e),
+) -> ToolOutput {
+    // Parsed once by `validate_input`; parsed here only when `run` is called directly.
+    let input = match input.take_parsed::<Input>() {
+        Some(parsed) => parsed,
+        None => match parse(kind, input.value()) {
+            Ok(parsed) => parsed,
+            Err(e) => return ToolOutput::error(e),
+        },
     };
     let cwd: PathBuf = match WorkspacePolicy::new().resolve_path(&input.cwd, &ctx.workspace_root) {
         Ok(path) => path,
         Err(e) => {
-            return ToolResult::error("", "", e.to_info().with_detail("cwd", input.cwd.clone()));
+            return ToolOutput::error(e.to_info().with_detail("cwd", input.cwd.clone()));
         }
     };
     if !cwd.is_dir() {
-        return ToolResult::error(
-            "",
-            "",
+        return ToolOutput::error(
             ToolErrorInfo::new(
                 codes::INVALID_PATH,
                 format!(
@@ -198,28 +203,25 @@ async fn run(
         );
     }
     let mut request = CommandRequest::new(ctx.call_id.clone(), input.payload, cwd);
-    request.timeout_seconds = min_timeout(input.timeout_seconds, ctx.tool_timeout_seconds);
+    request.timeout_seconds = min_timeout(input.timeout_seconds, ctx.tool_timeout);
     request.cancellation = ctx.cancellation.clone();
     let scope = CommandScope::new(ctx.run_id.clone(), ctx.session_id.clone());
     match binding.execute(&scope, request).await {
         Ok(outcome) => outcome_result(&outcome),
-        Err(e) => ToolResult::error("", "", e.to_info()),
+        Err(e) => ToolOutput::error(e.to_info()),
     }
 }
 
-/// The tool result of an outcome: output as content, the seed's fields as data, and the
+/// The tool output of an outcome: output as content, the seed's fields as data, and the
 /// error (if any) with the output still included.
-pub fn outcome_result(outcome: &CommandOutcome) -> ToolResult {
-    let mut result = ToolResult {
-        content: vec![ContentBlock::text(outcome.combined_output())],
-        ..ToolResult::default()
+pub fn outcome_result(outcome: &CommandOutcome) -> ToolOutput {
+    let mut output = match outcome.error_info() {
+        Some(error) => ToolOutput::error(error),
+        None => ToolOutput::default(),
     };
-    result.data = outcome_data(outcome);
-    if let Some(error) = outcome.error_info() {
-        result.is_error = true;
-        result.error = Some(error);
-    }
-    result
+    output.content = vec![ContentBlock::text(outcome.combined_output())];
+    output.data = outcome_data(outcome);
+    output
 }
 
 fn outcome_data(outcome: &CommandOutcome) -> serde_json::Map<String, Value> {
@@ -264,15 +266,15 @@ macro_rules! command_tool {
 
             fn run<'a>(
                 &'a self,
-                input: Value,
+                input: ToolInput,
                 ctx: &'a ToolExecutionContext,
-            ) -> BoxFuture<'a, ToolResult> {
+            ) -> BoxFuture<'a, ToolOutput> {
                 Box::pin(run($kind, &self.binding, input, ctx))
             }
 
-            fn validate_input(&self, raw: Value) -> Result<Value, ToolErrorInfo> {
-                parse($kind, raw.clone())?;
-                Ok(raw)
+            fn validate_input(&self, raw: Value) -> Result<ToolInput, ToolErrorInfo> {
+                let parsed = parse($kind, &raw)?;
+                Ok(ToolInput::with_parsed(raw, parsed))
             }
 
             fn is_concurrency_safe(&self) -> bool {
@@ -292,7 +294,7 @@ command_tool!(
     ///
     /// ```
     /// use iris_command::{CommandBinding, CommandConfig, CommandService, ExecCommandTool};
-    /// use iris_tools_core::{Tool, ToolExecutionContext};
+    /// use iris_tools_core::{Tool, ToolExecutionContext, ToolInput};
     /// use serde_json::json;
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
     /// let workspace = tempfile::tempdir()?;
@@ -300,7 +302,8 @@ command_tool!(
     /// service.prepare().await?;
     /// let tool = ExecCommandTool::new(CommandBinding::owned(service));
     /// let ctx = ToolExecutionContext::new(workspace.path());
-    /// let result = tool.run(json!({"command": "echo hi; exit 3"}), &ctx).await;
+    /// let input = tool.validate_input(json!({"command": "echo hi; exit 3"}))?;
+    /// let result = tool.run(input, &ctx).await;
     /// assert_eq!(result.error_code(), Some("COMMAND_FAILED"));
     /// assert_eq!(result.data["exit_code"], 3);
     /// assert!(result.model_content().ends_with("hi\n"));

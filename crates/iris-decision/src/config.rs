@@ -46,6 +46,10 @@ pub struct DecisionConfig {
     pub model: String,
     /// Total deadline of one decision request, in seconds. Default `5.0`.
     pub timeout_seconds: f64,
+    /// The service's base URL (requests go to `{base_url}/decisions`); `None` uses
+    /// [`crate::DEFAULT_BASE_URL`]. An absolute `https://` URL, or `http://` to a
+    /// loopback address (for local servers and tests).
+    pub base_url: Option<String>,
     /// Tool junctions.
     pub tools: DecisionToolsConfig,
     /// Memory junctions.
@@ -75,6 +79,7 @@ impl Default for DecisionConfig {
             provider: PROVIDER_TYPESAFE.to_owned(),
             model: DEFAULT_MODEL.to_owned(),
             timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
+            base_url: None,
             tools: DecisionToolsConfig::default(),
             memory: DecisionMemoryConfig::default(),
         }
@@ -88,13 +93,16 @@ impl DecisionConfig {
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] naming the field (`provider`, `model`,
-    /// `timeout_seconds`, `tools.discovery`).
+    /// `timeout_seconds`, `base_url`, `tools.discovery`).
     pub fn validate(&self, deferred_tools_enabled: bool) -> Result<()> {
         check_provider(&self.provider)?;
         if self.model.trim().is_empty() {
             return Err(Error::config("model", "must not be empty"));
         }
         timeout_from_seconds(self.timeout_seconds)?;
+        if let Some(url) = &self.base_url {
+            crate::jev::parse_base_url(url)?;
+        }
         if self.tools.discovery && !deferred_tools_enabled {
             return Err(Error::config(
                 "tools.discovery",
@@ -164,6 +172,10 @@ impl DecisionConfig {
         let client = JevClient::from_env_with(lookup)?
             .with_model(self.model.clone())?
             .with_timeout_seconds(self.timeout_seconds)?;
+        let client = match &self.base_url {
+            Some(url) => client.with_base_url(url)?,
+            None => client,
+        };
         Ok(Some(EvaluatorHandle::Owned(Arc::new(client))))
     }
 }

@@ -197,14 +197,19 @@ impl JevClient {
         }
     }
 
-    /// A client for a decision configuration: its model and timeout, this key.
+    /// A client for a decision configuration: its model, timeout and base URL, this key.
     ///
     /// # Errors
-    /// [`Error::Auth`] for a bad key; [`Error::InvalidConfig`] for a bad model or timeout.
+    /// [`Error::Auth`] for a bad key; [`Error::InvalidConfig`] for a bad model, timeout
+    /// or base URL.
     pub fn from_config(config: &DecisionConfig, api_key: impl Into<String>) -> Result<Self> {
-        Self::new(api_key)?
+        let client = Self::new(api_key)?
             .with_model(config.model.clone())?
-            .with_timeout_seconds(config.timeout_seconds)
+            .with_timeout_seconds(config.timeout_seconds)?;
+        match &config.base_url {
+            Some(url) => client.with_base_url(url),
+            None => Ok(client),
+        }
     }
 
     /// Sets the model name.
@@ -501,7 +506,7 @@ pub(crate) fn timeout_from_seconds(seconds: f64) -> Result<Duration> {
 
 /// Parses and checks a base URL. Messages never quote the URL: a malformed one may
 /// still hold a credential in its user part or query.
-fn parse_base_url(text: &str) -> Result<Url> {
+pub(crate) fn parse_base_url(text: &str) -> Result<Url> {
     let invalid = |reason: String| Error::config("base_url", reason);
     let url = Url::parse(text).map_err(|e| invalid(format!("is not an absolute URL: {e}")))?;
     let loopback = url.host_str().is_some_and(is_loopback);

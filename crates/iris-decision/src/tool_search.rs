@@ -1,14 +1,12 @@
 //! [`DecisionDiscoveryBackend`]: `tool_search` answered by a decision model.
 //!
-//! `iris-tools-core` owns `tool_search` (input, static view, output, certification);
+//! `iris-discovery` owns `tool_search` (input, static view, output, certification);
 //! this adapter only replaces its local ranking: one [`decide_tools`] request over
 //! exactly the allowed deferred candidates the tool hands it.
 
 use std::sync::Arc;
 
-use iris_tools_core::discovery::{
-    DiscoveryAnswer, DiscoveryBackend, DiscoveryRequest, ToolSearchTool,
-};
+use iris_discovery::{DiscoveryAnswer, DiscoveryBackend, DiscoveryRequest, ToolSearchTool};
 use iris_tools_core::{BoxFuture, ToolDefinition, ToolErrorInfo, ToolRegistryView};
 
 use crate::discovery::{MAX_DISCOVERY_TOOLS, decide_tools};
@@ -28,7 +26,7 @@ use crate::evaluator::DecisionEvaluator;
 /// ```
 /// use std::sync::Arc;
 /// use iris_decision::{DecisionDiscoveryBackend, JevClient};
-/// use iris_tools_core::discovery::ToolSearchTool;
+/// use iris_discovery::ToolSearchTool;
 /// use iris_tools_core::{ToolRegistry, ViewFilter};
 ///
 /// let registry = ToolRegistry::new();

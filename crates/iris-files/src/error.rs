@@ -3,7 +3,7 @@
 /// Errors raised while configuring the file service.
 ///
 /// Failures of a single tool call are not `Error`s: they travel to the model inside a
-/// [`iris_tools_core::ToolResult`] with one of the codes in [`crate::codes`].
+/// [`iris_tools_core::ToolOutput`] with one of the codes in [`crate::codes`].
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {

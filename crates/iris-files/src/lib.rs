@@ -1,13 +1,11 @@
 #![doc = include_str!("../README.md")]
 
-mod atomic;
-mod blocking;
 pub mod codes;
 mod config;
 mod error;
-mod input;
 mod load;
 mod media;
+mod params;
 mod read_state;
 mod service;
 mod text;

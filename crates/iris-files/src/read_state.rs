@@ -101,18 +101,19 @@ impl Observation {
 
 /// One session's read observations, keyed by canonical path.
 ///
-/// A host that owns sessions puts an `Arc<ReadState>` into
-/// [`iris_tools_core::ToolExecutionContext::read_state`]; without one, the
+/// A host that owns sessions puts an `Arc<ReadState>` into the context's
+/// [`extensions`](iris_tools_core::ToolExecutionContext::extensions); without one, the
 /// [`crate::FileService`] keeps a `ReadState` per `session_id` itself.
 ///
 /// ```
 /// use std::sync::Arc;
-/// use iris_files::ReadState;
+/// use iris_files::{FileService, ReadState};
 /// use iris_tools_core::ToolExecutionContext;
 ///
 /// let state = Arc::new(ReadState::new());
-/// let ctx = ToolExecutionContext::new("/srv/ws").read_state(state.clone());
-/// assert!(ctx.read_state.is_some());
+/// let mut ctx = ToolExecutionContext::new("/srv/ws");
+/// ctx.extensions.insert_arc(Arc::clone(&state));
+/// assert!(Arc::ptr_eq(&FileService::default().read_state(&ctx), &state));
 /// assert!(state.is_empty());
 /// ```
 #[derive(Debug, Default)]

@@ -8,7 +8,8 @@ use std::io::ErrorKind;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use iris_tools_core::{PathError, ToolErrorInfo, ToolExecutionContext, codes as core_codes};
+use iris_executor::PathError;
+use iris_tools_core::{ToolErrorInfo, ToolExecutionContext, codes as core_codes};
 
 use crate::codes;
 use crate::config::FileToolsConfig;
@@ -24,9 +25,13 @@ pub const PUBLISHED_DIR: &str = ".iris/published";
 /// The file tools' shared service: configuration, read observations per session and
 /// per-path write serialization.
 ///
-/// Read observations live in the `Arc<ReadState>` a host puts into
-/// [`ToolExecutionContext::read_state`]; when the context carries none, the service
-/// keeps one `ReadState` per `session_id` itself, separate from any run state.
+/// Read observations live in the `Arc<ReadState>` a host puts into the context's
+/// [`extensions`](ToolExecutionContext::extensions); when the context carries none, the
+/// service keeps one `ReadState` per `session_id` itself, separate from any run state.
+///
+/// The six tools are methods of the service (see [`crate::builtin_tools_with`]): on an
+/// `Arc<FileService>`, `service.tools()` builds all of them and
+/// `service.read_file_tool()` (and so on) one, all sharing the service.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -94,22 +99,13 @@ impl FileService {
         &self.config
     }
 
-    /// The read observations a call uses: the host's `Arc<ReadState>` from
-    /// `ctx.read_state` when present, otherwise the service's own state for
-    /// `ctx.session_id`.
+    /// The read observations a call uses: the host's `Arc<ReadState>` from the
+    /// context's extensions (`ctx.extensions.insert_arc(state)`) when present,
+    /// otherwise the service's own state for `ctx.session_id`.
     pub fn read_state(&self, ctx: &ToolExecutionContext) -> Arc<ReadState> {
-        if let Some(any) = &ctx.read_state {
-            if let Ok(state) = Arc::clone(any).downcast::<ReadState>() {
-                return state;
-            }
-            // A read_state of another type belongs to some other layer; falling back
-            // to the per-session state keeps read-before-edit enforced either way.
-            tracing::debug!(
-                session_id = %ctx.session_id,
-                "ctx.read_state is not an iris_files::ReadState; using the service's session state"
-            );
-        }
-        self.session_state(&ctx.session_id)
+        ctx.extensions
+            .get_arc::<ReadState>()
+            .unwrap_or_else(|| self.session_state(&ctx.session_id))
     }
 
     /// The service's own read state for a session (created on first use).
@@ -157,7 +153,7 @@ impl FileService {
         }
     }
 
-    /// Resolves `raw` through [`iris_tools_core::WorkspacePolicy::resolve_path`].
+    /// Resolves `raw` through [`iris_executor::WorkspacePolicy::resolve_path`].
     ///
     /// The policy canonicalizes, so a path that does not exist yet fails there; then
     /// the nearest existing ancestor is resolved through the policy instead and the

@@ -19,10 +19,10 @@ use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkBuilder, Wal
 
 use iris_tools_core::ToolErrorInfo;
 
-use crate::blocking::Stop;
 use crate::codes;
 use crate::config::FileToolsConfig;
 use crate::text::clip_line;
+use iris_executor::blocking::Stop;
 
 /// Keeps the `k` smallest items pushed into it.
 #[derive(Debug)]

@@ -1,9 +1,10 @@
 //! Per-call overhead of a `tool.before` hook: in-process and command (`cargo bench -p iris-hooks`).
 
 use iris_command::{CommandBinding, CommandConfig, CommandService};
+use iris_executor::{BeforeOutcome, ToolHookDispatcher};
 use iris_hooks::command::CommandHook;
 use iris_hooks::{HookDispatcher, HookEvent, HookEventKind, HookRegistration, HookResult};
-use iris_tools_core::{BeforeOutcome, ToolExecutionContext, ToolHookDispatcher};
+use iris_tools_core::ToolExecutionContext;
 use serde_json::json;
 
 fn main() {

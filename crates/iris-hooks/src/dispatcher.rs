@@ -1,5 +1,5 @@
 //! [`HookDispatcher`]: runs registrations in declared order, each with its own event
-//! snapshot and deadline, and implements core's [`ToolHookDispatcher`].
+//! snapshot and deadline, and implements the executor's [`ToolHookDispatcher`].
 //!
 //! Failure policy (documented contract):
 //! - `tool.before`: hooks run in declared order; the first deny stops the chain and
@@ -11,10 +11,8 @@
 //!   declared order.
 //! - Cancellation is never turned into allow or deny: it surfaces as cancellation.
 
-use iris_tools_core::{
-    BeforeOutcome, BodyStatus, BoxFuture, CancellationSignal, CatchUnwind, ToolExecutionContext,
-    ToolHookDispatcher, ToolResult, panic_message,
-};
+use iris_executor::{BeforeOutcome, BodyStatus, CatchUnwind, ToolHookDispatcher, panic_message};
+use iris_tools_core::{BoxFuture, CancellationSignal, ToolExecutionContext, ToolOutput};
 use serde_json::Value;
 
 use crate::error::{HookError, HookErrorKind};
@@ -36,7 +34,8 @@ pub struct HookFailure {
 ///
 /// ```
 /// use iris_hooks::{HookDispatcher, HookEventKind, HookRegistration, HookResult};
-/// use iris_tools_core::{BeforeOutcome, ToolExecutionContext, ToolHookDispatcher};
+/// use iris_executor::{BeforeOutcome, ToolHookDispatcher};
+/// use iris_tools_core::ToolExecutionContext;
 /// use serde_json::json;
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -234,7 +233,7 @@ impl ToolHookDispatcher for HookDispatcher {
         call_id: &'a str,
         tool_name: &'a str,
         arguments: &'a Value,
-        result: &'a ToolResult,
+        result: &'a ToolOutput,
         status: BodyStatus,
     ) -> BoxFuture<'a, Vec<String>> {
         Box::pin(async move {

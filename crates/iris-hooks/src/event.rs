@@ -146,7 +146,9 @@ pub enum EventPayload {
         tool_name: String,
         /// Validated arguments (a snapshot).
         arguments: Value,
-        /// The body's result, as JSON.
+        /// The body's output as JSON (a serialized `ToolOutput`: `is_error`, `error`,
+        /// `content`, `data`, …). It carries no call identity: that is `call_id` and
+        /// `tool_name` above.
         result: Value,
         /// `success` or `error`.
         body_status: String,

@@ -13,7 +13,7 @@ use std::process::Command;
 use std::sync::{Arc, OnceLock};
 
 use iris_mcp::{ConfigFormat, MCPConfig, MCPManager, McpOverrides};
-use iris_tools_core::{Tool, ToolExecutionContext, ToolRegistry};
+use iris_tools_core::{Tool, ToolExecutionContext, ToolInput, ToolRegistry};
 use serde_json::json;
 
 fn main() {
@@ -99,8 +99,9 @@ fn prepared() -> &'static Prepared {
 fn call_roundtrip_stdio(bencher: divan::Bencher<'_, '_>) {
     let p = prepared();
     bencher.bench(|| {
-        let r = runtime().block_on(p.tool.run(json!({"text": "ping"}), &p.ctx));
-        assert!(!r.is_error);
+        let input = ToolInput::new(json!({"text": "ping"}));
+        let r = runtime().block_on(p.tool.run(input, &p.ctx));
+        assert!(!r.is_error());
         r
     });
 }

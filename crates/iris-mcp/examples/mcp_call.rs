@@ -5,7 +5,7 @@
 //! ```
 //!
 //! With only a config path it prints the catalog; with a tool name (the Iris name,
-//! `mcp__<server>__<tool>`) it also calls the tool through core's `ToolExecutor` with
+//! `mcp__<server>__<tool>`) it also calls the tool through iris-executor's `ToolExecutor` with
 //! the given JSON arguments.
 //! Example with the packaged time server:
 //!
@@ -16,8 +16,8 @@
 
 use std::process::ExitCode;
 
+use iris_executor::ToolExecutor;
 use iris_mcp::{MCPManager, McpOverrides, load_mcp_config};
-use iris_tools_core::executor::ToolExecutor;
 use iris_tools_core::{ToolExecutionContext, ToolRegistry, ToolUse};
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -79,10 +79,10 @@ async fn main() -> ExitCode {
             .execute_one(&ToolUse::new("call_1", name, input), &ctx, None)
             .await;
         println!("{}", result.model_content());
-        if let Some(artifact) = &result.artifact {
+        if let Some(artifact) = &result.output.artifact {
             println!("(raw result: {})", artifact.path.display());
         }
-        if result.is_error {
+        if result.is_error() {
             code = ExitCode::FAILURE;
         }
     }

@@ -1,7 +1,7 @@
 //! [`McpError`]: why loading a config or preparing servers failed, with stable codes.
 //!
-//! Failures of a single *call* are not `McpError`s: they travel inside a
-//! [`iris_tools_core::ToolResult`] with one of the [`codes`] below (or core's
+//! Failures of a single *call* are not `McpError`s: they travel inside the call's
+//! [`iris_tools_core::ToolOutput`] with one of the [`codes`] below (or core's
 //! `TOOL_TIMEOUT` / `CANCELLED`).
 
 use std::fmt;

@@ -4,9 +4,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use iris_executor::ToolArtifactStore;
 use iris_tools_core::{
-    BoxFuture, ContentBlock, Tool, ToolArtifactStore, ToolDefinition, ToolErrorInfo,
-    ToolExecutionContext, ToolResult, codes as core_codes,
+    BoxFuture, ContentBlock, Tool, ToolDefinition, ToolErrorInfo, ToolExecutionContext, ToolInput,
+    ToolOutput, codes as core_codes,
 };
 use rmcp::ServiceError;
 use rmcp::model::CallToolRequestParams;
@@ -77,16 +78,13 @@ impl McpTool {
         self.timeout
     }
 
-    async fn call(&self, input: Value, ctx: &ToolExecutionContext) -> ToolResult {
-        let arguments = match input {
-            Value::Object(map) => Some(map),
-            Value::Null => None,
-            other => {
-                return ToolResult::err(
-                    core_codes::INVALID_INPUT,
-                    format!("MCP tool arguments must be a JSON object, got {other}"),
-                );
-            }
+    async fn call(&self, input: ToolInput, ctx: &ToolExecutionContext) -> ToolOutput {
+        // The arguments go to the server as they are: `validate_input` checked their
+        // shape, and taking the value here moves it instead of copying it. The check
+        // repeats only for a direct `Tool::run` (a cheap match, no parse).
+        let arguments = match arguments(input.into_value()) {
+            Ok(arguments) => arguments,
+            Err(info) => return ToolOutput::error(info),
         };
         if self.connection.peer.is_transport_closed() {
             return self.closed_error();
@@ -95,8 +93,10 @@ impl McpTool {
         if let Some(arguments) = arguments {
             params = params.with_arguments(arguments);
         }
-        let deadline = match ctx.tool_timeout_seconds {
-            Some(s) if s.is_finite() && s > 0.0 => self.timeout.min(Duration::from_secs_f64(s)),
+        // Inside the executor `ctx.tool_timeout` is the call's effective deadline; a
+        // zero one never reaches a body there, so it is ignored here like an unset one.
+        let deadline = match ctx.tool_timeout {
+            Some(t) if !t.is_zero() => self.timeout.min(t),
             _ => self.timeout,
         };
         let peer = self.connection.peer.clone();
@@ -108,15 +108,13 @@ impl McpTool {
             Some(signal) => tokio::select! {
                 r = call => r,
                 () = signal.cancelled() => {
-                    return ToolResult::err(core_codes::CANCELLED, "the call was cancelled; the MCP server was told to stop");
+                    return ToolOutput::err(core_codes::CANCELLED, "the call was cancelled; the MCP server was told to stop");
                 }
             },
             None => call.await,
         };
         match outcome {
-            Err(_elapsed) => ToolResult::error(
-                "",
-                "",
+            Err(_elapsed) => ToolOutput::error(
                 ToolErrorInfo::new(
                     core_codes::TOOL_TIMEOUT,
                     format!(
@@ -132,7 +130,7 @@ impl McpTool {
             Ok(Err(e)) => self.service_error(&e).await,
             Ok(Ok(result)) => match serde_json::to_value(&result) {
                 Ok(raw) => self.project(raw, ctx),
-                Err(e) => ToolResult::err(
+                Err(e) => ToolOutput::err(
                     codes::MCP_REQUEST_FAILED,
                     format!("the MCP result could not be read: {e}"),
                 ),
@@ -140,10 +138,8 @@ impl McpTool {
         }
     }
 
-    fn closed_error(&self) -> ToolResult {
-        ToolResult::error(
-            "",
-            "",
+    fn closed_error(&self) -> ToolOutput {
+        ToolOutput::error(
             ToolErrorInfo::new(
                 codes::MCP_CONNECTION_CLOSED,
                 format!(
@@ -157,7 +153,7 @@ impl McpTool {
         )
     }
 
-    async fn service_error(&self, e: &ServiceError) -> ToolResult {
+    async fn service_error(&self, e: &ServiceError) -> ToolOutput {
         match e {
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
                 if let Some(process) = &self.connection.process {
@@ -167,9 +163,7 @@ impl McpTool {
                 }
                 self.closed_error()
             }
-            ServiceError::McpError(data) => ToolResult::error(
-                "",
-                "",
+            ServiceError::McpError(data) => ToolOutput::error(
                 ToolErrorInfo::new(
                     codes::MCP_REQUEST_FAILED,
                     format!(
@@ -182,7 +176,7 @@ impl McpTool {
                 )
                 .with_detail("jsonrpc_code", data.code.0),
             ),
-            other => ToolResult::err(
+            other => ToolOutput::err(
                 codes::MCP_REQUEST_FAILED,
                 format!(
                     "the call to `{}` on MCP server `{}` failed: {}",
@@ -194,9 +188,10 @@ impl McpTool {
         }
     }
 
-    /// Turns the raw `CallToolResult` JSON into a [`ToolResult`]: content projected,
-    /// `structuredContent` in `data`, the raw result saved as an artifact.
-    fn project(&self, raw: Value, ctx: &ToolExecutionContext) -> ToolResult {
+    /// Turns the raw `CallToolResult` JSON into a [`ToolOutput`]: content projected,
+    /// `structuredContent` in `data`, the raw result saved as an artifact, the MCP
+    /// identity (server, wire name, protocol) in `metadata.mcp`.
+    fn project(&self, raw: Value, ctx: &ToolExecutionContext) -> ToolOutput {
         let mut content = raw
             .get("content")
             .and_then(Value::as_array)
@@ -212,21 +207,17 @@ impl McpTool {
         }
         let is_error = raw.get("isError").and_then(Value::as_bool) == Some(true);
         let mut result = if is_error {
-            let mut r = ToolResult::error(
-                "",
-                "",
-                ToolErrorInfo::new(
-                    codes::MCP_TOOL_ERROR,
-                    format!(
-                        "MCP tool `{}` on server `{}` reported an error",
-                        self.wire_name, self.connection.server
-                    ),
+            let mut r = ToolOutput::error(ToolErrorInfo::new(
+                codes::MCP_TOOL_ERROR,
+                format!(
+                    "MCP tool `{}` on server `{}` reported an error",
+                    self.wire_name, self.connection.server
                 ),
-            );
+            ));
             r.content = content;
             r
         } else {
-            ToolResult::new("", "", content)
+            ToolOutput::new(content)
         };
         if let Some(s) = structured {
             result.data.insert("structured_content".into(), s);
@@ -249,7 +240,7 @@ impl McpTool {
                     "raw_result_path".into(),
                     json!(artifact.path.to_string_lossy()),
                 );
-                result.artifact = Some(artifact);
+                result.artifact = Some(Box::new(artifact));
             }
             Err(e) => {
                 tracing::warn!(server = %self.connection.server, tool = %self.wire_name, error = %e, "saving the raw MCP result failed");
@@ -266,13 +257,42 @@ impl Tool for McpTool {
         &self.definition
     }
 
-    fn run<'a>(&'a self, input: Value, ctx: &'a ToolExecutionContext) -> BoxFuture<'a, ToolResult> {
+    /// Checks the arguments' shape (an object, or nothing); the server's own schema
+    /// was already checked by the executor.
+    fn validate_input(&self, raw: Value) -> Result<ToolInput, ToolErrorInfo> {
+        match &raw {
+            Value::Object(_) | Value::Null => Ok(ToolInput::new(raw)),
+            other => Err(not_an_object(other)),
+        }
+    }
+
+    fn run<'a>(
+        &'a self,
+        input: ToolInput,
+        ctx: &'a ToolExecutionContext,
+    ) -> BoxFuture<'a, ToolOutput> {
         Box::pin(self.call(input, ctx))
     }
 
     fn is_read_only(&self) -> bool {
         self.read_only
     }
+}
+
+/// The `arguments` of a `tools/call` request: a JSON object, or none for `null`.
+fn arguments(raw: Value) -> Result<Option<Map<String, Value>>, ToolErrorInfo> {
+    match raw {
+        Value::Object(map) => Ok(Some(map)),
+        Value::Null => Ok(None),
+        other => Err(not_an_object(&other)),
+    }
+}
+
+fn not_an_object(value: &Value) -> ToolErrorInfo {
+    ToolErrorInfo::new(
+        core_codes::INVALID_INPUT,
+        format!("MCP tool arguments must be a JSON object, got {value}"),
+    )
 }
 
 /// One MCP content item as a model content block.

@@ -15,16 +15,14 @@ use std::sync::Arc;
 
 use iris_command::{CommandBinding, CommandService, command_tools};
 use iris_decision::{DecisionConfig, EvaluatorHandle, JevClient, decision_tool_search};
+use iris_discovery::{DisclosureLayer, ToolSearchTool};
+use iris_executor::{DefaultPermissionPolicy, ToolExecutor, ToolMiddleware};
 use iris_hooks::HookDispatcher;
 use iris_hooks::command::command_hooks;
 use iris_hooks::config::HandlerSpec;
 use iris_mcp::{MCPCatalogSnapshot, MCPConfig, MCPManager, McpOverrides, ServerOverride};
 use iris_skill::{LoadSkillTool, SkillRegistry, SubagentCatalog};
-use iris_tools_core::discovery::ToolSearchTool;
-use iris_tools_core::{
-    BoxFuture, DefaultPermissionPolicy, Tool, ToolCall, ToolExecutor, ToolMiddleware, ToolNext,
-    ToolRegistry, ToolResult, ViewFilter,
-};
+use iris_tools_core::{Tool, ToolRegistry, ViewFilter};
 use iris_web::TavilyClient;
 
 use crate::config::{AgentConfig, BuiltinKey, LoadedConfig};
@@ -237,10 +235,12 @@ async fn assemble(
         executor = executor.with_hook_dispatcher(hooks);
     }
     for middleware in build_middleware(config, host)? {
-        executor = executor.with_middleware(SharedMiddleware(middleware));
+        executor = executor.with_middleware(middleware);
     }
-    if let Some(binding) = &command {
-        executor = executor.with_command_binding(Arc::new(binding.clone()));
+    // Deferred tools are callable only once a request loaded them, and only a real
+    // `tool_search` reveals them: the discovery layer enforces both.
+    if config.context_policy.deferred_tools {
+        executor = executor.with_layer(DisclosureLayer);
     }
 
     let mut decision_evaluator = None;
@@ -563,17 +563,4 @@ fn build_middleware(
             make(&item.options).map_err(|message| Error::HostFailed { key, message })
         })
         .collect()
-}
-
-/// Lets a host factory's `Arc<dyn ToolMiddleware>` sit in the executor's chain.
-struct SharedMiddleware(Arc<dyn ToolMiddleware>);
-
-impl ToolMiddleware for SharedMiddleware {
-    fn wrap_tool_call<'a>(
-        &'a self,
-        call: ToolCall,
-        next: ToolNext<'a>,
-    ) -> BoxFuture<'a, ToolResult> {
-        self.0.wrap_tool_call(call, next)
-    }
 }

@@ -32,9 +32,9 @@ use std::path::{Path, PathBuf};
 use figment::Figment;
 use figment::providers::{Env, Format, Yaml};
 use iris_command::CommandConfig;
+use iris_executor::ApprovalMode;
 use iris_hooks::config::HookSpec;
 use iris_skill::SkillsConfig;
-use iris_tools_core::ApprovalMode;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

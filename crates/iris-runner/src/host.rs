@@ -10,9 +10,10 @@ use std::fmt;
 use std::sync::Arc;
 
 use iris_decision::DecisionEvaluator;
+use iris_executor::ToolMiddleware;
 use iris_hooks::config::HookFactoryRegistry;
 use iris_hooks::{HookError, HookHandler};
-use iris_tools_core::{Tool, ToolMiddleware, ToolRegistry};
+use iris_tools_core::{Tool, ToolRegistry};
 use serde_json::Value;
 
 /// Builds one tool for `tools.python.functions`.
@@ -28,12 +29,12 @@ pub type MiddlewareFactory =
 /// ```
 /// use std::sync::Arc;
 /// use iris_runner::HostRegistry;
-/// use iris_tools_core::{FnTool, ToolDefinition, ToolResult};
+/// use iris_tools_core::{FnTool, ToolDefinition, ToolOutput};
 /// use serde_json::json;
 ///
 /// let host = HostRegistry::new().function("app.tools:greet", || {
 ///     let def = ToolDefinition::new("greet_user", "Greet the user by name.", json!({"type": "object"}));
-///     Arc::new(FnTool::new(def, |_input, _ctx| async { ToolResult::ok_text("hello") }))
+///     Arc::new(FnTool::new(def, |_input, _ctx| async { ToolOutput::text("hello") }))
 /// });
 /// assert_eq!(host.function_keys(), vec!["app.tools:greet"]);
 /// ```

@@ -7,8 +7,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use iris_executor::ToolExecutor;
 use iris_skill::{LoadSkillTool, SkillDiscoveryOptions, SkillRegistry, discover_skills};
-use iris_tools_core::{ToolExecutionContext, ToolExecutor, ToolRegistry, ToolUse};
+use iris_tools_core::{ToolExecutionContext, ToolRegistry, ToolUse};
 use serde_json::json;
 
 #[tokio::main(flavor = "current_thread")]

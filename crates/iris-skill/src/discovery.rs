@@ -11,7 +11,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use iris_tools_core::{PathError, WorkspacePolicy};
+use iris_executor::{PathError, WorkspacePolicy};
 use serde::Serialize;
 
 use crate::diagnostic::{SkillDiagnostic, SkillDiagnosticCode};

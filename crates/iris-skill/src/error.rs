@@ -82,7 +82,7 @@ pub enum Error {
     },
     /// A path escaped the workspace or could not be resolved.
     #[error(transparent)]
-    Path(#[from] iris_tools_core::PathError),
+    Path(#[from] iris_executor::PathError),
     /// The skills root does not exist.
     #[error("skills root `{}` does not exist", path.display())]
     RootNotFound {

@@ -20,7 +20,9 @@ pub use discovery::{
     SkillDiscoveryResult, SkillScope, discover_skills, resolve_skills_root,
 };
 pub use error::{Error, Result, codes};
-pub use load::{DEFAULT_MAX_LISTED_FILES, LoadSkillTool, LoadedSkill};
+pub use load::{
+    DEFAULT_MAX_LISTED_FILES, LoadSkillTool, LoadedSkill, SkillTools, SkillToolsLoadSkillTool,
+};
 pub use metadata::{SKILL_FILE, SkillMetadata};
 pub use name::{MAX_NAME_LEN, NAME_PATTERN, check_kebab_name};
 pub use registry::SkillRegistry;

@@ -1,14 +1,18 @@
 //! [`LoadSkillTool`]: the `load_skill` tool, which hands the model one skill's current
-//! instructions and the list of its bundled files.
+//! instructions and the list of its bundled files: the `#[tool]` method of a `#[tools]`
+//! impl block over [`SkillTools`] (the registry and the listing cap), so each call's
+//! input is parsed once, into a checked skill name.
 
+use std::borrow::Cow;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use iris_tools_core::{
-    BoxFuture, Tool, ToolCapability, ToolDefinition, ToolErrorInfo, ToolExecutionContext,
-    ToolResult, WorkspacePolicy,
-};
-use serde_json::{Value, json};
+use iris_executor::WorkspacePolicy;
+use iris_tools_core::{ToolDefinition, ToolErrorInfo, ToolOutput, tools};
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
 
 use crate::error::{Error, INVALID_INPUT, Result};
 use crate::frontmatter;
@@ -69,84 +73,34 @@ impl LoadedSkill {
     }
 }
 
-/// The `load_skill` tool: `{"name": "kebab-name"}` → the current instructions of a
-/// discovered skill.
+/// What the `load_skill` tool runs over: the skill registry, how many bundled files a
+/// result lists, and the result size past which the executor saves the body as an
+/// artifact.
 ///
-/// Only names in the registry can be loaded, and every call reads `SKILL.md` again, so
-/// an edit shows up on the next call. The read is re-confined to the workspace the
-/// skills were discovered in. An unknown name fails with `SKILL_NOT_FOUND` and
-/// suggests close matches; a skill whose folder disappeared fails with
-/// `SKILL_UNAVAILABLE`. The tool is read-only and declares the `read` capability;
-/// results longer than `max_result_chars` (50 000) are saved as an artifact by the
-/// executor.
-///
-/// ```
-/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use iris_skill::{discover_skills, LoadSkillTool, SkillDiscoveryOptions, SkillRegistry};
-/// use iris_tools_core::{Tool, ToolExecutionContext};
-/// use serde_json::json;
-///
-/// let ws = tempfile::tempdir()?;
-/// let dir = ws.path().join(".agents/skills/hello");
-/// std::fs::create_dir_all(&dir)?;
-/// std::fs::write(dir.join("SKILL.md"), "---\ndescription: Greet.\n---\nSay hello.\n")?;
-/// let registry = SkillRegistry::new(discover_skills(&SkillDiscoveryOptions::new(ws.path()))?);
-///
-/// let tool = LoadSkillTool::new(registry);
-/// assert_eq!(tool.definition().name, "load_skill");
-/// let ctx = ToolExecutionContext::new(ws.path());
-/// let rt = tokio::runtime::Builder::new_current_thread().build()?;
-/// let result = rt.block_on(tool.run(json!({"name": "hello"}), &ctx));
-/// assert!(result.model_content().contains("Say hello."));
-///
-/// let result = rt.block_on(tool.run(json!({"name": "helo"}), &ctx));
-/// assert_eq!(result.error_code(), Some("SKILL_NOT_FOUND"));
-/// # Ok(()) }
-/// ```
+/// `Arc<SkillTools>::load_skill_tool()` (or [`LoadSkillTool::new`]) builds the tool;
+/// [`SkillTools::tools`] builds every tool of the state (just `load_skill`).
 #[derive(Debug, Clone)]
-pub struct LoadSkillTool {
+pub struct SkillTools {
     registry: Arc<SkillRegistry>,
-    definition: ToolDefinition,
     max_listed_files: usize,
+    max_result_chars: Option<usize>,
 }
 
-impl LoadSkillTool {
-    /// The tool's name.
-    pub const NAME: &'static str = "load_skill";
-
-    /// The tool over a registry.
+impl SkillTools {
+    /// The state over a registry, listing at most [`DEFAULT_MAX_LISTED_FILES`] files.
     pub fn new(registry: impl Into<Arc<SkillRegistry>>) -> Self {
-        let definition = ToolDefinition::new(
-            Self::NAME,
-            "Load the full instructions of one skill from the skill catalog, with its bundled files.\n\
-             Use when a task matches a skill's description, before doing the task.\n\
-             The name must be a catalog skill name.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "name": {
-                        "type": "string",
-                        "description": "Skill name exactly as the skill catalog lists it, lower kebab-case, e.g. `pdf-forms`.",
-                        "pattern": NAME_PATTERN,
-                        "maxLength": MAX_NAME_LEN,
-                    }
-                },
-                "required": ["name"],
-                "additionalProperties": false,
-            }),
-        )
-        .with_capabilities([ToolCapability::Read]);
         Self {
             registry: registry.into(),
-            definition,
             max_listed_files: DEFAULT_MAX_LISTED_FILES,
+            max_result_chars: None,
         }
     }
 
-    /// Sets the result size past which the executor saves the body as an artifact.
+    /// Sets the result size past which the executor saves the body as an artifact
+    /// (the definition's `max_result_chars`, 50 000 unless set).
     #[must_use]
     pub fn with_max_result_chars(mut self, max: usize) -> Self {
-        self.definition.max_result_chars = max;
+        self.max_result_chars = Some(max);
         self
     }
 
@@ -157,7 +111,7 @@ impl LoadSkillTool {
         self
     }
 
-    /// The registry the tool loads from.
+    /// The registry skills are loaded from.
     pub fn registry(&self) -> &SkillRegistry {
         &self.registry
     }
@@ -202,60 +156,177 @@ impl LoadSkillTool {
             files_omitted,
         })
     }
+
+    /// What the definition takes from the state: the artifact threshold, when set.
+    fn finish_definition(&self, definition: &mut ToolDefinition) {
+        if let Some(max) = self.max_result_chars {
+            definition.max_result_chars = max;
+        }
+    }
 }
 
-/// Reads `{"name": "…"}`; anything else is `INVALID_INPUT`.
-fn parse_input(input: &Value) -> std::result::Result<&str, ToolErrorInfo> {
-    let invalid = |message: String| ToolErrorInfo::new(INVALID_INPUT, message);
-    let object = input
-        .as_object()
-        .ok_or_else(|| invalid("input must be an object like {\"name\": \"pdf\"}".into()))?;
-    if let Some(extra) = object.keys().find(|k| *k != "name") {
-        return Err(invalid(format!(
-            "unknown field `{extra}`; load_skill takes only `name`"
-        )));
+// The tool. The doc comment is the model-facing description (seed 004: What / When /
+// Precondition, one line each). The method stays private; the tool is public.
+#[tools(vis = "pub", map_definition = "Self::finish_definition")]
+impl SkillTools {
+    /// Load the full instructions of one skill from the skill catalog, with its bundled files.
+    /// Use when a task matches a skill's description, before doing the task.
+    /// The name must be a catalog skill name.
+    #[tool(capabilities(read), input_error = "refine_input_error")]
+    fn load_skill(
+        &self,
+        /// Skill name exactly as the skill catalog lists it, lower kebab-case, e.g. `pdf-forms`.
+        name: SkillName,
+    ) -> ToolOutput {
+        // The reads are blocking but small and bounded (one SKILL.md and a capped
+        // directory listing), so they run inline rather than on the blocking pool.
+        match self.load(&name.0) {
+            Ok(skill) => ToolOutput::text(skill.to_text())
+                .with_data("name", skill.name.as_str())
+                .with_data("directory", skill.directory.as_str())
+                .with_data("files", skill.files.clone())
+                .with_data("files_omitted", skill.files_omitted),
+            Err(e) => ToolOutput::error(e.to_info()),
+        }
     }
-    let name = match object.get("name") {
-        Some(Value::String(name)) => name,
-        Some(_) => return Err(invalid("`name` must be a string".into())),
-        None => return Err(invalid("`name` is required".into())),
-    };
-    check_kebab_name(name).map_err(|reason| invalid(format!("skill name `{name}` {reason}")))?;
-    Ok(name)
 }
 
-impl Tool for LoadSkillTool {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
+/// The `load_skill` tool: `{"name": "kebab-name"}` → the current instructions of a
+/// discovered skill: the name of the tool type `#[tools]` generates from
+/// [`SkillTools`]' `load_skill` method ([`SkillToolsLoadSkillTool`]).
+///
+/// Only names in the registry can be loaded, and every call reads `SKILL.md` again, so
+/// an edit shows up on the next call. The read is re-confined to the workspace the
+/// skills were discovered in. An unknown name fails with `SKILL_NOT_FOUND` and
+/// suggests close matches; a skill whose folder disappeared fails with
+/// `SKILL_UNAVAILABLE`; a name that is not lower kebab-case is `INVALID_INPUT`. The
+/// tool is read-only and declares the `read` capability; results longer than
+/// `max_result_chars` (50 000) are saved as an artifact by the executor.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use iris_skill::{discover_skills, LoadSkillTool, SkillDiscoveryOptions, SkillRegistry};
+/// use iris_tools_core::{Tool, ToolExecutionContext, ToolInput};
+/// use serde_json::json;
+///
+/// let ws = tempfile::tempdir()?;
+/// let dir = ws.path().join(".agents/skills/hello");
+/// std::fs::create_dir_all(&dir)?;
+/// std::fs::write(dir.join("SKILL.md"), "---\ndescription: Greet.\n---\nSay hello.\n")?;
+/// let registry = SkillRegistry::new(discover_skills(&SkillDiscoveryOptions::new(ws.path()))?);
+///
+/// let tool = LoadSkillTool::new(registry);
+/// assert_eq!(tool.definition().name, "load_skill");
+/// let ctx = ToolExecutionContext::new(ws.path());
+/// let rt = tokio::runtime::Builder::new_current_thread().build()?;
+/// let input = tool.validate_input(json!({"name": "hello"}))?;
+/// let result = rt.block_on(tool.run(input, &ctx));
+/// assert!(result.model_content().contains("Say hello."));
+///
+/// let result = rt.block_on(tool.run(ToolInput::new(json!({"name": "helo"})), &ctx));
+/// assert_eq!(result.error_code(), Some("SKILL_NOT_FOUND"));
+/// # Ok(()) }
+/// ```
+pub type LoadSkillTool = SkillToolsLoadSkillTool;
+
+impl LoadSkillTool {
+    /// The tool's name.
+    pub const NAME: &'static str = "load_skill";
+
+    /// The tool over a registry (its own [`SkillTools`] state).
+    pub fn new(registry: impl Into<Arc<SkillRegistry>>) -> Self {
+        Arc::new(SkillTools::new(registry)).load_skill_tool()
     }
 
-    fn validate_input(&self, raw: Value) -> std::result::Result<Value, ToolErrorInfo> {
-        parse_input(&raw)?;
-        Ok(raw)
+    /// Sets the result size past which the executor saves the body as an artifact.
+    #[must_use]
+    pub fn with_max_result_chars(self, max: usize) -> Self {
+        Arc::new(self.state().as_ref().clone().with_max_result_chars(max)).load_skill_tool()
     }
 
-    fn run<'a>(
-        &'a self,
-        input: Value,
-        _ctx: &'a ToolExecutionContext,
-    ) -> BoxFuture<'a, ToolResult> {
-        // The reads below are blocking but small and bounded (one SKILL.md and a capped
-        // directory listing), so they run inline rather than pulling in tokio's fs.
-        Box::pin(async move {
-            let name = match parse_input(&input) {
-                Ok(name) => name,
-                Err(info) => return ToolResult::error("", "", info),
-            };
-            match self.load(name) {
-                Ok(skill) => ToolResult::ok_text(skill.to_text())
-                    .with_data("name", skill.name.as_str())
-                    .with_data("directory", skill.directory.as_str())
-                    .with_data("files", skill.files.clone())
-                    .with_data("files_omitted", skill.files_omitted),
-                Err(e) => ToolResult::error("", "", e.to_info()),
-            }
+    /// Sets how many bundled files are listed at most.
+    #[must_use]
+    pub fn with_max_listed_files(self, max: usize) -> Self {
+        Arc::new(self.state().as_ref().clone().with_max_listed_files(max)).load_skill_tool()
+    }
+
+    /// The registry the tool loads from.
+    pub fn registry(&self) -> &SkillRegistry {
+        self.state().registry()
+    }
+
+    /// Loads a skill by name, reading its `SKILL.md` now; see [`SkillTools::load`].
+    ///
+    /// # Errors
+    /// As [`SkillTools::load`].
+    pub fn load(&self, name: &str) -> Result<LoadedSkill> {
+        self.state().load(name)
+    }
+}
+
+/// The `name` parameter: a lower kebab-case skill name, checked while it is parsed.
+struct SkillName(String);
+
+impl<'de> Deserialize<'de> for SkillName {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        match Value::deserialize(deserializer)? {
+            Value::String(name) => match check_kebab_name(&name) {
+                Ok(()) => Ok(Self(name)),
+                Err(reason) => Err(D::Error::custom(format!("skill name `{name}` {reason}"))),
+            },
+            _ => Err(D::Error::custom("`name` must be a string")),
+        }
+    }
+}
+
+impl JsonSchema for SkillName {
+    fn schema_name() -> Cow<'static, str> {
+        Cow::Borrowed("SkillName")
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "string",
+            "pattern": NAME_PATTERN,
+            "maxLength": MAX_NAME_LEN,
         })
     }
+}
+
+/// The `input_error` of `load_skill`: the messages the model has always read, without
+/// the typed parse's prefix. `{"name": "…"}` is the only shape the tool takes.
+fn refine_input_error(
+    definition: &ToolDefinition,
+    raw: &Value,
+    error: ToolErrorInfo,
+) -> ToolErrorInfo {
+    let invalid = |message: String| ToolErrorInfo::new(INVALID_INPUT, message);
+    if error.code != INVALID_INPUT {
+        return error;
+    }
+    if !raw.is_object() {
+        return invalid("input must be an object like {\"name\": \"pdf\"}".into());
+    }
+    let prefix = format!("invalid input for `{}`: ", definition.name);
+    let Some(message) = error.message.strip_prefix(&prefix) else {
+        return error;
+    };
+    if message.starts_with("missing field `") {
+        return invalid("`name` is required".into());
+    }
+    if let Some((extra, _)) = message
+        .strip_prefix("unknown field `")
+        .and_then(|rest| rest.rsplit_once("`, expected "))
+    {
+        return invalid(format!(
+            "unknown field `{extra}`; load_skill takes only `name`"
+        ));
+    }
+    invalid(message.to_owned())
 }
 
 /// Lists the files under `dir` (depth-first, entries sorted, hidden entries and

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use serde_json::{Map, Value};
 use tokio::sync::Notify;
@@ -68,7 +69,7 @@ impl CancellationSignal {
     pub async fn cancelled(&self) {
         loop {
             let notified = self.inner.notify.notified();
-            tokio::pin!(notified);
+            let mut notified = std::pin::pin!(notified);
             // Register before checking the flag so a cancel between the check and
             // the await is not missed.
             notified.as_mut().enable();
@@ -80,17 +81,46 @@ impl CancellationSignal {
     }
 }
 
-/// A type-keyed map for internal control slots (command bindings, stop handles, …)
-/// that layers attach to a context without core knowing their types.
+/// A type-keyed map for state that layers attach to a context without core knowing
+/// their types: the file service's read observations, a command binding, the
+/// discovery layer's disclosure state, stop handles.
+///
+/// Cloning is cheap (the map is shared until the next insert), since every call's
+/// context is a clone of the caller's.
+///
+/// ```
+/// use iris_tools_core::Extensions;
+///
+/// #[derive(Debug, PartialEq)]
+/// struct ReadState(u32);
+///
+/// let mut ext = Extensions::default();
+/// ext.insert(ReadState(7));
+/// let copy = ext.clone();
+/// assert_eq!(copy.get::<ReadState>(), Some(&ReadState(7)));
+/// assert!(copy.get::<String>().is_none());
+/// ```
 #[derive(Clone, Default)]
 pub struct Extensions {
-    map: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
+    map: Arc<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
 }
 
 impl Extensions {
     /// Stores a value, replacing any of the same type.
     pub fn insert<T: Any + Send + Sync>(&mut self, value: T) {
-        self.map.insert(TypeId::of::<T>(), Arc::new(value));
+        self.insert_arc(Arc::new(value));
+    }
+
+    /// Stores a shared value, replacing any of the same type.
+    pub fn insert_arc<T: Any + Send + Sync>(&mut self, value: Arc<T>) {
+        Arc::make_mut(&mut self.map).insert(TypeId::of::<T>(), value);
+    }
+
+    /// The shared value of type `T`, when one is stored.
+    pub fn get_arc<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
+        self.map
+            .get(&TypeId::of::<T>())
+            .and_then(|v| Arc::clone(v).downcast::<T>().ok())
     }
 
     /// Borrows a value by type.
@@ -119,16 +149,21 @@ impl std::fmt::Debug for Extensions {
     }
 }
 
-/// What one call runs with: the workspace, identities, permission mode, read state,
-/// cancellation and deadline.
+/// What one call runs with: the workspace, identities, cancellation, deadline and the
+/// layers' typed [`Extensions`].
 ///
 /// ```
+/// use std::time::Duration;
 /// use iris_tools_core::ToolExecutionContext;
-/// let ctx = ToolExecutionContext::new("/srv/workspace").session_id("s-1").agent_id("main");
-/// assert_eq!(ctx.permission_mode, "default");
+/// let ctx = ToolExecutionContext::new("/srv/workspace")
+///     .session_id("s-1")
+///     .agent_id("main")
+///     .tool_timeout(Duration::from_secs(20));
 /// assert_eq!(ctx.session_id, "s-1");
+/// assert_eq!(ctx.tool_timeout, Some(Duration::from_secs(20)));
 /// ```
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ToolExecutionContext {
     /// The agent workspace; every path is confined to it.
     pub workspace_root: PathBuf,
@@ -144,17 +179,14 @@ pub struct ToolExecutionContext {
     pub run_id: String,
     /// Activation id (one model step), when a runner drives the call.
     pub activation_id: String,
-    /// Permission mode, `"default"` unless the host says otherwise.
-    pub permission_mode: String,
     /// Free-form metadata.
     pub metadata: Map<String, Value>,
-    /// The file service's read observations for this session (owned by iris-files).
-    pub read_state: Option<Arc<dyn Any + Send + Sync>>,
     /// Cancellation for the run.
     pub cancellation: Option<CancellationSignal>,
-    /// Runtime deadline for one call, in seconds.
-    pub tool_timeout_seconds: Option<f64>,
-    /// Internal control slots.
+    /// Runtime deadline for one call. Inside a call, the executor sets it to the
+    /// call's effective deadline; a zero deadline has already passed.
+    pub tool_timeout: Option<Duration>,
+    /// Typed state layers attach (read observations, command binding, disclosure).
     pub extensions: Extensions,
 }
 
@@ -169,11 +201,9 @@ impl ToolExecutionContext {
             agent_id: String::new(),
             run_id: String::new(),
             activation_id: String::new(),
-            permission_mode: "default".to_owned(),
             metadata: Map::new(),
-            read_state: None,
             cancellation: None,
-            tool_timeout_seconds: None,
+            tool_timeout: None,
             extensions: Extensions::default(),
         }
     }
@@ -199,10 +229,10 @@ impl ToolExecutionContext {
         self
     }
 
-    /// Sets the permission mode.
+    /// Sets the activation id (one model step).
     #[must_use]
-    pub fn permission_mode(mut self, mode: impl Into<String>) -> Self {
-        self.permission_mode = mode.into();
+    pub fn activation_id(mut self, id: impl Into<String>) -> Self {
+        self.activation_id = id.into();
         self
     }
 
@@ -213,17 +243,17 @@ impl ToolExecutionContext {
         self
     }
 
-    /// Sets the runtime per-call deadline in seconds.
+    /// Sets the runtime per-call deadline.
     #[must_use]
-    pub fn tool_timeout_seconds(mut self, seconds: f64) -> Self {
-        self.tool_timeout_seconds = Some(seconds);
+    pub fn tool_timeout(mut self, timeout: Duration) -> Self {
+        self.tool_timeout = Some(timeout);
         self
     }
 
-    /// Attaches read state.
+    /// Attaches a typed extension (see [`Extensions`]).
     #[must_use]
-    pub fn read_state(mut self, state: Arc<dyn Any + Send + Sync>) -> Self {
-        self.read_state = Some(state);
+    pub fn with_extension<T: Any + Send + Sync>(mut self, value: T) -> Self {
+        self.extensions.insert(value);
         self
     }
 

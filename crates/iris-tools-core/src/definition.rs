@@ -70,7 +70,10 @@ pub enum PreviewMode {
     HeadTail,
 }
 
-/// Whether an old result may be reduced to a preview in the context view.
+/// Whether an old result may be reduced to a preview in a run's context view.
+///
+/// A declaration for the run loop's context view (seed 000 `context_retention`): no
+/// run loop in this release reads it yet, see `docs/seed-coverage.md`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ContextRetention {
@@ -104,6 +107,7 @@ pub enum ContextRetention {
 /// assert_eq!(bad.validate().unwrap_err().code(), "INVALID_DEFINITION");
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolDefinition {
     /// Canonical name: `^[A-Za-z_][A-Za-z0-9_]*$`, at most 64 characters.
     pub name: String,
@@ -144,9 +148,13 @@ pub struct ToolDefinition {
     /// Internal tool, hidden from normal listings and search unless asked for.
     #[serde(default)]
     pub system_use: bool,
-    /// The loop does not wait for this tool's result; it arrives on a later turn.
-    #[serde(default)]
-    pub background: bool,
+    /// The default permission policy runs this tool without asking although it
+    /// declares `network` or `agent` (seed 000: built-in web, tool discovery, memory
+    /// search and subagent tools). Ignored when `write`, `execute` or `mcp` is
+    /// declared. Set only by Rust code: it is never read from serialized data, so a
+    /// definition that arrives as JSON (an MCP server's catalog) cannot claim it.
+    #[serde(skip)]
+    pub auto_allow: bool,
 }
 
 fn default_group() -> String {
@@ -249,7 +257,7 @@ impl ToolDefinition {
             metadata: Map::new(),
             timeout: None,
             system_use: false,
-            background: false,
+            auto_allow: false,
         }
     }
 
@@ -374,10 +382,11 @@ impl ToolDefinition {
         self
     }
 
-    /// Marks the tool as a background tool.
+    /// Lets the default permission policy run the tool without asking despite a
+    /// `network` or `agent` capability; see [`ToolDefinition::auto_allow`].
     #[must_use]
-    pub fn with_background(mut self, background: bool) -> Self {
-        self.background = background;
+    pub fn with_auto_allow(mut self, auto_allow: bool) -> Self {
+        self.auto_allow = auto_allow;
         self
     }
 

@@ -2,7 +2,7 @@
 //!
 //! Two kinds of failure exist. An [`Error`] is a programming or configuration mistake
 //! found while *building* tools (an invalid name, a conflicting registration). A
-//! [`ToolErrorInfo`] travels inside a [`crate::ToolResult`] to the model when a *call*
+//! [`ToolErrorInfo`] travels inside a [`crate::ToolOutput`] to the model when a *call*
 //! fails; its `code` is one of the constants in [`codes`].
 
 use serde::{Deserialize, Serialize};
@@ -134,39 +134,6 @@ pub enum Error {
     /// No tool answers to the name or alias.
     #[error("tool `{0}` not found")]
     NotFound(String),
-    /// A provider adapter cannot express a schema.
-    #[error("tool `{tool}`: schema not supported by {provider}: {reason}")]
-    UnsupportedSchema {
-        /// The tool whose schema failed.
-        tool: String,
-        /// Which adapter refused it.
-        provider: String,
-        /// Why.
-        reason: String,
-    },
-    /// A path escaped the workspace or could not be resolved.
-    #[error(transparent)]
-    Path(#[from] crate::workspace::PathError),
-    /// Writing an artifact or another file failed.
-    #[error("I/O error at {path}")]
-    Io {
-        /// The path involved.
-        path: std::path::PathBuf,
-        /// The underlying error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// JSON (de)serialization failed.
-    #[error("JSON error")]
-    Json(#[from] serde_json::Error),
-    /// A configuration section breaks a rule.
-    #[error("invalid configuration: `{field}` {reason}")]
-    InvalidConfig {
-        /// The offending field, e.g. `context_policy.deferred_tools`.
-        field: String,
-        /// Which rule was broken.
-        reason: String,
-    },
 }
 
 impl Error {
@@ -176,11 +143,6 @@ impl Error {
             Error::InvalidDefinition { .. } => codes::INVALID_DEFINITION,
             Error::Conflict { .. } => codes::TOOL_CONFLICT,
             Error::NotFound(_) => codes::TOOL_NOT_FOUND,
-            Error::UnsupportedSchema { .. } => codes::UNSUPPORTED_SCHEMA,
-            Error::Path(e) => e.code(),
-            Error::Io { .. } => codes::IO_ERROR,
-            Error::Json(_) => codes::INVALID_INPUT,
-            Error::InvalidConfig { .. } => codes::INVALID_CONFIG,
         }
     }
 

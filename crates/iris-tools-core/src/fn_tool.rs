@@ -6,13 +6,13 @@ use serde_json::Value;
 
 use crate::context::ToolExecutionContext;
 use crate::definition::ToolDefinition;
-use crate::result::ToolResult;
-use crate::tool::{BoxFuture, Tool, ToolTimeoutOwner};
+use crate::result::ToolOutput;
+use crate::tool::{BoxFuture, Tool, ToolInput, ToolTimeoutOwner};
 
-/// A [`Tool`] whose body is a closure `(input, ctx) -> impl Future<Output = ToolResult>`.
+/// A [`Tool`] whose body is a closure `(input, ctx) -> impl Future<Output = ToolOutput>`.
 ///
-/// The closure receives an owned clone of the context so its future may outlive the
-/// borrow. Behaviour flags default to the [`Tool`] trait's defaults.
+/// The closure receives the input as JSON and an owned clone of the context so its
+/// future may outlive the borrow. Behaviour flags default to the [`Tool`] trait's defaults.
 pub struct FnTool<F> {
     definition: ToolDefinition,
     body: F,
@@ -32,7 +32,7 @@ impl<F> std::fmt::Debug for FnTool<F> {
 impl<F, Fut> FnTool<F>
 where
     F: Fn(Value, ToolExecutionContext) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = ToolResult> + Send + 'static,
+    Fut: Future<Output = ToolOutput> + Send + 'static,
 {
     /// A tool from a definition and a body.
     pub fn new(definition: ToolDefinition, body: F) -> Self {
@@ -70,14 +70,18 @@ where
 impl<F, Fut> Tool for FnTool<F>
 where
     F: Fn(Value, ToolExecutionContext) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = ToolResult> + Send + 'static,
+    Fut: Future<Output = ToolOutput> + Send + 'static,
 {
     fn definition(&self) -> &ToolDefinition {
         &self.definition
     }
 
-    fn run<'a>(&'a self, input: Value, ctx: &'a ToolExecutionContext) -> BoxFuture<'a, ToolResult> {
-        Box::pin((self.body)(input, ctx.clone()))
+    fn run<'a>(
+        &'a self,
+        input: ToolInput,
+        ctx: &'a ToolExecutionContext,
+    ) -> BoxFuture<'a, ToolOutput> {
+        Box::pin((self.body)(input.into_value(), ctx.clone()))
     }
 
     fn is_read_only(&self) -> bool {

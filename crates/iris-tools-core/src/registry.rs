@@ -19,13 +19,13 @@ struct Inner {
 /// The full set of tool objects, shared by clones (`Arc` inside).
 ///
 /// ```
-/// use iris_tools_core::{ToolRegistry, ToolDefinition, FnTool, ToolResult};
+/// use iris_tools_core::{ToolRegistry, ToolDefinition, FnTool, ToolOutput};
 /// use serde_json::json;
 ///
 /// let registry = ToolRegistry::new();
 /// let def = ToolDefinition::new("ping", "Answer pong.", json!({"type": "object"}))
 ///     .with_aliases(["p"]);
-/// registry.register(FnTool::new(def, |_input, _ctx| async { ToolResult::ok_text("pong") })).unwrap();
+/// registry.register(FnTool::new(def, |_input, _ctx| async { ToolOutput::text("pong") })).unwrap();
 /// assert_eq!(registry.get("p").unwrap().definition().name, "ping");
 /// assert_eq!(registry.get("nope").unwrap_err().code(), "TOOL_NOT_FOUND");
 /// ```
@@ -290,35 +290,6 @@ impl ToolRegistryView {
             .map(|t| t.definition())
             .filter(|d| wanted.contains(d.name.as_str()))
             .map(ToolDefinition::to_spec)
-            .collect()
-    }
-
-    /// The SDK's local search over deferred candidates in this view.
-    ///
-    /// `include_groups`: `None` does not narrow; an empty set admits no group.
-    /// `allowed_names`: `None` does not narrow. Results are ranked by relevance over
-    /// name, tags, group, description and argument names (see [`crate::search`]).
-    pub fn search_deferred(
-        &self,
-        query: &str,
-        include_groups: Option<&BTreeSet<String>>,
-        limit: usize,
-        allowed_names: Option<&BTreeSet<String>>,
-    ) -> Vec<ToolDefinition> {
-        let candidates: Vec<ToolDefinition> = self
-            .available_tools()
-            .iter()
-            .map(|t| t.definition())
-            .filter(|d| d.deferred && !self.filter.activates(d))
-            .filter(|d| include_groups.is_none_or(|g| g.contains(&d.group)))
-            .filter(|d| allowed_names.is_none_or(|n| n.contains(&d.name)))
-            .cloned()
-            .collect();
-        let index = crate::search::SearchIndex::new(&candidates);
-        index
-            .search(query, limit)
-            .into_iter()
-            .map(|hit| candidates[hit.index].clone())
             .collect()
     }
 }

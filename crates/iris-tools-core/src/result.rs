@@ -1,15 +1,21 @@
-//! [`ToolResult`]: the three faces of a call's outcome — model content, host data, files.
+//! What a call produces: a tool's [`ToolOutput`] and the executor's [`ToolResult`].
+//!
+//! A tool body returns a [`ToolOutput`]: an [`Outcome`] plus the three faces of a result
+//! (model content, host data, files). It has no identity. Only the executor turns it
+//! into a [`ToolResult`], binding the call id and the canonical tool name once, at the
+//! end of the call's path.
 
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::error::ToolErrorInfo;
+use crate::error::{ToolErrorInfo, codes};
 
 /// One ordered block of model-visible content.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ContentBlock {
     /// Plain text.
     Text {
@@ -63,41 +69,151 @@ pub struct ToolArtifact {
     pub text_path: Option<PathBuf>,
 }
 
-/// The outcome of one tool call.
+/// A call that waits for a human: the policy's reason and the validated arguments the
+/// human is asked about. The runner turns it into a WAITING run; the call runs only
+/// when it is executed again with its id approved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Approval {
+    /// What the human is asked about, in one line naming the tool.
+    pub reason: String,
+    /// The validated arguments of the waiting call.
+    pub arguments: Value,
+}
+
+impl Approval {
+    /// An approval request.
+    pub fn new(reason: impl Into<String>, arguments: Value) -> Self {
+        Self {
+            reason: reason.into(),
+            arguments,
+        }
+    }
+
+    /// The error the model sees for a call that waits: `APPROVAL_REQUIRED` with the
+    /// reason as message and detail.
+    pub fn to_error(&self) -> ToolErrorInfo {
+        ToolErrorInfo::new(codes::APPROVAL_REQUIRED, self.reason.clone())
+            .with_detail("reason", self.reason.clone())
+    }
+}
+
+/// How a call ended.
 ///
 /// ```
-/// use iris_tools_core::{ToolResult, ToolErrorInfo, codes};
+/// use iris_tools_core::{Outcome, ToolErrorInfo, codes};
+/// assert!(!Outcome::Ok.is_error());
+/// let failed = Outcome::Failed(Box::new(ToolErrorInfo::new(codes::TOOL_FAILED, "disk full")));
+/// assert_eq!(failed.error_code(), Some("TOOL_FAILED"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
+pub enum Outcome {
+    /// The call succeeded.
+    #[default]
+    Ok,
+    /// The call failed with a structured error. Boxed, like the approval: an outcome
+    /// travels through every stage of a call, and the common `Ok` stays one word.
+    Failed(Box<ToolErrorInfo>),
+    /// The call did not run: a human must approve it first.
+    AwaitingApproval(Box<Approval>),
+}
+
+impl Outcome {
+    /// Whether the model sees this as an error (a failure or a wait).
+    pub fn is_error(&self) -> bool {
+        !matches!(self, Outcome::Ok)
+    }
+
+    /// The stable code of a failure (`APPROVAL_REQUIRED` for a wait).
+    pub fn error_code(&self) -> Option<&str> {
+        match self {
+            Outcome::Ok => None,
+            Outcome::Failed(info) => Some(&info.code),
+            Outcome::AwaitingApproval(_) => Some(codes::APPROVAL_REQUIRED),
+        }
+    }
+}
+
+/// The serialized form of an [`Outcome`]: the `is_error` / `error` / `approval` keys a
+/// result carries on the wire (hook events, `--json` output). Kept apart so the Rust
+/// type stays an enum while the wire stays flat.
+#[derive(Serialize, Deserialize)]
+struct OutcomeWire {
+    #[serde(default)]
+    is_error: bool,
+    #[serde(default)]
+    error: Option<ToolErrorInfo>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    approval: Option<Approval>,
+}
+
+impl Serialize for Outcome {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let wire = match self {
+            Outcome::Ok => OutcomeWire {
+                is_error: false,
+                error: None,
+                approval: None,
+            },
+            Outcome::Failed(info) => OutcomeWire {
+                is_error: true,
+                error: Some((**info).clone()),
+                approval: None,
+            },
+            Outcome::AwaitingApproval(approval) => OutcomeWire {
+                is_error: true,
+                error: Some(approval.to_error()),
+                approval: Some((**approval).clone()),
+            },
+        };
+        wire.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Outcome {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let wire = OutcomeWire::deserialize(d)?;
+        Ok(match (wire.approval, wire.error, wire.is_error) {
+            (Some(approval), _, _) => Outcome::AwaitingApproval(Box::new(approval)),
+            (None, Some(info), _) => Outcome::Failed(Box::new(info)),
+            (None, None, true) => Outcome::Failed(Box::new(ToolErrorInfo::new(
+                codes::TOOL_FAILED,
+                "tool failed",
+            ))),
+            (None, None, false) => Outcome::Ok,
+        })
+    }
+}
+
+/// What a tool body returns: the outcome and the result's content, without identity.
 ///
-/// let ok = ToolResult::text("call_1", "read_file", "hello");
+/// ```
+/// use iris_tools_core::{ToolOutput, ToolErrorInfo, codes};
+///
+/// let ok = ToolOutput::text("hello");
 /// assert_eq!(ok.model_content(), "hello");
 ///
-/// let mut err = ToolResult::error("call_2", "read_file",
-///     ToolErrorInfo::new(codes::INVALID_INPUT, "`file_path` is required"));
+/// let mut err = ToolOutput::error(ToolErrorInfo::new(codes::INVALID_INPUT, "`file_path` is required"));
 /// err.hook_feedback.push("hint: pass file_path".into());
 /// assert_eq!(err.model_content(),
 ///     "Error[INVALID_INPUT]: `file_path` is required\nhint: pass file_path");
 /// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct ToolResult {
-    /// The call id; the executor binds the real one.
-    pub tool_use_id: String,
-    /// The canonical tool name; the executor binds the real one.
-    pub tool_name: String,
+#[non_exhaustive]
+pub struct ToolOutput {
+    /// How the call ended.
+    #[serde(flatten)]
+    pub outcome: Outcome,
     /// Ordered text/image blocks.
     #[serde(default)]
     pub content: Vec<ContentBlock>,
-    /// Whether the call failed.
-    #[serde(default)]
-    pub is_error: bool,
-    /// The structured failure, when `is_error`.
-    #[serde(default)]
-    pub error: Option<ToolErrorInfo>,
     /// Structured data for the host; not automatically model content.
     #[serde(default)]
     pub data: Map<String, Value>,
     /// A file reference (saved body or published file).
     #[serde(default)]
-    pub artifact: Option<ToolArtifact>,
+    pub artifact: Option<Box<ToolArtifact>>,
     /// Statistics.
     #[serde(default)]
     pub stats: Map<String, Value>,
@@ -107,61 +223,54 @@ pub struct ToolResult {
     /// Text appended by `tool.after` hooks, in order.
     #[serde(default)]
     pub hook_feedback: Vec<String>,
+    /// Why a long body could not be saved as an artifact. The body is then kept whole:
+    /// the side effects already happened, so nothing is thrown away.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact_error: Option<Box<ToolErrorInfo>>,
+    /// Deferred tools a real `tool_search` body revealed, as certified by the discovery
+    /// layer (never what a body or a middleware claims).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub revealed_tools: Vec<String>,
 }
 
-impl ToolResult {
-    /// A successful result with the given content.
-    pub fn new(
-        tool_use_id: impl Into<String>,
-        tool_name: impl Into<String>,
-        content: Vec<ContentBlock>,
-    ) -> Self {
+impl ToolOutput {
+    /// A successful output with the given content.
+    pub fn new(content: Vec<ContentBlock>) -> Self {
         Self {
-            tool_use_id: tool_use_id.into(),
-            tool_name: tool_name.into(),
             content,
             ..Self::default()
         }
     }
 
-    /// A successful result with one text block (none when `text` is empty).
-    pub fn text(
-        tool_use_id: impl Into<String>,
-        tool_name: impl Into<String>,
-        text: impl Into<String>,
-    ) -> Self {
+    /// A successful output with one text block (none when `text` is empty).
+    pub fn text(text: impl Into<String>) -> Self {
         let text = text.into();
-        let content = if text.is_empty() {
-            Vec::new()
+        if text.is_empty() {
+            Self::default()
         } else {
-            vec![ContentBlock::text(text)]
-        };
-        Self::new(tool_use_id, tool_name, content)
+            Self::new(vec![ContentBlock::text(text)])
+        }
     }
 
-    /// A successful, unbound result with one text block; the executor fills the identity.
-    pub fn ok_text(text: impl Into<String>) -> Self {
-        Self::text("", "", text)
-    }
-
-    /// A failed result.
-    pub fn error(
-        tool_use_id: impl Into<String>,
-        tool_name: impl Into<String>,
-        error: ToolErrorInfo,
-    ) -> Self {
+    /// A failed output.
+    pub fn error(error: ToolErrorInfo) -> Self {
         Self {
-            tool_use_id: tool_use_id.into(),
-            tool_name: tool_name.into(),
-            is_error: true,
-            error: Some(error),
+            outcome: Outcome::Failed(Box::new(error)),
             ..Self::default()
         }
     }
 
-    /// A failed, unbound result; the executor fills the identity.
+    /// A failed output from a code and a message.
     pub fn err(code: impl Into<String>, message: impl Into<String>) -> Self {
-        Self::error("", "", ToolErrorInfo::new(code, message))
+        Self::error(ToolErrorInfo::new(code, message))
+    }
+
+    /// An output that waits for a human approval.
+    pub fn awaiting_approval(approval: Approval) -> Self {
+        Self {
+            outcome: Outcome::AwaitingApproval(Box::new(approval)),
+            ..Self::default()
+        }
     }
 
     /// Sets one `data` entry.
@@ -171,29 +280,49 @@ impl ToolResult {
         self
     }
 
-    /// Sets the identity (the executor calls this last).
-    #[must_use]
-    pub fn bind(mut self, tool_use_id: &str, tool_name: &str) -> Self {
-        tool_use_id.clone_into(&mut self.tool_use_id);
-        tool_name.clone_into(&mut self.tool_name);
-        self
+    /// Whether the call failed or waits.
+    pub fn is_error(&self) -> bool {
+        self.outcome.is_error()
     }
 
-    /// The error code, when the call failed.
+    /// The structured failure, for a failed call.
+    pub fn error_info(&self) -> Option<&ToolErrorInfo> {
+        match &self.outcome {
+            Outcome::Failed(info) => Some(info),
+            _ => None,
+        }
+    }
+
+    /// The error code, when the call failed or waits.
     pub fn error_code(&self) -> Option<&str> {
-        self.error.as_ref().map(|e| e.code.as_str())
+        self.outcome.error_code()
+    }
+
+    /// The approval request, when the call waits for a human.
+    pub fn approval(&self) -> Option<&Approval> {
+        match &self.outcome {
+            Outcome::AwaitingApproval(approval) => Some(approval),
+            _ => None,
+        }
     }
 
     /// The model's view: errors as `Error[CODE]: message` text, images kept, hook
     /// feedback appended last.
     pub fn model_blocks(&self) -> Vec<ContentBlock> {
         let mut blocks = Vec::with_capacity(self.content.len() + 1 + self.hook_feedback.len());
-        if self.is_error {
-            let (code, message) = match &self.error {
-                Some(e) => (e.code.as_str(), e.message.as_str()),
-                None => (crate::codes::TOOL_FAILED, "tool failed"),
-            };
-            blocks.push(ContentBlock::text(format!("Error[{code}]: {message}")));
+        match &self.outcome {
+            Outcome::Ok => {}
+            Outcome::Failed(e) => {
+                blocks.push(ContentBlock::text(format!(
+                    "Error[{}]: {}",
+                    e.code, e.message
+                )));
+            }
+            Outcome::AwaitingApproval(a) => blocks.push(ContentBlock::text(format!(
+                "Error[{}]: {}",
+                codes::APPROVAL_REQUIRED,
+                a.reason
+            ))),
         }
         blocks.extend(self.content.iter().cloned());
         blocks.extend(
@@ -204,7 +333,7 @@ impl ToolResult {
         blocks
     }
 
-    /// The text of [`ToolResult::model_blocks`], joined with newlines.
+    /// The text of [`ToolOutput::model_blocks`], joined with newlines.
     pub fn model_content(&self) -> String {
         self.model_blocks()
             .iter()
@@ -213,9 +342,67 @@ impl ToolResult {
             .join("\n")
     }
 
-    /// The length of [`ToolResult::model_content`] in characters.
+    /// The length of [`ToolOutput::model_content`] in characters.
     pub fn model_chars(&self) -> usize {
         self.model_content().chars().count()
+    }
+
+    /// Binds the output to a call: what the executor does once, last.
+    pub fn into_result(self, tool_use_id: &str, tool_name: &str) -> ToolResult {
+        ToolResult {
+            tool_use_id: tool_use_id.to_owned(),
+            tool_name: tool_name.to_owned(),
+            approved: false,
+            output: self,
+        }
+    }
+}
+
+/// The outcome of one tool call as the model and host receive it: a [`ToolOutput`]
+/// bound to the call's identity by the executor.
+///
+/// ```
+/// use iris_tools_core::ToolOutput;
+///
+/// let result = ToolOutput::text("hello").into_result("call_1", "read_file");
+/// assert_eq!(result.tool_use_id, "call_1");
+/// assert_eq!(result.model_content(), "hello");
+/// assert!(!result.is_error());
+/// ```
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ToolResult {
+    /// The provider's call id.
+    pub tool_use_id: String,
+    /// The canonical tool name.
+    pub tool_name: String,
+    /// Whether this call ran on a human approval of its id.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub approved: bool,
+    /// What the call produced.
+    #[serde(flatten)]
+    pub output: ToolOutput,
+}
+
+impl ToolResult {
+    /// Whether the call failed or waits.
+    pub fn is_error(&self) -> bool {
+        self.output.is_error()
+    }
+
+    /// The error code, when the call failed or waits.
+    pub fn error_code(&self) -> Option<&str> {
+        self.output.error_code()
+    }
+
+    /// See [`ToolOutput::model_blocks`].
+    pub fn model_blocks(&self) -> Vec<ContentBlock> {
+        self.output.model_blocks()
+    }
+
+    /// See [`ToolOutput::model_content`].
+    pub fn model_content(&self) -> String {
+        self.output.model_content()
     }
 
     /// A `tool` role message holding one tool-result block.
@@ -226,7 +413,7 @@ impl ToolResult {
                 tool_use_id: self.tool_use_id.clone(),
                 tool_name: self.tool_name.clone(),
                 content: self.model_blocks(),
-                is_error: self.is_error,
+                is_error: self.is_error(),
             }],
         }
     }

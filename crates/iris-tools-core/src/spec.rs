@@ -5,8 +5,8 @@ use serde_json::Value;
 
 /// Name, description and input schema of one tool, before any provider wrapping.
 ///
-/// Provider adapters in [`crate::adapters`] turn a list of specs into the shape each
-/// API expects.
+/// The provider adapters of `iris-providers` (`iris_providers::adapters`) turn a list of
+/// specs into the shape each API expects.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {
     /// Canonical tool name.

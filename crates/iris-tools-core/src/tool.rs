@@ -1,4 +1,7 @@
-//! The [`Tool`] trait (the seed's `BaseTool`) and the model's [`ToolUse`] request.
+//! The [`Tool`] trait (the seed's `BaseTool`), its validated [`ToolInput`], and the
+//! model's [`ToolUse`] request.
+
+use std::any::Any;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -9,7 +12,7 @@ use serde_json::Value;
 use crate::context::ToolExecutionContext;
 use crate::definition::{ToolCapability, ToolDefinition};
 use crate::error::ToolErrorInfo;
-use crate::result::ToolResult;
+use crate::result::ToolOutput;
 
 /// A boxed, `Send` future: what object-safe async trait methods return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -23,7 +26,7 @@ pub enum ToolTimeoutOwner {
     Runtime,
     /// The tool enforces its own deadline (command tools: they must kill a process
     /// tree and report `timed_out` themselves). The executor still passes the deadline
-    /// in [`ToolExecutionContext::tool_timeout_seconds`].
+    /// in [`ToolExecutionContext::tool_timeout`].
     Tool,
 }
 
@@ -33,15 +36,15 @@ pub enum ToolTimeoutOwner {
 /// async fn.
 ///
 /// ```
-/// use iris_tools_core::{BoxFuture, Tool, ToolDefinition, ToolExecutionContext, ToolResult};
-/// use serde_json::{json, Value};
+/// use iris_tools_core::{BoxFuture, Tool, ToolDefinition, ToolExecutionContext, ToolInput, ToolOutput};
+/// use serde_json::json;
 ///
 /// struct Echo(ToolDefinition);
 ///
 /// impl Tool for Echo {
 ///     fn definition(&self) -> &ToolDefinition { &self.0 }
-///     fn run<'a>(&'a self, input: Value, _ctx: &'a ToolExecutionContext) -> BoxFuture<'a, ToolResult> {
-///         Box::pin(async move { ToolResult::ok_text(input["text"].as_str().unwrap_or_default()) })
+///     fn run<'a>(&'a self, input: ToolInput, _ctx: &'a ToolExecutionContext) -> BoxFuture<'a, ToolOutput> {
+///         Box::pin(async move { ToolOutput::text(input.value()["text"].as_str().unwrap_or_default()) })
 ///     }
 /// }
 ///
@@ -53,13 +56,25 @@ pub trait Tool: Send + Sync + 'static {
     /// The tool's definition.
     fn definition(&self) -> &ToolDefinition;
 
-    /// Runs the body with validated input.
-    fn run<'a>(&'a self, input: Value, ctx: &'a ToolExecutionContext) -> BoxFuture<'a, ToolResult>;
+    /// Runs the body with the input [`Tool::validate_input`] produced.
+    fn run<'a>(
+        &'a self,
+        input: ToolInput,
+        ctx: &'a ToolExecutionContext,
+    ) -> BoxFuture<'a, ToolOutput>;
 
-    /// Parses raw model input. The default returns the raw value unchanged; the
-    /// executor has already checked it against `input_schema`.
-    fn validate_input(&self, raw: Value) -> Result<Value, ToolErrorInfo> {
-        Ok(raw)
+    /// Parses raw model input, once per call. The executor has already checked it
+    /// against `input_schema`. The default keeps the raw value; a typed tool parses it
+    /// here and hands the parsed value to [`Tool::run`] inside the [`ToolInput`], so
+    /// the body never parses again.
+    fn validate_input(&self, raw: Value) -> Result<ToolInput, ToolErrorInfo> {
+        Ok(ToolInput::new(raw))
+    }
+
+    /// Whether the default permission policy may run this tool without asking despite
+    /// a `network` or `agent` capability. See [`ToolDefinition::auto_allow`].
+    fn is_auto_allowed(&self) -> bool {
+        self.definition().auto_allow
     }
 
     /// True only when no write/execute/network/mcp/agent capability is declared.
@@ -117,5 +132,91 @@ impl ToolUse {
             name: name.into(),
             input,
         }
+    }
+}
+
+/// A call's validated input: the JSON the model sent (what hooks, policies, middleware
+/// and logs see) and, for typed tools, the value [`Tool::validate_input`] parsed from it.
+///
+/// A middleware that rewrites the arguments with [`ToolInput::set_value`] drops the
+/// parsed value; the executor then validates the new arguments again (schema, parse,
+/// permission) before the body runs.
+///
+/// ```
+/// use iris_tools_core::ToolInput;
+/// use serde_json::json;
+///
+/// let mut input = ToolInput::with_parsed(json!({"n": 2}), 2_u32);
+/// assert_eq!(input.value()["n"], 2);
+/// assert_eq!(input.take_parsed::<u32>(), Some(2));
+/// assert_eq!(input.take_parsed::<u32>(), None);
+/// ```
+pub struct ToolInput {
+    value: Value,
+    parsed: Option<Box<dyn Any + Send + Sync>>,
+    rewritten: bool,
+}
+
+impl ToolInput {
+    /// Input that is only JSON.
+    pub fn new(value: Value) -> Self {
+        Self {
+            value,
+            parsed: None,
+            rewritten: false,
+        }
+    }
+
+    /// Input with the tool's parse of it.
+    pub fn with_parsed<T: Send + Sync + 'static>(value: Value, parsed: T) -> Self {
+        Self {
+            value,
+            parsed: Some(Box::new(parsed)),
+            rewritten: false,
+        }
+    }
+
+    /// The arguments as JSON.
+    pub fn value(&self) -> &Value {
+        &self.value
+    }
+
+    /// The arguments as JSON, by value.
+    pub fn into_value(self) -> Value {
+        self.value
+    }
+
+    /// Takes the parsed value out, when it has type `T`.
+    pub fn take_parsed<T: 'static>(&mut self) -> Option<T> {
+        match self.parsed.take()?.downcast::<T>() {
+            Ok(parsed) => Some(*parsed),
+            Err(other) => {
+                self.parsed = Some(other);
+                None
+            }
+        }
+    }
+
+    /// Replaces the arguments (a middleware rewriting a call). The parsed value is
+    /// dropped and the input is marked for validation again.
+    pub fn set_value(&mut self, value: Value) {
+        self.value = value;
+        self.parsed = None;
+        self.rewritten = true;
+    }
+
+    /// Whether [`ToolInput::set_value`] replaced the arguments since validation.
+    pub fn is_rewritten(&self) -> bool {
+        self.rewritten
+    }
+}
+
+impl std::fmt::Debug for ToolInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolInput")
+            .field("value", &self.value)
+            .field("parsed", &self.parsed.is_some())
+            .field("rewritten", &self.rewritten)
+            .finish()
     }
 }

@@ -11,7 +11,7 @@
 //! Both produce schemas with [`schema_for_input`] (JSON Schema 2020-12, root
 //! `"type": "object"`, nested types as local `$defs`, no `$schema`/`title` noise), turn
 //! parse failures into `INVALID_INPUT`, and turn the body's return value into a
-//! [`ToolResult`] through [`IntoToolResult`].
+//! [`ToolOutput`] through [`IntoToolOutput`].
 //!
 //! ```
 //! use iris_tools_core::typed::{Json, TypedTool};
@@ -57,7 +57,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::error::{Error, ToolErrorInfo, codes};
-use crate::result::{ContentBlock, ToolResult};
+use crate::result::{ContentBlock, ToolOutput};
 
 /// The JSON Schema of `T` as a tool input: what the seed calls
 /// `schema_from_pydantic_model`.
@@ -108,13 +108,13 @@ pub fn schema_for_input<T: JsonSchema + ?Sized>() -> Value {
     schema
 }
 
-/// Turns what a tool body returns into a [`ToolResult`].
+/// Turns what a tool body returns into a [`ToolOutput`].
 ///
 /// | returned value | result |
 /// |---|---|
 /// | `String`, `&str`, `Cow<str>` | the text as the body (no block when empty) |
 /// | `()` | an empty body |
-/// | [`ToolResult`] | as is |
+/// | [`ToolOutput`] | as is |
 /// | `serde_json::Value`, [`Json<T>`] | compact JSON text as the body, and the value under `data.output` |
 /// | [`ContentBlock`], `Vec<ContentBlock>` | those blocks (images included) |
 /// | `Option<T>` | `None` → empty body, `Some(t)` → `t` |
@@ -129,83 +129,83 @@ pub fn schema_for_input<T: JsonSchema + ?Sized>() -> Value {
 /// in [`Json`] for you.
 ///
 /// ```
-/// use iris_tools_core::typed::{IntoToolResult, Json};
+/// use iris_tools_core::typed::{IntoToolOutput, Json};
 ///
-/// assert_eq!("done".into_tool_result().model_content(), "done");
-/// assert_eq!(Json(vec![1, 2]).into_tool_result().model_content(), "[1,2]");
+/// assert_eq!("done".into_tool_output().model_content(), "done");
+/// assert_eq!(Json(vec![1, 2]).into_tool_output().model_content(), "[1,2]");
 /// let failed: Result<String, std::io::Error> = Err(std::io::Error::other("disk full"));
-/// assert_eq!(failed.into_tool_result().model_content(), "Error[TOOL_FAILED]: disk full");
+/// assert_eq!(failed.into_tool_output().model_content(), "Error[TOOL_FAILED]: disk full");
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be turned into a tool result",
     label = "not a tool result",
-    note = "return String, &str, (), ToolResult, serde_json::Value, ContentBlock(s), \
+    note = "return String, &str, (), ToolOutput, serde_json::Value, ContentBlock(s), \
             Json<T> for any `T: Serialize`, Option<_> or Result<_, E: Display>"
 )]
-pub trait IntoToolResult {
+pub trait IntoToolOutput {
     /// Converts the value. Never panics.
-    fn into_tool_result(self) -> ToolResult;
+    fn into_tool_output(self) -> ToolOutput;
 }
 
-impl IntoToolResult for ToolResult {
-    fn into_tool_result(self) -> ToolResult {
+impl IntoToolOutput for ToolOutput {
+    fn into_tool_output(self) -> ToolOutput {
         self
     }
 }
 
-impl IntoToolResult for String {
-    fn into_tool_result(self) -> ToolResult {
-        ToolResult::ok_text(self)
+impl IntoToolOutput for String {
+    fn into_tool_output(self) -> ToolOutput {
+        ToolOutput::text(self)
     }
 }
 
-impl IntoToolResult for &str {
-    fn into_tool_result(self) -> ToolResult {
-        ToolResult::ok_text(self)
+impl IntoToolOutput for &str {
+    fn into_tool_output(self) -> ToolOutput {
+        ToolOutput::text(self)
     }
 }
 
-impl IntoToolResult for Cow<'_, str> {
-    fn into_tool_result(self) -> ToolResult {
-        ToolResult::ok_text(self.into_owned())
+impl IntoToolOutput for Cow<'_, str> {
+    fn into_tool_output(self) -> ToolOutput {
+        ToolOutput::text(self.into_owned())
     }
 }
 
-impl IntoToolResult for () {
-    fn into_tool_result(self) -> ToolResult {
-        ToolResult::default()
+impl IntoToolOutput for () {
+    fn into_tool_output(self) -> ToolOutput {
+        ToolOutput::default()
     }
 }
 
-impl IntoToolResult for Value {
-    fn into_tool_result(self) -> ToolResult {
+impl IntoToolOutput for Value {
+    fn into_tool_output(self) -> ToolOutput {
         let text = self.to_string();
-        ToolResult::ok_text(text).with_data("output", self)
+        ToolOutput::text(text).with_data("output", self)
     }
 }
 
-impl IntoToolResult for ContentBlock {
-    fn into_tool_result(self) -> ToolResult {
-        ToolResult::new("", "", vec![self])
+impl IntoToolOutput for ContentBlock {
+    fn into_tool_output(self) -> ToolOutput {
+        ToolOutput::new(vec![self])
     }
 }
 
-impl IntoToolResult for Vec<ContentBlock> {
-    fn into_tool_result(self) -> ToolResult {
-        ToolResult::new("", "", self)
+impl IntoToolOutput for Vec<ContentBlock> {
+    fn into_tool_output(self) -> ToolOutput {
+        ToolOutput::new(self)
     }
 }
 
-impl<T: IntoToolResult> IntoToolResult for Option<T> {
-    fn into_tool_result(self) -> ToolResult {
-        self.map_or_else(ToolResult::default, IntoToolResult::into_tool_result)
+impl<T: IntoToolOutput> IntoToolOutput for Option<T> {
+    fn into_tool_output(self) -> ToolOutput {
+        self.map_or_else(ToolOutput::default, IntoToolOutput::into_tool_output)
     }
 }
 
-impl<T: IntoToolResult, E: Display + 'static> IntoToolResult for Result<T, E> {
-    fn into_tool_result(self) -> ToolResult {
+impl<T: IntoToolOutput, E: Display + 'static> IntoToolOutput for Result<T, E> {
+    fn into_tool_output(self) -> ToolOutput {
         match self {
-            Ok(value) => value.into_tool_result(),
+            Ok(value) => value.into_tool_output(),
             Err(error) => error_into_result(error),
         }
     }
@@ -215,26 +215,26 @@ impl<T: IntoToolResult, E: Display + 'static> IntoToolResult for Result<T, E> {
 /// the value itself under `data.output` for the host.
 ///
 /// ```
-/// use iris_tools_core::typed::{IntoToolResult, Json};
+/// use iris_tools_core::typed::{IntoToolOutput, Json};
 /// use std::collections::BTreeMap;
 ///
-/// let result = Json(BTreeMap::from([("port", 8080)])).into_tool_result();
+/// let result = Json(BTreeMap::from([("port", 8080)])).into_tool_output();
 /// assert_eq!(result.model_content(), r#"{"port":8080}"#);
 /// assert_eq!(result.data["output"]["port"], 8080);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Json<T>(pub T);
 
-impl<T: Serialize> IntoToolResult for Json<T> {
-    fn into_tool_result(self) -> ToolResult {
+impl<T: Serialize> IntoToolOutput for Json<T> {
+    fn into_tool_output(self) -> ToolOutput {
         // The text is serialized from `T` itself so struct fields keep their declared
         // order (a `Value` would sort them); the value for the host is built as well.
         match (
             serde_json::to_string(&self.0),
             serde_json::to_value(&self.0),
         ) {
-            (Ok(text), Ok(value)) => ToolResult::ok_text(text).with_data("output", value),
-            (Err(e), _) | (_, Err(e)) => ToolResult::err(
+            (Ok(text), Ok(value)) => ToolOutput::text(text).with_data("output", value),
+            (Err(e), _) | (_, Err(e)) => ToolOutput::err(
                 codes::TOOL_FAILED,
                 format!("the tool's result could not be serialized as JSON: {e}"),
             ),
@@ -242,14 +242,14 @@ impl<T: Serialize> IntoToolResult for Json<T> {
     }
 }
 
-/// The error result for a failed body: see [`IntoToolResult`] for the rules.
-pub(crate) fn error_into_result<E: Display + 'static>(error: E) -> ToolResult {
+/// The error result for a failed body: see [`IntoToolOutput`] for the rules.
+pub(crate) fn error_into_result<E: Display + 'static>(error: E) -> ToolOutput {
     let any: &dyn Any = &error;
     if let Some(info) = any.downcast_ref::<ToolErrorInfo>() {
-        return ToolResult::error("", "", info.clone());
+        return ToolOutput::error(info.clone());
     }
     if let Some(err) = any.downcast_ref::<Error>() {
-        return ToolResult::error("", "", err.to_info());
+        return ToolOutput::error(err.to_info());
     }
     let message = error.to_string();
     let message = if message.trim().is_empty() {
@@ -257,7 +257,7 @@ pub(crate) fn error_into_result<E: Display + 'static>(error: E) -> ToolResult {
     } else {
         message
     };
-    ToolResult::err(codes::TOOL_FAILED, message)
+    ToolOutput::err(codes::TOOL_FAILED, message)
 }
 
 mod builder;
@@ -277,7 +277,7 @@ mod tests {
 
     #[test]
     fn error_results_keep_structured_codes() {
-        let cases: Vec<(ToolResult, &str)> = vec![
+        let cases: Vec<(ToolOutput, &str)> = vec![
             (
                 error_into_result(ToolErrorInfo::new("MY_CODE", "mine")),
                 "Error[MY_CODE]: mine",
@@ -293,7 +293,7 @@ mod tests {
             ),
         ];
         for (result, expect) in cases {
-            assert!(result.is_error);
+            assert!(result.is_error());
             assert_eq!(result.model_content(), expect);
         }
     }

@@ -26,6 +26,12 @@ const KEYS: &[&str] = &[
     "timeout",
     "aliases",
     "execution_mode",
+    "auto_allow",
+    "context_retention",
+    "timeout_owner",
+    "metadata",
+    "normalize_input",
+    "input_error",
     "crate",
 ];
 
@@ -66,6 +72,21 @@ pub(crate) struct ToolArgs {
     pub(crate) timeout_ms: Option<u64>,
     pub(crate) aliases: Vec<String>,
     pub(crate) execution_mode: Option<(ExecutionMode, Span)>,
+    pub(crate) auto_allow: bool,
+    /// `ContextRetention` variant name (`Observation`); `None` keeps the default.
+    pub(crate) context_retention: Option<Ident>,
+    /// `ToolTimeoutOwner` variant name (`Tool`); `None` keeps the default.
+    pub(crate) timeout_owner: Option<Ident>,
+    /// Extra `metadata` string entries, e.g. `metadata(yaml_key = "file.read")`.
+    pub(crate) metadata: Vec<(String, String)>,
+    /// `normalize_input`: the validated input's JSON is the parsed input serialized
+    /// again (defaults filled in, values as the parameter types normalize them), so
+    /// permission checks, hooks and approvals see what the body receives.
+    pub(crate) normalize_input: bool,
+    /// `input_error = "path"`: a `fn(&ToolDefinition, &Value, ToolErrorInfo) ->
+    /// ToolErrorInfo` that refines the error of a failed typed parse (its message, a
+    /// `details.field`), given the raw input.
+    pub(crate) input_error: Option<syn::Path>,
     pub(crate) krate: Option<syn::Path>,
 }
 
@@ -167,6 +188,60 @@ fn parse_key(
             args.deprecation_message = Some(lit);
         }
         "deferred" => args.deferred = parse_flag(meta)?,
+        "auto_allow" => args.auto_allow = parse_flag(meta)?,
+        "normalize_input" => args.normalize_input = parse_flag(meta)?,
+        "input_error" => {
+            let lit: LitStr = meta.value()?.parse()?;
+            match lit.parse::<syn::Path>() {
+                Ok(path) => args.input_error = Some(path),
+                Err(_) => errors.spanned(
+                    &lit,
+                    "`input_error` must be the path of a function, e.g. \"crate::input::refine\"",
+                ),
+            }
+        }
+        "metadata" => {
+            meta.parse_nested_meta(|entry| {
+                let key = entry
+                    .path
+                    .get_ident()
+                    .map(ToString::to_string)
+                    .unwrap_or_default();
+                let lit: LitStr = entry.value()?.parse()?;
+                if args.metadata.iter().any(|(k, _)| *k == key) {
+                    errors.spanned(&entry.path, format!("duplicate metadata key `{key}`"));
+                } else if ["tags", "examples", "version", "deprecated"].contains(&key.as_str()) {
+                    errors.spanned(
+                        &entry.path,
+                        format!("`{key}` has its own `#[tool]` argument; use that"),
+                    );
+                } else {
+                    args.metadata.push((key, lit.value()));
+                }
+                Ok(())
+            })?;
+        }
+        "context_retention" => {
+            let lit: LitStr = meta.value()?.parse()?;
+            match lit.value().as_str() {
+                "keep" => args.context_retention = Some(Ident::new("Keep", lit.span())),
+                "observation" => {
+                    args.context_retention = Some(Ident::new("Observation", lit.span()));
+                }
+                _ => errors.spanned(
+                    &lit,
+                    "`context_retention` must be \"keep\" or \"observation\"",
+                ),
+            }
+        }
+        "timeout_owner" => {
+            let lit: LitStr = meta.value()?.parse()?;
+            match lit.value().as_str() {
+                "runtime" => args.timeout_owner = Some(Ident::new("Runtime", lit.span())),
+                "tool" => args.timeout_owner = Some(Ident::new("Tool", lit.span())),
+                _ => errors.spanned(&lit, "`timeout_owner` must be \"runtime\" or \"tool\""),
+            }
+        }
         "deprecated" => args.deprecated = parse_flag(meta)?,
         "concurrency_safe" => args.concurrency_safe = Some(parse_flag(meta)?),
         "capabilities" => {

@@ -30,6 +30,11 @@ impl Errors {
         self.push(syn::Error::new(span, message));
     }
 
+    /// Whether no error was recorded.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.combined.is_none()
+    }
+
     /// `Err` with every recorded error, or `Ok` when there was none.
     pub(crate) fn finish(self) -> syn::Result<()> {
         self.combined.map_or(Ok(()), Err)

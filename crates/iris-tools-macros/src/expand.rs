@@ -9,7 +9,7 @@
 //! const _: () = {
 //!     struct Input { … }                       // Deserialize + JsonSchema
 //!     impl read_config { fn tool(), fn definition(), fn input_schema(), fn preset(…) }
-//!     impl Tool for read_config { … }          // parse → call → IntoToolResult
+//!     impl Tool for read_config { … }          // parse → call → IntoToolOutput
 //! };
 //! ```
 //!
@@ -49,7 +49,7 @@ pub(crate) fn tool(
             return Err(error);
         }
     };
-    let params = params::analyze(&mut func.sig, &mut errors);
+    let params = params::analyze(&mut func.sig, &mut errors, false);
     let result = check_and_emit(&func, &args, &params, default_crate, errors);
     // On errors the function is still emitted (without the consumed attributes), so
     // its callers and imports do not add unrelated errors to the real ones.
@@ -65,8 +65,51 @@ fn check_and_emit(
     args: &ToolArgs,
     params: &[Param],
     default_crate: &str,
-    mut errors: Errors,
+    errors: Errors,
 ) -> syn::Result<TokenStream> {
+    let prepared = prepare(func, args, params, default_crate, errors)?;
+    Ok(prepared.generated(func, args, params, Target::Free).emit())
+}
+
+/// What a tool's expansion needs beyond the function: its name, description, the
+/// documented parameters and the path to core.
+pub(crate) struct Prepared {
+    tool_name: String,
+    description: String,
+    doc_params: Vec<(String, String)>,
+    krate: syn::Path,
+}
+
+impl Prepared {
+    pub(crate) fn generated<'a>(
+        &'a self,
+        func: &'a ItemFn,
+        args: &'a ToolArgs,
+        params: &'a [Param],
+        target: Target<'a>,
+    ) -> Generated<'a> {
+        Generated {
+            func,
+            args,
+            params,
+            doc_params: &self.doc_params,
+            tool_name: &self.tool_name,
+            description: &self.description,
+            krate: &self.krate,
+            target,
+        }
+    }
+}
+
+/// Checks the signature, the name and the documented parameters of a tool function (or
+/// method); collects every problem.
+pub(crate) fn prepare(
+    func: &ItemFn,
+    args: &ToolArgs,
+    params: &[Param],
+    default_crate: &str,
+    mut errors: Errors,
+) -> syn::Result<Prepared> {
     check_signature(&func.sig, args, &mut errors);
 
     let fn_name = unraw(&func.sig.ident);
@@ -108,24 +151,20 @@ fn check_and_emit(
         .clone()
         .or_else(|| Some(doc.description.clone()).filter(|d| !d.is_empty()))
         .unwrap_or_else(|| tool_name.clone());
-    let generated = Generated {
-        func,
-        args,
-        params,
-        doc_params: &doc.params,
-        tool_name: &tool_name,
-        description: &description,
-        krate: &krate,
-    };
-    Ok(generated.emit())
+    Ok(Prepared {
+        tool_name,
+        description,
+        doc_params: doc.params,
+        krate,
+    })
 }
 
-fn unraw(ident: &syn::Ident) -> String {
+pub(crate) fn unraw(ident: &syn::Ident) -> String {
     let name = ident.to_string();
     name.strip_prefix("r#").unwrap_or(&name).to_owned()
 }
 
-fn check_signature(sig: &Signature, args: &ToolArgs, errors: &mut Errors) {
+pub(crate) fn check_signature(sig: &Signature, args: &ToolArgs, errors: &mut Errors) {
     if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
         errors.spanned(
             &sig.generics,
@@ -150,8 +189,27 @@ fn check_signature(sig: &Signature, args: &ToolArgs, errors: &mut Errors) {
     }
 }
 
+/// Whose tool it is: a free function, or a method of a `#[tools]` impl block whose
+/// `&self` the generated tool holds as `Arc<Self>`.
+#[derive(Clone, Copy)]
+pub(crate) enum Target<'a> {
+    /// `#[tool] fn …`: the tool type shares the function's name.
+    Free,
+    /// `#[tool]` on a method of `impl SelfTy`: the tool type is `tool_type`.
+    Method {
+        self_ty: &'a Type,
+        tool_type: &'a syn::Ident,
+        /// `#[tools(vis = "…")]`: the visibility of the generated items, instead of
+        /// the method's.
+        vis: Option<&'a syn::Visibility>,
+        /// `#[tools(map_definition = "…")]`: a `fn(&SelfTy, &mut ToolDefinition)`
+        /// each `<method>_tool()` applies to the definition it builds.
+        map_definition: Option<&'a syn::Path>,
+    },
+}
+
 /// Everything the emitted code depends on.
-struct Generated<'a> {
+pub(crate) struct Generated<'a> {
     func: &'a ItemFn,
     args: &'a ToolArgs,
     params: &'a [Param],
@@ -159,30 +217,24 @@ struct Generated<'a> {
     tool_name: &'a str,
     description: &'a str,
     krate: &'a syn::Path,
+    target: Target<'a>,
 }
 
 impl Generated<'_> {
-    fn emit(&self) -> TokenStream {
+    /// The whole expansion for this tool.
+    pub(crate) fn emit(&self) -> TokenStream {
         let func = self.func;
-        let vis = &func.vis;
+        // A `#[tools(vis = "…")]` block gives its generated items that visibility.
+        let vis = match self.target {
+            Target::Method { vis: Some(vis), .. } => vis,
+            _ => &func.vis,
+        };
         let ident = &func.sig.ident;
         let krate = self.krate;
         let p = quote!(#krate::__private);
         let fn_name = unraw(ident);
-
-        let (fields, default_fns) = self.input_fields();
-        let preset_fields = self
-            .params
-            .iter()
-            .filter(|p| p.role == Role::Preset)
-            .map(|p| {
-                let (ident, ty) = (&p.ident, &p.ty);
-                quote!(#ident: #ty)
-            });
-        let serde_path = format!("{}::__private::serde", path_string(krate));
-        let schemars_path = format!("{}::__private::schemars", path_string(krate));
+        let input_types = self.input_types(&p);
         let builder = self.builder(&p);
-        let body = self.run_body(&p);
 
         // A `#[cfg]` on the function must remove the tool with it.
         let cfgs: Vec<&syn::Attribute> = func
@@ -190,75 +242,149 @@ impl Generated<'_> {
             .iter()
             .filter(|a| a.path().is_ident("cfg"))
             .collect();
-        let struct_doc = format!(
-            " The `{}` tool, generated by `#[tool]` from the function `{fn_name}`.\n\n \
-             Build it with `{fn_name}::tool()`; `{fn_name}::definition()` and \
-             `{fn_name}::input_schema()` describe it without running anything.",
-            self.tool_name
-        );
+
+        let (tool_type, definition, constructors) = match self.target {
+            Target::Free => {
+                let struct_doc = format!(
+                    " The `{}` tool, generated by `#[tool]` from the function `{fn_name}`.\n\n \
+                     Build it with `{fn_name}::tool()`; `{fn_name}::definition()` and \
+                     `{fn_name}::input_schema()` describe it without running anything.",
+                    self.tool_name
+                );
+                let definition = quote! {
+                    #func
+
+                    #(#cfgs)*
+                    #[doc = #struct_doc]
+                    // The tool type shares the function's (snake_case) name, and an unused
+                    // tool is not an error in the user's crate.
+                    #[allow(non_camel_case_types, dead_code)]
+                    #[derive(::core::clone::Clone, ::core::fmt::Debug)]
+                    #vis struct #ident {
+                        __core: #p::TypedCore,
+                    }
+                };
+                let constructors = quote! {
+                    #[allow(dead_code)]
+                    impl #ident {
+                        /// Builds the tool value to register. `#[preset]` parameters, if
+                        /// any, still need a value from `.preset(name, value)`.
+                        #vis fn tool() -> Self {
+                            Self {
+                                __core: Self::__iris_builder().into_core::<__IrisInput>(),
+                            }
+                        }
+
+                        /// The tool's definition (name, description, input schema,
+                        /// capabilities, metadata), built without running anything.
+                        #vis fn definition() -> #p::ToolDefinition {
+                            Self::__iris_builder()
+                                .into_core::<__IrisInput>()
+                                .definition()
+                                .clone()
+                        }
+
+                        /// The JSON Schema of the input as the model sees it (without the
+                        /// `#[preset]` parameters).
+                        #vis fn input_schema() -> #p::serde_json::Value {
+                            Self::definition().input_schema
+                        }
+                    }
+                };
+                (quote!(#ident), definition, constructors)
+            }
+            Target::Method {
+                self_ty,
+                tool_type,
+                map_definition,
+                ..
+            } => {
+                let struct_doc = format!(
+                    " The `{}` tool: the method `{fn_name}` of a `#[tools]` impl block, over \
+                     shared state.\n\n Build it with `state.{fn_name}_tool()` on an \
+                     `Arc` of the state; `{fn_name}_definition()` describes it without \
+                     running anything.",
+                    self.tool_name
+                );
+                let tool_fn = format_ident!("{}_tool", fn_name);
+                let definition_fn = format_ident!("{}_definition", fn_name);
+                let tool_name = self.tool_name;
+                let definition = quote! {
+                    #(#cfgs)*
+                    #[doc = #struct_doc]
+                    #[derive(::core::clone::Clone)]
+                    #vis struct #tool_type {
+                        __core: #p::TypedCore,
+                        // The definition the tool reports: the core's, adjusted by the
+                        // block's `map_definition` for this state.
+                        __definition: #p::ToolDefinition,
+                        __state: ::std::sync::Arc<#self_ty>,
+                    }
+
+                    #(#cfgs)*
+                    impl ::core::fmt::Debug for #tool_type {
+                        fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                            f.debug_struct(#tool_name)
+                                .field("core", &self.__core)
+                                .finish_non_exhaustive()
+                        }
+                    }
+                };
+                let map = map_definition.map(|path| quote!(#path(self, &mut __definition);));
+                let constructors = quote! {
+                    #[allow(dead_code)]
+                    impl #self_ty {
+                        #[doc = concat!(" The `", #tool_name, "` tool over this state.")]
+                        #vis fn #tool_fn(self: &::std::sync::Arc<Self>) -> #tool_type {
+                            let __core = #tool_type::__iris_builder().into_core::<__IrisInput>();
+                            #[allow(unused_mut)]
+                            let mut __definition = ::core::clone::Clone::clone(__core.definition());
+                            #map
+                            #tool_type {
+                                __core,
+                                __definition,
+                                __state: ::std::sync::Arc::clone(self),
+                            }
+                        }
+
+                        #[doc = concat!(" The definition of the `", #tool_name, "` tool, built without any state (so without the block's `map_definition`).")]
+                        #vis fn #definition_fn() -> #p::ToolDefinition {
+                            #tool_type::__iris_builder()
+                                .into_core::<__IrisInput>()
+                                .definition()
+                                .clone()
+                        }
+                    }
+
+                    #[allow(dead_code)]
+                    impl #tool_type {
+                        /// The state this tool runs over.
+                        #vis fn state(&self) -> &::std::sync::Arc<#self_ty> {
+                            &self.__state
+                        }
+                    }
+                };
+                (quote!(#tool_type), definition, constructors)
+            }
+        };
+        let tool_impl = self.tool_impl(&p, &tool_type);
 
         quote! {
-            #func
-
-            #(#cfgs)*
-            #[doc = #struct_doc]
-            // The tool type shares the function's (snake_case) name, and an unused tool
-            // is not an error in the user's crate.
-            #[allow(non_camel_case_types, dead_code)]
-            #[derive(::core::clone::Clone, ::core::fmt::Debug)]
-            #vis struct #ident {
-                __core: #p::TypedCore,
-            }
+            #definition
 
             #(#cfgs)*
             const _: () = {
                 #[allow(unused_imports)]
-                use #p::{ViaIntoToolResult as _, ViaSerialize as _};
+                use #p::{ViaIntoToolOutput as _, ViaSerialize as _};
 
-                #[derive(#p::serde::Deserialize, #p::schemars::JsonSchema)]
-                #[serde(crate = #serde_path, deny_unknown_fields)]
-                #[schemars(crate = #schemars_path)]
-                struct __IrisInput {
-                    #(#fields,)*
-                }
+                #input_types
 
-                // Presets are parsed apart from the model's input, so an error about
-                // the input never lists them as fields the model could set.
-                #[derive(#p::serde::Deserialize)]
-                #[serde(crate = #serde_path)]
-                struct __IrisPresets {
-                    #(#preset_fields,)*
-                }
-
-                #(#default_fns)*
+                #constructors
 
                 #[allow(dead_code)]
-                impl #ident {
+                impl #tool_type {
                     fn __iris_builder() -> #p::TypedToolBuilder {
                         #builder
-                    }
-
-                    /// Builds the tool value to register. `#[preset]` parameters, if
-                    /// any, still need a value from `.preset(name, value)`.
-                    #vis fn tool() -> Self {
-                        Self {
-                            __core: Self::__iris_builder().into_core::<__IrisInput>(),
-                        }
-                    }
-
-                    /// The tool's definition (name, description, input schema,
-                    /// capabilities, metadata), built without running anything.
-                    #vis fn definition() -> #p::ToolDefinition {
-                        Self::__iris_builder()
-                            .into_core::<__IrisInput>()
-                            .definition()
-                            .clone()
-                    }
-
-                    /// The JSON Schema of the input as the model sees it (without the
-                    /// `#[preset]` parameters).
-                    #vis fn input_schema() -> #p::serde_json::Value {
-                        Self::definition().input_schema
                     }
 
                     /// Binds a host value to the `#[preset]` parameter `name`.
@@ -282,45 +408,135 @@ impl Generated<'_> {
                     }
                 }
 
-                // Calling a `#[deprecated]` function is the tool's job, not a use
-                // the user should be warned about.
-                #[allow(deprecated)]
-                impl #p::Tool for #ident {
-                    fn definition(&self) -> &#p::ToolDefinition {
-                        self.__core.definition()
-                    }
-
-                    fn validate_input(
-                        &self,
-                        raw: #p::serde_json::Value,
-                    ) -> ::core::result::Result<#p::serde_json::Value, #p::ToolErrorInfo> {
-                        self.__core.validate_apart::<__IrisInput>(raw)
-                    }
-
-                    fn run<'a>(
-                        &'a self,
-                        input: #p::serde_json::Value,
-                        __ctx: &'a #p::ToolExecutionContext,
-                    ) -> #p::BoxFuture<'a, #p::ToolResult> {
-                        ::std::boxed::Box::pin(async move {
-                            let (__input, __presets) = match self
-                                .__core
-                                .parse_apart::<__IrisInput, __IrisPresets>(input)
-                            {
-                                ::core::result::Result::Ok(parsed) => parsed,
-                                ::core::result::Result::Err(error) => {
-                                    return #p::ToolResult::error("", "", error);
-                                }
-                            };
-                            #body
-                        })
-                    }
-
-                    fn is_concurrency_safe(&self) -> bool {
-                        self.__core.concurrency_safe()
-                    }
-                }
+                #tool_impl
             };
+        }
+    }
+
+    /// The input type (the model's parameters), the presets type and the functions
+    /// that produce `#[default = expr]` values.
+    fn input_types(&self, p: &TokenStream) -> TokenStream {
+        let krate = self.krate;
+        let (fields, default_fns) = self.input_fields();
+        let preset_fields = self
+            .params
+            .iter()
+            .filter(|p| p.role == Role::Preset)
+            .map(|p| {
+                let (ident, ty) = (&p.ident, &p.ty);
+                quote!(#ident: #ty)
+            });
+        let serde_path = format!("{}::__private::serde", path_string(krate));
+        let schemars_path = format!("{}::__private::schemars", path_string(krate));
+        // `normalize_input` serializes the parsed input back into the call's JSON.
+        let serialize = self
+            .args
+            .normalize_input
+            .then(|| quote!(#p::serde::Serialize,));
+        quote! {
+            #[derive(#serialize #p::serde::Deserialize, #p::schemars::JsonSchema)]
+            #[serde(crate = #serde_path, deny_unknown_fields)]
+            #[schemars(crate = #schemars_path)]
+            struct __IrisInput {
+                #(#fields,)*
+            }
+
+            // Presets are parsed apart from the model's input, so an error about
+            // the input never lists them as fields the model could set.
+            #[derive(#p::serde::Deserialize)]
+            #[serde(crate = #serde_path)]
+            struct __IrisPresets {
+                #(#preset_fields,)*
+            }
+
+            #(#default_fns)*
+        }
+    }
+
+    /// `impl Tool`: parse once in `validate_input`, call the body in `run`.
+    fn tool_impl(&self, p: &TokenStream, tool_type: &TokenStream) -> TokenStream {
+        let body = self.run_body(p);
+        // A method's tool reports its own copy of the definition (see
+        // `map_definition`); a free function's is the core's.
+        let definition = match self.target {
+            Target::Free => quote!(self.__core.definition()),
+            Target::Method { .. } => quote!(&self.__definition),
+        };
+        // `input_error = path` refines the error of a failed typed parse.
+        let refine = match &self.args.input_error {
+            Some(path) => quote! {
+                let __parsed = __parsed.map_err(|__error| {
+                    #path(#p::Tool::definition(self), __raw, __error)
+                });
+            },
+            None => quote!(),
+        };
+        // `normalize_input` hands on the parsed input serialized again; the raw JSON
+        // stays if that ever fails (it cannot for plain data types).
+        let validated_value = if self.args.normalize_input {
+            quote! {
+                #p::serde_json::to_value(&__parsed.0).unwrap_or(raw)
+            }
+        } else {
+            quote!(raw)
+        };
+        quote! {
+            // Calling a `#[deprecated]` function is the tool's job, not a use
+            // the user should be warned about.
+            #[allow(deprecated)]
+            impl #p::Tool for #tool_type {
+                fn definition(&self) -> &#p::ToolDefinition {
+                    #definition
+                }
+
+                fn validate_input(
+                    &self,
+                    raw: #p::serde_json::Value,
+                ) -> ::core::result::Result<#p::ToolInput, #p::ToolErrorInfo> {
+                    let __raw = &raw;
+                    let __parsed = self.__core.parse_apart::<__IrisInput, __IrisPresets>(__raw);
+                    #refine
+                    let __parsed = __parsed?;
+                    ::core::result::Result::Ok(#p::ToolInput::with_parsed(#validated_value, __parsed))
+                }
+
+                fn run<'a>(
+                    &'a self,
+                    mut input: #p::ToolInput,
+                    __ctx: &'a #p::ToolExecutionContext,
+                ) -> #p::BoxFuture<'a, #p::ToolOutput> {
+                    ::std::boxed::Box::pin(async move {
+                        // Parsed once by `validate_input`; parsed here only when `run`
+                        // is called without it.
+                        let __parsed = match input.take_parsed::<(__IrisInput, __IrisPresets)>() {
+                            ::core::option::Option::Some(parsed) => ::core::result::Result::Ok(parsed),
+                            ::core::option::Option::None => {
+                                let __raw = input.value();
+                                let __parsed = self
+                                    .__core
+                                    .parse_apart::<__IrisInput, __IrisPresets>(__raw);
+                                #refine
+                                __parsed
+                            }
+                        };
+                        let (__input, __presets) = match __parsed {
+                            ::core::result::Result::Ok(parsed) => parsed,
+                            ::core::result::Result::Err(error) => {
+                                return #p::ToolOutput::error(error);
+                            }
+                        };
+                        #body
+                    })
+                }
+
+                fn is_concurrency_safe(&self) -> bool {
+                    self.__core.concurrency_safe()
+                }
+
+                fn timeout_owner(&self) -> #p::ToolTimeoutOwner {
+                    self.__core.timeout_owner()
+                }
+            }
         }
     }
 
@@ -422,6 +638,18 @@ impl Generated<'_> {
         if let Some(ms) = args.timeout_ms {
             calls.push(quote!(.timeout(::core::time::Duration::from_millis(#ms))));
         }
+        if args.auto_allow {
+            calls.push(quote!(.auto_allow(true)));
+        }
+        for (key, value) in &args.metadata {
+            calls.push(quote!(.metadata(#key, #value)));
+        }
+        if let Some(retention) = &args.context_retention {
+            calls.push(quote!(.context_retention(#p::ContextRetention::#retention)));
+        }
+        if let Some(owner) = &args.timeout_owner {
+            calls.push(quote!(.timeout_owner(#p::ToolTimeoutOwner::#owner)));
+        }
         for param in self.params.iter().filter(|p| p.role == Role::Preset) {
             let ty = &param.ty;
             let preset = &param.name;
@@ -447,7 +675,14 @@ impl Generated<'_> {
                 quote!(__presets.#field)
             }
         });
-        let call = quote!(#ident(#(#args),*));
+        let (call, clone_state) = match self.target {
+            Target::Free => (quote!(#ident(#(#args),*)), None),
+            Target::Method { .. } if thread => (
+                quote!(__state.#ident(#(#args),*)),
+                Some(quote!(let __state = ::std::sync::Arc::clone(&self.__state);)),
+            ),
+            Target::Method { .. } => (quote!(self.__state.#ident(#(#args),*)), None),
+        };
         let invoke = if sig.asyncness.is_some() {
             quote!(#call.await)
         } else if thread {
@@ -458,6 +693,7 @@ impl Generated<'_> {
                 .then(|| quote!(let __ctx_owned = ::core::clone::Clone::clone(__ctx);));
             quote!({
                 #clone_ctx
+                #clone_state
                 match #p::run_blocking(move || #call).await {
                     ::core::result::Result::Ok(output) => output,
                     ::core::result::Result::Err(result) => return result,

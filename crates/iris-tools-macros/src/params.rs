@@ -44,15 +44,30 @@ pub(crate) struct Param {
 
 /// Analyses the parameters and strips the attributes the macro consumes from `sig`,
 /// so the function is emitted as plain Rust.
-pub(crate) fn analyze(sig: &mut Signature, errors: &mut Errors) -> Vec<Param> {
+///
+/// `method`: the function is a method of a `#[tools]` impl block, which must take
+/// `&self` (the tool's state); a free `#[tool]` function must take no receiver.
+pub(crate) fn analyze(sig: &mut Signature, errors: &mut Errors, method: bool) -> Vec<Param> {
     let mut params = Vec::new();
+    let mut has_receiver = false;
     for arg in &mut sig.inputs {
         match arg {
-            FnArg::Receiver(receiver) => errors.spanned(
+            FnArg::Receiver(receiver) if !method => errors.spanned(
                 &*receiver,
-                "a `#[tool]` function cannot take `self`: put `#[tool]` on a free function \
-                 (an associated function or method has no place for the generated tool type)",
+                "a `#[tool]` function cannot take `self`: put `#[tool]` on a free function, \
+                 or on a method inside a `#[tools]` impl block",
             ),
+            FnArg::Receiver(receiver) => {
+                has_receiver = true;
+                if !shared_receiver(receiver) {
+                    errors.spanned(
+                        &*receiver,
+                        "a tool method takes `&self` (or `self: &Arc<Self>` to keep a handle \
+                         on the state): calls may run at the same time, so the state is \
+                         shared, never moved or borrowed mutably",
+                    );
+                }
+            }
             FnArg::Typed(pat_type) => {
                 let attrs = std::mem::take(&mut pat_type.attrs);
                 let mut found = ParamAttrs::default();
@@ -70,7 +85,51 @@ pub(crate) fn analyze(sig: &mut Signature, errors: &mut Errors) -> Vec<Param> {
             }
         }
     }
+    if method && !has_receiver {
+        errors.spanned(
+            &sig.ident,
+            "a method in a `#[tools]` impl block takes `&self`: the state every call shares",
+        );
+    }
     params
+}
+
+/// `&self`, or `self: &Arc<Self>` (the generated tool holds the state as an `Arc`, so
+/// a body that must move a handle on its state into a task, e.g. a blocking one, can
+/// clone that `Arc`).
+fn shared_receiver(receiver: &syn::Receiver) -> bool {
+    match &receiver.kind {
+        syn::ReceiverKind::Reference(_, _, mutability) => mutability.is_none(),
+        syn::ReceiverKind::Typed(_, ty) => receiver.mutability.is_none() && is_ref_arc_self(ty),
+        _ => false,
+    }
+}
+
+/// `&Arc<Self>`, with any path to `Arc` (`std::sync::Arc<Self>` too).
+fn is_ref_arc_self(ty: &Type) -> bool {
+    let Type::Reference(reference) = ty else {
+        return false;
+    };
+    if reference.mutability.is_some() {
+        return false;
+    }
+    let Type::Path(path) = &*reference.elem else {
+        return false;
+    };
+    let Some(last) = path.path.segments.last() else {
+        return false;
+    };
+    let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
+        return false;
+    };
+    let is_self = |arg: &syn::GenericArgument| {
+        matches!(arg, syn::GenericArgument::Type(Type::Path(p))
+            if p.qself.is_none() && p.path.is_ident("Self"))
+    };
+    path.qself.is_none()
+        && last.ident == "Arc"
+        && args.args.len() == 1
+        && args.args.first().is_some_and(is_self)
 }
 
 fn param_ident(pat: &Pat, errors: &mut Errors) -> Option<Ident> {

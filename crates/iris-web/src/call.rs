@@ -17,12 +17,8 @@ pub(crate) const TOOL_TIMEOUT_MARGIN: Duration = Duration::from_secs(5);
 /// The request deadline: the client's, shortened to the runtime's per-call deadline when
 /// the context sets a usable one.
 pub(crate) fn deadline(client: &TavilyClient, ctx: &ToolExecutionContext) -> Duration {
-    let runtime = ctx
-        .tool_timeout_seconds
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .and_then(|s| Duration::try_from_secs_f64(s).ok());
-    match runtime {
-        Some(r) => r.min(client.timeout()),
+    match ctx.tool_timeout.filter(|t| !t.is_zero()) {
+        Some(runtime) => runtime.min(client.timeout()),
         None => client.timeout(),
     }
 }

@@ -1,42 +1,16 @@
 //! Typed parsing of tool input shared by both tools: one `INVALID_INPUT` error per
 //! broken rule, naming the field in the message and in `details.field`.
+//!
+//! The parameter types of [`crate::params`] run these checks while the input is
+//! parsed, and [`refine`] turns the parse's error into the tool's: the message as the
+//! check wrote it, the field in `details.field`.
 
-use iris_tools_core::{ToolErrorInfo, codes};
-use serde_json::{Map, Value};
+use iris_tools_core::{ToolDefinition, ToolErrorInfo, codes};
+use serde_json::Value;
 
 /// An `INVALID_INPUT` error about `field`.
 pub(crate) fn invalid(field: impl Into<String>, message: impl Into<String>) -> ToolErrorInfo {
     ToolErrorInfo::new(codes::INVALID_INPUT, message).with_detail("field", field.into())
-}
-
-/// The input as an object whose keys are all in `known`.
-pub(crate) fn object<'a>(
-    input: &'a Value,
-    tool: &str,
-    known: &[&str],
-) -> Result<&'a Map<String, Value>, ToolErrorInfo> {
-    // A non-object input has no field to name, so `details.field` is left out.
-    let object = input.as_object().ok_or_else(|| {
-        ToolErrorInfo::new(
-            codes::INVALID_INPUT,
-            format!("{tool} input must be a JSON object, got {}", kind(input)),
-        )
-    })?;
-    if let Some(extra) = object.keys().find(|k| !known.contains(&k.as_str())) {
-        return Err(invalid(
-            extra.as_str(),
-            format!(
-                "unknown field `{}`; {tool} takes {}",
-                extra.escape_debug(),
-                known
-                    .iter()
-                    .map(|k| format!("`{k}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        ));
-    }
-    Ok(object)
 }
 
 /// A string that is not blank, returned trimmed.
@@ -109,5 +83,65 @@ pub(crate) fn kind(value: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+/// Refines the error of a failed typed parse (the `input_error` of both tools): the
+/// message the failed check wrote, without the parse's prefix, and the field it names
+/// in `details.field`. An input that is not an object has no field to name.
+///
+/// A parameter's own message names its field first (`` `max_results` must be … ``);
+/// serde reports a missing and an unknown field itself (`` missing field `query` ``,
+/// `` unknown field `topic`, expected one of `query`, … ``).
+pub(crate) fn refine(
+    definition: &ToolDefinition,
+    raw: &Value,
+    error: ToolErrorInfo,
+) -> ToolErrorInfo {
+    let tool = definition.name.as_str();
+    if error.code != codes::INVALID_INPUT {
+        return error;
+    }
+    if !raw.is_object() {
+        return ToolErrorInfo::new(
+            codes::INVALID_INPUT,
+            format!("{tool} input must be a JSON object, got {}", kind(raw)),
+        );
+    }
+    let prefix = format!("invalid input for `{tool}`: ");
+    let Some(message) = error.message.strip_prefix(&prefix) else {
+        return error;
+    };
+    if let Some(field) = message
+        .strip_prefix("missing field `")
+        .and_then(|rest| rest.strip_suffix('`'))
+    {
+        return invalid(field, format!("`{field}` is required"));
+    }
+    if let Some((field, expected)) = message
+        .strip_prefix("unknown field `")
+        .and_then(|rest| rest.rsplit_once("`, expected "))
+    {
+        let known: Vec<String> = expected
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .map(|name| format!("`{name}`"))
+            .collect();
+        return invalid(
+            field,
+            format!(
+                "unknown field `{}`; {tool} takes {}",
+                field.escape_debug(),
+                known.join(", ")
+            ),
+        );
+    }
+    match message
+        .strip_prefix('`')
+        .and_then(|rest| rest.split_once('`'))
+    {
+        Some((field, _)) => invalid(field, message),
+        None => ToolErrorInfo::new(codes::INVALID_INPUT, message),
     }
 }

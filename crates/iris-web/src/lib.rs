@@ -6,7 +6,9 @@ mod credential;
 mod error;
 mod fetch;
 mod input;
+mod params;
 mod search;
+mod tools;
 pub mod wire;
 
 use std::sync::Arc;
@@ -16,11 +18,11 @@ use iris_tools_core::Tool;
 pub use client::TavilyClient;
 pub use credential::{ApiKey, TAVILY_API_KEY_ENV};
 pub use error::{AuthFailure, Error, Result, codes};
-pub use fetch::{MAX_URLS, MIN_URLS, NO_RESULT_REASON, WebFetchTool};
+pub use fetch::{MAX_URLS, MIN_URLS, NO_RESULT_REASON};
 pub use search::{
-    DEFAULT_MAX_RESULTS, MAX_EXCLUDE_DOMAINS, MAX_INCLUDE_DOMAINS, MAX_MAX_RESULTS,
-    MIN_MAX_RESULTS, WebSearchTool,
+    DEFAULT_MAX_RESULTS, MAX_EXCLUDE_DOMAINS, MAX_INCLUDE_DOMAINS, MAX_MAX_RESULTS, MIN_MAX_RESULTS,
 };
+pub use tools::{Web, WebFetchTool, WebSearchTool};
 pub use wire::{
     ExtractRequest, ExtractResponse, ExtractedPage, FailedUrl, SearchHit, SearchRequest,
     SearchResponse, TimeRange,
@@ -38,8 +40,5 @@ pub use wire::{
 /// assert_eq!(names, ["web_search", "web_fetch"]);
 /// ```
 pub fn builtin_tools(client: Arc<TavilyClient>) -> Vec<Arc<dyn Tool>> {
-    vec![
-        Arc::new(WebSearchTool::new(Arc::clone(&client))),
-        Arc::new(WebFetchTool::new(client)),
-    ]
+    Arc::new(Web::new(client)).tools()
 }

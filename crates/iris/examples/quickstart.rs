@@ -79,7 +79,7 @@ fn print_result(result: &ToolResult) {
     println!(
         "  -> {} {}",
         result.tool_name,
-        if result.is_error { "ERROR" } else { "ok" }
+        if result.is_error() { "ERROR" } else { "ok" }
     );
     for line in shown.lines() {
         println!("     | {line}");
@@ -87,7 +87,7 @@ fn print_result(result: &ToolResult) {
     if more > 0 {
         println!("     | … ({more} more characters)");
     }
-    if let Some(artifact) = &result.artifact {
+    if let Some(artifact) = &result.output.artifact {
         if artifact.text_path.is_some() {
             // The saved body's reference line tells the model how to page it.
             let reference = content.lines().last().unwrap_or_default();
@@ -206,7 +206,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     print_result(&waiting);
     println!(
         "  the host asks a human: {}",
-        waiting.data["reason"].as_str().unwrap_or_default()
+        waiting
+            .output
+            .approval()
+            .map(|a| a.reason.as_str())
+            .unwrap_or_default()
     );
     println!("  the human approves call_6; the executor re-checks permission and runs it");
     print_result(&executor.execute_one(&edit, &ctx, Some("call_6")).await);
@@ -223,7 +227,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let table = ToolUse::new("call_7", "render_log_table", json!({}));
     let long = executor.execute_one(&table, &ctx, None).await;
     print_result(&long);
-    if let Some(saved) = long.artifact.as_ref().and_then(|a| a.text_path.as_ref()) {
+    if let Some(saved) = long
+        .output
+        .artifact
+        .as_ref()
+        .and_then(|a| a.text_path.as_ref())
+    {
         let rel = saved
             .strip_prefix(&workspace)
             .unwrap_or(saved)

@@ -5,7 +5,20 @@ pub use iris_tools_core as core;
 /// through this facade.
 #[cfg(feature = "macros")]
 pub use iris_tools_core::__tool_in_iris_facade as tool;
-pub use iris_tools_core::adapters::{Provider, Strict};
+/// `#[tools]` (tools over `&self` state) for crates that depend on `iris` only.
+#[cfg(feature = "macros")]
+pub use iris_tools_core::__tools_in_iris_facade as tools;
+
+/// Deferred tool discovery: `tool_search`, disclosure state and layer, local search.
+pub use iris_discovery as discovery;
+/// The executor pipeline: permission and workspace policy, breaker, hooks slot,
+/// middleware, deadlines, artifacts.
+pub use iris_executor as executor;
+/// Provider formats: tool specs per provider, strict mode, the tool-design lint.
+pub use iris_providers as providers;
+pub use iris_providers::adapters;
+pub use iris_providers::{Provider, Strict};
+pub use iris_tools_core::codes;
 
 /// The command environment (native and Docker) and `exec_command` / `run_python`
 /// (`command` feature; `docker` is an alias kept for the SPEC's feature list, the Docker
@@ -24,10 +37,12 @@ pub use iris_hooks as hooks;
 /// The MCP client layer: config loading, `MCPManager`, MCP tools (`mcp` feature).
 #[cfg(feature = "mcp")]
 pub use iris_mcp as mcp;
+/// The agent YAML and its assembly into a registry and an executor (`runner` feature).
+#[cfg(feature = "runner")]
+pub use iris_runner as runner;
 /// Skills and the subagent catalog (`skill` feature).
 #[cfg(feature = "skill")]
 pub use iris_skill as skill;
-pub use iris_tools_core::{adapters, codes};
 /// The `web_search` and `web_fetch` tools over Tavily (`web` feature).
 #[cfg(feature = "web")]
 pub use iris_web as web;
@@ -35,10 +50,11 @@ pub use iris_web as web;
 /// The items most programs need, for `use iris::prelude::*`.
 pub mod prelude {
     #[cfg(feature = "macros")]
-    pub use crate::tool;
+    pub use crate::{tool, tools};
+    pub use iris_executor::{ApprovalMode, CircuitBreaker, DefaultPermissionPolicy, ToolExecutor};
     pub use iris_tools_core::{
-        ApprovalMode, CancellationSignal, CircuitBreaker, ContentBlock, DefaultPermissionPolicy,
-        FnTool, Tool, ToolCapability, ToolDefinition, ToolExecutionContext, ToolExecutor,
-        ToolRegistry, ToolRegistryView, ToolResult, ToolUse, ViewFilter,
+        CancellationSignal, ContentBlock, FnTool, Tool, ToolCapability, ToolDefinition,
+        ToolExecutionContext, ToolOutput, ToolRegistry, ToolRegistryView, ToolResult, ToolUse,
+        ViewFilter,
     };
 }

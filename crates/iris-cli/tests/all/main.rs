@@ -189,10 +189,12 @@ fn every_subcommand_against_the_example() {
             "",
             "error[INVALID_INPUT]: the call input is not JSON",
         ),
+        // Valid JSON the schema rejects is bad call input, like JSON that is not JSON:
+        // exit 2, with the INVALID_INPUT result still printed.
         (
             &["call", "load_skill", "{}"],
             "",
-            1,
+            2,
             "Error[INVALID_INPUT]",
             "",
         ),

@@ -1,11 +1,13 @@
 //! The behavioural suite, written once and run for both backends (see `native.rs` and
 //! `docker.rs`, which instantiate every function here).
 
+use std::time::Duration;
+
 use iris_command::{
     CommandBinding, CommandError, CommandRequest, CommandService, CommandStatus, ExecCommandTool,
     RunPythonTool, StreamStats,
 };
-use iris_tools_core::{CancellationSignal, Tool, ToolExecutionContext};
+use iris_tools_core::{CancellationSignal, Tool, ToolExecutionContext, ToolInput};
 use serde_json::json;
 
 use crate::support::{Backend, Harness, tree_script};
@@ -150,15 +152,17 @@ pub(crate) async fn deadline_is_the_minimum(b: Backend) {
     }
     // The runtime's tool timeout is the third term, applied by the tools.
     let tool = ExecCommandTool::new(CommandBinding::owned(h.service.clone()));
-    let ctx = ToolExecutionContext::new(&h.root).tool_timeout_seconds(0.3);
+    let ctx = ToolExecutionContext::new(&h.root).tool_timeout(Duration::from_millis(300));
     let result = tool
-        .run(json!({"command": "sleep 30", "timeout_seconds": 60}), &ctx)
+        .run(
+            ToolInput::new(json!({"command": "sleep 30", "timeout_seconds": 60})),
+            &ctx,
+        )
         .await;
     assert_eq!(result.error_code(), Some("COMMAND_TIMEOUT"));
     assert!(
         result
-            .error
-            .as_ref()
+            .error_info()
             .is_some_and(|e| e.message.contains("0.3s deadline")),
         "{result:?}"
     );
@@ -313,7 +317,9 @@ pub(crate) async fn cancellation_kills_mid_run(b: Backend) {
     let signal = CancellationSignal::new();
     signal.cancel();
     let ctx = ToolExecutionContext::new(&h.root).cancellation(signal);
-    let result = tool.run(json!({"command": "sleep 30"}), &ctx).await;
+    let result = tool
+        .run(ToolInput::new(json!({"command": "sleep 30"})), &ctx)
+        .await;
     assert_eq!(result.error_code(), Some("COMMAND_CANCELLED"));
     assert_eq!(result.data["status"], "cancelled");
     h.close().await;
@@ -507,7 +513,9 @@ pub(crate) async fn cwd_rules(b: Backend) {
     for (cwd, expect) in table {
         let request = CommandRequest::shell("cwd", "pwd", *cwd);
         let got = h.service.execute(&Harness::scope("cwd"), request).await;
-        let result = tool.run(json!({"command": "pwd", "cwd": cwd}), &ctx).await;
+        let result = tool
+            .run(ToolInput::new(json!({"command": "pwd", "cwd": cwd})), &ctx)
+            .await;
         match expect {
             Ok(rel) => {
                 let dir = if rel.is_empty() {
@@ -517,7 +525,7 @@ pub(crate) async fn cwd_rules(b: Backend) {
                 };
                 let outcome = got.unwrap_or_else(|e| panic!("{cwd:?}: {e}"));
                 assert_eq!(outcome.stdout.trim_end(), dir.to_string_lossy(), "{cwd:?}");
-                assert!(!result.is_error, "{cwd:?}: {result:?}");
+                assert!(!result.is_error(), "{cwd:?}: {result:?}");
                 assert_eq!(result.data["cwd"], dir.to_string_lossy().as_ref());
             }
             Err(code) => {
@@ -674,9 +682,12 @@ pub(crate) async fn tools_report_the_seed_fields(b: Backend) {
         .run_id("r");
 
     let ok = exec
-        .run(json!({"command": "echo hi; echo warn >&2"}), &ctx)
+        .run(
+            ToolInput::new(json!({"command": "echo hi; echo warn >&2"})),
+            &ctx,
+        )
         .await;
-    assert!(!ok.is_error, "{ok:?}");
+    assert!(!ok.is_error(), "{ok:?}");
     assert_eq!(ok.model_content(), "hi\n[stderr]\nwarn\n");
     let mut keys: Vec<&str> = ok.data.keys().map(String::as_str).collect();
     keys.sort_unstable();
@@ -704,7 +715,10 @@ pub(crate) async fn tools_report_the_seed_fields(b: Backend) {
     );
 
     let failed = exec
-        .run(json!({"command": "echo partial; exit 2"}), &ctx)
+        .run(
+            ToolInput::new(json!({"command": "echo partial; exit 2"})),
+            &ctx,
+        )
         .await;
     assert_eq!(failed.error_code(), Some("COMMAND_FAILED"));
     assert_eq!(
@@ -713,7 +727,9 @@ pub(crate) async fn tools_report_the_seed_fields(b: Backend) {
     );
     assert_eq!(failed.data["exit_code"], 2);
 
-    let py = python.run(json!({"code": "print(6 * 7)"}), &ctx).await;
+    let py = python
+        .run(ToolInput::new(json!({"code": "print(6 * 7)"})), &ctx)
+        .await;
     assert_eq!(py.model_content(), "42\n");
     assert_eq!(py.data["mode"], b.mode().as_str());
     h.close().await;

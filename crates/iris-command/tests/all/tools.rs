@@ -6,8 +6,10 @@ use iris_command::{
     CloseOutcome, CommandBinding, CommandConfig, CommandService, ExecCommandTool, RunPythonTool,
     command_tools,
 };
-use iris_tools_core::lint::lint_definition;
-use iris_tools_core::{Tool, ToolCapability, ToolExecutionContext, ToolRegistry, ToolTimeoutOwner};
+use iris_providers::lint::lint_definition;
+use iris_tools_core::{
+    Tool, ToolCapability, ToolExecutionContext, ToolInput, ToolRegistry, ToolTimeoutOwner,
+};
 use serde_json::{Value, json};
 
 fn native_binding(dir: &tempfile::TempDir) -> CommandBinding {
@@ -99,7 +101,7 @@ async fn bad_input_is_invalid_input() {
         let err = validated.unwrap_err();
         assert_eq!(err.code, "INVALID_INPUT", "{input}");
         assert!(err.message.contains(fragment), "{input}: {}", err.message);
-        let result = tool.run(input.clone(), &ctx).await;
+        let result = tool.run(ToolInput::new(input.clone()), &ctx).await;
         assert_eq!(result.error_code(), Some("INVALID_INPUT"), "{input}");
     }
     // Valid inputs pass validation unchanged; null timeout means "none".
@@ -107,7 +109,7 @@ async fn bad_input_is_invalid_input() {
         json!({"command": "true"}),
         json!({"command": "true", "cwd": ".", "timeout_seconds": null}),
     ] {
-        assert_eq!(exec.validate_input(input.clone()).unwrap(), input);
+        assert_eq!(exec.validate_input(input.clone()).unwrap().value(), &input);
     }
 }
 
@@ -128,13 +130,17 @@ async fn tools_register_and_a_borrower_cannot_close() {
     // The child's teardown closes nothing; the root's environment keeps working.
     assert_eq!(child.close().await.unwrap(), CloseOutcome::NotOwner);
     assert!(!root.is_closed());
-    let result = exec.run(json!({"command": "echo still here"}), &ctx).await;
+    let result = exec
+        .run(ToolInput::new(json!({"command": "echo still here"})), &ctx)
+        .await;
     assert_eq!(result.model_content(), "still here\n");
 
     // Only the owner closes; the borrower then sees an unavailable environment.
     assert_eq!(root.close().await.unwrap(), CloseOutcome::Closed);
     assert!(child.is_closed());
-    let result = exec.run(json!({"command": "true"}), &ctx).await;
+    let result = exec
+        .run(ToolInput::new(json!({"command": "true"})), &ctx)
+        .await;
     assert_eq!(result.error_code(), Some("COMMAND_UNAVAILABLE"));
     assert_eq!(
         root.close().await.unwrap(),

@@ -19,6 +19,7 @@ fn defaults_are_the_seed_defaults() {
             provider: "typesafe".into(),
             model: "jev-1.13.0".into(),
             timeout_seconds: 5.0,
+            base_url: None,
             tools: DecisionToolsConfig { discovery: false },
             memory: DecisionMemoryConfig { recall: false },
         }
@@ -183,6 +184,26 @@ fn validation_table() {
             )),
         ),
         (
+            "a base URL that is neither https nor loopback http",
+            DecisionConfig {
+                base_url: Some("http://decisions.example.com/v1".into()),
+                ..DecisionConfig::default()
+            },
+            true,
+            Some(format!(
+                "{p}`base_url` uses plain http to a non-loopback host; the API key needs https"
+            )),
+        ),
+        (
+            "a loopback base URL for a local server",
+            DecisionConfig {
+                base_url: Some("http://127.0.0.1:8080/v1".into()),
+                ..DecisionConfig::default()
+            },
+            true,
+            None,
+        ),
+        (
             "timeout too large for a duration",
             DecisionConfig {
                 timeout_seconds: 1e300,
@@ -326,4 +347,26 @@ fn from_env_reads_the_process_environment() {
         _ => "DECISION_AUTH",
     };
     assert_eq!(code_of(&direct), expected);
+}
+
+/// `base_url` in the decision YAML reaches the client, both ways it is built.
+#[test]
+fn the_base_url_comes_from_the_yaml() {
+    let config: DecisionConfig =
+        serde_yaml::from_str("base_url: http://127.0.0.1:9/v1\ntools:\n  discovery: true\n")
+            .unwrap();
+    assert_eq!(config.base_url.as_deref(), Some("http://127.0.0.1:9/v1"));
+    let client = JevClient::from_config(&config, "sk-1").unwrap();
+    assert_eq!(client.base_url(), "http://127.0.0.1:9/v1");
+    match config
+        .evaluator_with(None, |_| Some("sk-1".into()))
+        .unwrap()
+    {
+        Some(EvaluatorHandle::Owned(client)) => {
+            assert_eq!(client.base_url(), "http://127.0.0.1:9/v1");
+        }
+        other => panic!("expected an owned client, got {other:?}"),
+    }
+    let default = JevClient::from_config(&DecisionConfig::default(), "sk-1").unwrap();
+    assert_eq!(default.base_url(), iris_decision::DEFAULT_BASE_URL);
 }

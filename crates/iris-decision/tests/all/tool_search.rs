@@ -8,10 +8,10 @@ use iris_decision::{
     DecisionDiscoveryBackend, DecisionQuestion, DecisionRequest, Error, MAX_DISCOVERY_TOOLS,
     TimeoutPhase, decision_tool_search,
 };
-use iris_tools_core::discovery::{DisclosureState, SchemaBudget};
+use iris_discovery::{DisclosureLayer, DisclosureState, SchemaBudget};
+use iris_executor::ToolExecutor;
 use iris_tools_core::{
-    FnTool, ToolDefinition, ToolExecutionContext, ToolExecutor, ToolRegistry, ToolResult, ToolUse,
-    ViewFilter,
+    FnTool, ToolDefinition, ToolExecutionContext, ToolOutput, ToolRegistry, ToolUse, ViewFilter,
 };
 use serde_json::{Value, json};
 
@@ -22,9 +22,7 @@ const SLACK_POST: &str = "mcp__slack__slack_post_message";
 
 fn register(registry: &ToolRegistry, def: ToolDefinition) {
     registry
-        .register(FnTool::new(def, |_, _| async {
-            ToolResult::ok_text("done")
-        }))
+        .register(FnTool::new(def, |_, _| async { ToolOutput::text("done") }))
         .unwrap();
 }
 
@@ -35,7 +33,8 @@ fn deferred(name: &str, group: &str, description: &str) -> ToolDefinition {
 }
 
 /// Two deferred MCP-like tools, one eager tool that matches the same words, and
-/// `tool_search` answered by `evaluator`.
+/// `tool_search` answered by `evaluator`, behind an executor with the disclosure layer
+/// (which certifies what a search reveals and refuses tools not loaded).
 fn setup(evaluator: Arc<Scripted>) -> (ToolExecutor, ToolRegistry) {
     let registry = ToolRegistry::new();
     register(
@@ -66,7 +65,10 @@ fn setup(evaluator: Arc<Scripted>) -> (ToolExecutor, ToolRegistry) {
     registry
         .register(decision_tool_search(view, evaluator))
         .unwrap();
-    (ToolExecutor::new(registry.clone()), registry)
+    (
+        ToolExecutor::new(registry.clone()).with_layer(DisclosureLayer),
+        registry,
+    )
 }
 
 /// Picks a tool by a keyword of the query, else `none`.
@@ -107,11 +109,11 @@ async fn decision_backend_through_the_executor() {
     let ctx = state.attach(ctx());
     let input = json!({"queries": ["open an issue for the crash", "bake bread", "tell slack", "another issue"]});
     let result = executor.execute_one(&search(input), &ctx, None).await;
-    assert!(!result.is_error, "{result:?}");
+    assert!(!result.is_error(), "{result:?}");
 
     // The same output contract as the local backend.
     assert_eq!(
-        result.data["selections"],
+        result.output.data["selections"],
         json!([
             {"query": "open an issue for the crash", "tool": CREATE_ISSUE},
             {"query": "bake bread", "tool": null},
@@ -120,7 +122,7 @@ async fn decision_backend_through_the_executor() {
         ])
     );
     assert_eq!(
-        result.data["tools"],
+        result.output.data["tools"],
         json!([
             {"name": CREATE_ISSUE, "description": "Create a new issue in a GitHub repository.", "group": "github"},
             {"name": SLACK_POST, "description": "Post a new message to a Slack channel.", "group": "slack"},
@@ -128,7 +130,7 @@ async fn decision_backend_through_the_executor() {
     );
     // The decision is recorded; the backend is named.
     assert_eq!(
-        result.metadata["decision"],
+        result.output.metadata["decision"],
         json!({
             "feature": "tool_discovery",
             "provider": "scripted",
@@ -137,8 +139,8 @@ async fn decision_backend_through_the_executor() {
             "usage": {"input_tokens": 1000, "output_tokens": 12},
         })
     );
-    assert_eq!(result.metadata["discovery"]["backend"], "decision");
-    assert!(!result.metadata.contains_key("local_search"));
+    assert_eq!(result.output.metadata["discovery"]["backend"], "decision");
+    assert!(!result.output.metadata.contains_key("local_search"));
 
     // One request; each question offers exactly the deferred candidates plus `none`.
     assert_eq!(evaluator.calls(), 1);
@@ -156,10 +158,7 @@ async fn decision_backend_through_the_executor() {
     );
 
     // Certified like any real tool_search body: the next request loads, the call runs.
-    assert_eq!(
-        result.metadata["context_revealed_tools"],
-        json!([CREATE_ISSUE, SLACK_POST])
-    );
+    assert_eq!(result.output.revealed_tools, [CREATE_ISSUE, SLACK_POST]);
     let view = registry.view(ViewFilter::default());
     state.request_specs(&view, SchemaBudget::UNLIMITED);
     let call = ToolUse::new("c-issue", CREATE_ISSUE, json!({}));
@@ -181,10 +180,10 @@ async fn include_groups_narrow_the_offered_catalog() {
             }
             None => assert!(seen.is_empty(), "include_groups {groups}: nothing is asked"),
         }
-        let got = if result.is_error {
+        let got = if result.is_error() {
             json!(result.error_code())
         } else {
-            result.data["selections"].clone()
+            result.output.data["selections"].clone()
         };
         assert_eq!(got, expect, "include_groups {groups}");
         result
@@ -213,7 +212,7 @@ async fn include_groups_narrow_the_offered_catalog() {
     let input = json!({"queries": ["open an issue", "tell slack"], "include_groups": ["slack"]});
     let result = executor.execute_one(&search(input), &ctx(), None).await;
     assert_eq!(
-        result.data["selections"],
+        result.output.data["selections"],
         json!([{"query": "open an issue", "tool": null}, {"query": "tell slack", "tool": SLACK_POST}])
     );
     assert_eq!(
@@ -234,7 +233,7 @@ async fn include_groups_narrow_the_offered_catalog() {
         json!([{"query": "open an issue", "tool": null}, {"query": "tell slack", "tool": null}]),
     )
     .await;
-    assert!(!none.metadata.contains_key("decision"));
+    assert!(!none.output.metadata.contains_key("decision"));
 }
 
 #[tokio::test]
@@ -264,11 +263,15 @@ async fn evaluator_errors_become_tool_errors_without_fallback() {
         // backend's failure must not be papered over with it.
         let input = json!({"queries": ["create a new issue in the github repository"]});
         let result = executor.execute_one(&search(input), &ctx, None).await;
-        let error = result.error.clone().expect("an error result");
+        let error = result
+            .output
+            .error_info()
+            .cloned()
+            .expect("an error result");
         assert_eq!(error.code, expected.code(), "{expected}");
         assert_eq!(error.retryable, expected.retryable(), "{expected}");
         assert_eq!(error.message, expected.to_string());
-        assert!(result.data.is_empty(), "no selections on failure");
+        assert!(result.output.data.is_empty(), "no selections on failure");
         assert!(state.revealed().is_empty(), "nothing revealed on failure");
         assert_eq!(evaluator.calls(), 1, "one request, no retry");
     }
@@ -299,12 +302,12 @@ fn bulk(n: usize, evaluator: Arc<Scripted>) -> ToolExecutor {
     }
     let view = registry.view(ViewFilter::default());
     registry
-        .register(iris_tools_core::ToolSearchTool::with_backend(
+        .register(iris_discovery::ToolSearchTool::with_backend(
             view,
             Arc::new(DecisionDiscoveryBackend::new(evaluator)),
         ))
         .unwrap();
-    ToolExecutor::new(registry)
+    ToolExecutor::new(registry).with_layer(DisclosureLayer)
 }
 
 #[tokio::test]
@@ -317,7 +320,7 @@ async fn at_most_254_candidates_never_trimmed() {
         let result = executor.execute_one(&search(input), &ctx(), None).await;
         match expect {
             Ok(offered) => {
-                assert!(!result.is_error, "{n} {groups}: {result:?}");
+                assert!(!result.is_error(), "{n} {groups}: {result:?}");
                 let seen = evaluator.seen.lock().unwrap().clone();
                 // Every candidate plus `none`: no trimming.
                 assert_eq!(options(&seen[0])[0].len(), offered + 1, "{n} {groups}");
@@ -325,7 +328,7 @@ async fn at_most_254_candidates_never_trimmed() {
             Err(code) => {
                 assert_eq!(result.error_code(), Some(code), "{n} {groups}");
                 assert_eq!(evaluator.calls(), 0, "{n} {groups}: nothing is sent");
-                let details = &result.error.as_ref().unwrap().details;
+                let details = &result.output.error_info().unwrap().details;
                 assert_eq!(details["max"], 254);
                 assert!(
                     result.model_content().contains("at most 254 (no trimming)"),

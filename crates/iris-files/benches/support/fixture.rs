@@ -6,7 +6,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, LazyLock};
 
 use iris_files::builtin_tools;
-use iris_tools_core::{Tool, ToolExecutionContext, ToolResult};
+use iris_tools_core::{Tool, ToolExecutionContext, ToolOutput};
 use serde_json::{Value, json};
 
 use super::tree::{NEEDLE, generate};
@@ -24,9 +24,11 @@ pub(crate) struct Fixture {
 }
 
 impl Fixture {
-    pub(crate) fn run(&self, tool: &Arc<dyn Tool>, input: Value) -> ToolResult {
+    /// One call as the executor makes it (without the schema check): parse, then run.
+    pub(crate) fn run(&self, tool: &Arc<dyn Tool>, input: Value) -> ToolOutput {
+        let input = tool.validate_input(input).unwrap();
         let result = self.rt.block_on(tool.run(input, &self.ctx));
-        assert!(!result.is_error, "{}", result.model_content());
+        assert!(!result.is_error(), "{}", result.model_content());
         result
     }
 }

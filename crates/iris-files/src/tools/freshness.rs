@@ -91,3 +91,13 @@ pub(super) fn still_unchanged(
         .with_detail("path", rel)),
     }
 }
+
+/// The error for a file that someone else created while `write_file` was creating it:
+/// the write is abandoned, never overwriting that file.
+pub(super) fn created_meanwhile(rel: &str) -> ToolErrorInfo {
+    ToolErrorInfo::new(
+        codes::STALE_READ,
+        format!("`{rel}` was created by someone else during this write; read_file it, then retry"),
+    )
+    .with_detail("path", rel)
+}

@@ -1,15 +1,20 @@
-//! The six built-in file tools and their YAML keys.
+//! The six built-in file tools, as the `#[tool]` methods of one `#[tools]` impl block
+//! over the [`FileService`], and their YAML keys.
+//!
+//! Each method's signature is the tool's input: the macro derives the published JSON
+//! Schema from it (descriptions from the `///` comments, bounds from the parameter
+//! types in `crate::params`) and parses every call exactly once, in
+//! `validate_input`. The method bodies only convert the typed input and hand the work
+//! to the blocking pool; the file work itself lives in the submodules.
 
 use std::sync::Arc;
 
-use iris_tools_core::{
-    BoxFuture, ContextRetention, Tool, ToolCapability, ToolDefinition, ToolErrorInfo,
-    ToolExecutionContext, ToolResult,
-};
-use serde_json::Value;
+use iris_executor::blocking::{Stop, run_blocking};
+use iris_tools_core::{Tool, ToolErrorInfo, ToolExecutionContext, ToolOutput, tools};
 
-use crate::blocking::{Stop, run_blocking};
+use crate::params::{NonEmptyString, UInt};
 use crate::service::FileService;
+use crate::text::PageRequest;
 
 mod edit;
 mod freshness;
@@ -19,19 +24,21 @@ mod publish;
 mod read;
 mod write;
 
-pub use edit::EditFileTool;
-pub use grep::GrepSearchTool;
-pub use list::ListFilesTool;
-pub use publish::PublishArtifactTool;
-pub use read::ReadFileTool;
-pub use write::WriteFileTool;
-
 /// Default and largest `limit` of `read_file`, in lines.
 pub const MAX_READ_LIMIT: u64 = 1000;
 /// Default `max_results` of `list_files` and `grep_search`.
 pub const DEFAULT_MAX_RESULTS: u64 = 200;
 /// Largest `max_results` of `list_files` and `grep_search`.
 pub const MAX_RESULTS_LIMIT: u64 = 1000;
+
+/// `max_results` of `list_files` and `grep_search`.
+type MaxResults = UInt<MAX_RESULTS_LIMIT>;
+
+/// [`DEFAULT_MAX_RESULTS`], checked against the limit at compile time.
+const DEFAULT_MAX: MaxResults = match UInt::new(DEFAULT_MAX_RESULTS) {
+    Some(max) => max,
+    None => panic!("DEFAULT_MAX_RESULTS exceeds MAX_RESULTS_LIMIT"),
+};
 
 /// The YAML keys of the built-in file tools (`tools.builtin` in agent YAML) and the
 /// model-facing names they map to.
@@ -70,34 +77,284 @@ pub mod keys {
     }
 }
 
-/// `file.read`: a [`ReadFileTool`] on `service`.
-pub fn file_read(service: &Arc<FileService>) -> Arc<dyn Tool> {
-    Arc::new(ReadFileTool::new(Arc::clone(service)))
+// The tools. A method's doc comment is the model-facing description (seed 004: What /
+// When with alternatives / Precondition, one line each); `metadata(yaml_key = …)` repeats
+// the `keys` constants, which the definition tests check. The read-only tools keep
+// observation retention: their old results may be reduced to a preview, since they
+// can be read again.
+#[tools(vis = "pub")]
+impl FileService {
+    /// Read a text file by lines, or a PNG/JPEG/WebP image.
+    /// Use before edit_file/write_file; list_files finds paths, grep_search text.
+    /// Paged by a character budget; continue at next_offset/next_column.
+    #[tool(
+        normalize_input,
+        capabilities(read),
+        context_retention = "observation",
+        tags("file", "read", "image", "page"),
+        metadata(yaml_key = "file.read")
+    )]
+    async fn read_file(
+        self: &Arc<Self>,
+        ctx: &ToolExecutionContext,
+        /// File to read, relative to the workspace root (absolute paths must stay inside it), e.g. `src/main.rs`.
+        file_path: NonEmptyString,
+        /// 0-based line to start at (line N is offset N-1); null starts at the top. To continue, pass the previous next_offset.
+        #[default]
+        offset: Option<UInt>,
+        /// 0-based character within the offset line to start at; pass next_column to continue a long line cut by the budget, e.g. 40000.
+        #[default]
+        column: UInt,
+        /// Most lines to return, 0-1000; null means 1000. Use a small value for a quick look, e.g. 50.
+        #[default]
+        limit: Option<UInt<MAX_READ_LIMIT>>,
+        /// Prefix each line with its 1-based number and a tab, like `cat -n`; use when you will cite lines.
+        #[default]
+        with_line_numbers: bool,
+    ) -> ToolOutput {
+        let request = PageRequest {
+            offset: offset.unwrap_or_default().to_usize(),
+            column: column.to_usize(),
+            limit: limit.map_or(MAX_READ_LIMIT as usize, UInt::to_usize),
+            budget: self.config().read_char_budget,
+            line_numbers: with_line_numbers,
+        };
+        self.run_on_service(ctx, move |service, ctx, _| {
+            read::read(service, ctx, file_path.as_str(), &request)
+        })
+        .await
+    }
+
+    /// List files under a directory recursively, sorted by path, optionally by glob.
+    /// Use to find files by name; grep_search finds text inside files.
+    /// Skips .git, .iris and gitignored files.
+    #[tool(
+        normalize_input,
+        capabilities(read),
+        context_retention = "observation",
+        tags("file", "list", "find", "glob", "directory"),
+        metadata(yaml_key = "file.list")
+    )]
+    async fn list_files(
+        self: &Arc<Self>,
+        ctx: &ToolExecutionContext,
+        /// Directory to list, relative to the workspace root; `.` is the whole workspace, e.g. `src`.
+        #[default = NonEmptyString::workspace_root()]
+        path: NonEmptyString,
+        /// Glob filter. Without `/` it matches file names (`*.rs`); with `/` the path below `path` (`src/**/*.rs`). null lists all.
+        #[default]
+        pattern: Option<String>,
+        /// Most paths to return, 0-1000; the first ones in sorted order. 0 returns only the count, e.g. 50 for a sample.
+        #[default = DEFAULT_MAX]
+        max_results: MaxResults,
+    ) -> ToolOutput {
+        self.run_on_service(ctx, move |service, ctx, stop| {
+            let k = max_results.to_usize();
+            list::list(service, ctx, path.as_str(), pattern.as_deref(), k, stop)
+        })
+        .await
+    }
+
+    /// Search file contents line by line with a Rust regex (regex crate syntax).
+    /// Use to find code or text; list_files finds names, read_file shows context.
+    /// Skips .git, .iris, gitignored and binary files.
+    #[tool(
+        normalize_input,
+        capabilities(read),
+        context_retention = "observation",
+        tags("file", "search", "grep", "regex", "text"),
+        metadata(yaml_key = "file.grep")
+    )]
+    async fn grep_search(
+        self: &Arc<Self>,
+        ctx: &ToolExecutionContext,
+        /// Rust regex matched against each line: no look-around or backreferences; `(?i)` ignores case. E.g. `fn\s+main`.
+        pattern: String,
+        /// File or directory to search, relative to the workspace root; `.` searches everything, e.g. `src`.
+        #[default = NonEmptyString::workspace_root()]
+        path: NonEmptyString,
+        /// Most matching lines to return, 0-1000, first by path then line. 0 returns only the counts, e.g. 20 for a sample.
+        #[default = DEFAULT_MAX]
+        max_results: MaxResults,
+    ) -> ToolOutput {
+        self.run_on_service(ctx, move |service, ctx, stop| {
+            let k = max_results.to_usize();
+            grep::grep(service, ctx, &pattern, path.as_str(), k, stop)
+        })
+        .await
+    }
+
+    /// Create a file or replace its whole content, atomically.
+    /// Use for new files or full rewrites; edit_file changes one snippet.
+    /// Overwriting an existing file needs a fresh read_file of it first.
+    //
+    // Two writes may touch the same file, and read-before-edit assumes the order the
+    // model chose: never run concurrently.
+    #[tool(
+        normalize_input,
+        capabilities(write),
+        concurrency_safe = false,
+        tags("file", "write", "create", "overwrite"),
+        metadata(yaml_key = "file.write")
+    )]
+    async fn write_file(
+        self: &Arc<Self>,
+        ctx: &ToolExecutionContext,
+        /// File to create or replace, relative to the workspace root; missing directories are created, e.g. `docs/notes.md`.
+        file_path: NonEmptyString,
+        /// The complete new content, written exactly as given (UTF-8); an empty string empties the file.
+        content: String,
+    ) -> ToolOutput {
+        self.run_on_service(ctx, move |service, ctx, _| {
+            write::write(service, ctx, file_path.as_str(), &content)
+        })
+        .await
+    }
+
+    /// Replace one exact snippet of a text file with new text.
+    /// Use for targeted changes; write_file rewrites a whole file.
+    /// Needs a fresh read_file; old_string must match exactly once.
+    //
+    // Edits depend on what the model read last: never run concurrently.
+    #[tool(
+        normalize_input,
+        capabilities(write),
+        concurrency_safe = false,
+        tags("file", "edit", "replace", "patch"),
+        metadata(yaml_key = "file.edit")
+    )]
+    async fn edit_file(
+        self: &Arc<Self>,
+        ctx: &ToolExecutionContext,
+        /// Existing text file to change, relative to the workspace root, e.g. `src/config.toml`.
+        file_path: NonEmptyString,
+        /// Exact text to replace, copied from read_file output without line numbers; include nearby lines until it is unique.
+        old_string: NonEmptyString,
+        /// Replacement text, exact (may be empty to delete old_string), e.g. `level = "INFO"`.
+        new_string: String,
+    ) -> ToolOutput {
+        self.run_on_service(ctx, move |service, ctx, _| {
+            edit::edit(
+                service,
+                ctx,
+                file_path.as_str(),
+                old_string.as_str(),
+                &new_string,
+            )
+        })
+        .await
+    }
+
+    /// Publish a copy of a workspace file as a downloadable artifact.
+    /// Use when a result file is final; later edits do not change the published copy.
+    /// The file must already exist in the workspace.
+    #[tool(
+        normalize_input,
+        capabilities(write),
+        tags("file", "publish", "artifact", "download", "share"),
+        metadata(yaml_key = "file.publish")
+    )]
+    async fn publish_artifact(
+        self: &Arc<Self>,
+        ctx: &ToolExecutionContext,
+        /// Existing file to publish, relative to the workspace root, e.g. `out/report.pdf`.
+        file_path: NonEmptyString,
+    ) -> ToolOutput {
+        self.run_on_service(ctx, move |service, ctx, _| {
+            publish::publish(service, ctx, file_path.as_str())
+        })
+        .await
+    }
 }
 
-/// `file.list`: a [`ListFilesTool`] on `service`.
-pub fn file_list(service: &Arc<FileService>) -> Arc<dyn Tool> {
-    Arc::new(ListFilesTool::new(Arc::clone(service)))
+impl FileService {
+    /// The one body path of every file tool: `work` on the blocking pool with the
+    /// service, the call's context and its stop flag; an error becomes an error
+    /// output.
+    async fn run_on_service<F>(self: &Arc<Self>, ctx: &ToolExecutionContext, work: F) -> ToolOutput
+    where
+        F: FnOnce(&FileService, &ToolExecutionContext, &Stop) -> Result<ToolOutput, ToolErrorInfo>
+            + Send
+            + 'static,
+    {
+        let service = Arc::clone(self);
+        let task_ctx = ctx.clone();
+        run_blocking(ctx, move |stop| work(&service, &task_ctx, stop))
+            .await
+            .unwrap_or_else(ToolOutput::error)
+    }
 }
 
-/// `file.grep`: a [`GrepSearchTool`] on `service`.
-pub fn file_grep(service: &Arc<FileService>) -> Arc<dyn Tool> {
-    Arc::new(GrepSearchTool::new(Arc::clone(service)))
+/// Names the generated type of one tool method, keeps its `new` constructor, and adds
+/// the tool's by-key constructor (`file_read` for `file.read`, …).
+macro_rules! tool_type {
+    ($(#[$doc:meta])* $alias:ident = $generated:ident, $make:ident, $by_key:ident, $key:literal) => {
+        $(#[$doc])*
+        pub type $alias = $generated;
+
+        impl $generated {
+            /// The tool on `service`.
+            pub fn new(service: Arc<FileService>) -> Self {
+                service.$make()
+            }
+        }
+
+        #[doc = concat!("`", $key, "`: the [`", stringify!($alias), "`] on `service`.")]
+        pub fn $by_key(service: &Arc<FileService>) -> Arc<dyn Tool> {
+            Arc::new(service.$make())
+        }
+    };
 }
 
-/// `file.write`: a [`WriteFileTool`] on `service`.
-pub fn file_write(service: &Arc<FileService>) -> Arc<dyn Tool> {
-    Arc::new(WriteFileTool::new(Arc::clone(service)))
+tool_type! {
+    /// `read_file`: reads UTF-8 text by lines (0-based `offset` and `column`, `limit`
+    /// 0–1000, default 1000) within a per-call character budget, reporting
+    /// `data.next_offset` / `data.next_column` to continue; imports PNG/JPEG/WebP files
+    /// as image content (paging ignored); refuses binary files. Every successful read
+    /// records this session's observation of the file.
+    ReadFileTool = FileServiceReadFileTool, read_file_tool, file_read, "file.read"
 }
 
-/// `file.edit`: an [`EditFileTool`] on `service`.
-pub fn file_edit(service: &Arc<FileService>) -> Arc<dyn Tool> {
-    Arc::new(EditFileTool::new(Arc::clone(service)))
+tool_type! {
+    /// `list_files`: lists the files under `path` (default `.`) recursively, sorted by
+    /// path, filtered by an optional glob `pattern`, at most `max_results` (0–1000,
+    /// default 200) with the exact total. `.git` and `.iris` are never entered and
+    /// gitignored files are skipped by default; symlinks are not followed.
+    ListFilesTool = FileServiceListFilesTool, list_files_tool, file_list, "file.list"
 }
 
-/// `file.publish`: a [`PublishArtifactTool`] on `service`.
-pub fn file_publish(service: &Arc<FileService>) -> Arc<dyn Tool> {
-    Arc::new(PublishArtifactTool::new(Arc::clone(service)))
+tool_type! {
+    /// `grep_search`: searches `path` (default `.`, a file or a directory) for lines
+    /// matching `pattern` in the Rust `regex` crate's syntax, returning at most
+    /// `max_results` (0–1000, default 200) as path, 1-based line number and text,
+    /// sorted by path then line, with exact totals. Long lines are clipped around the
+    /// match; `.git`, `.iris`, gitignored and binary files are skipped.
+    GrepSearchTool = FileServiceGrepSearchTool, grep_search_tool, file_grep, "file.grep"
+}
+
+tool_type! {
+    /// `write_file`: creates a file (and missing parent directories) or replaces a
+    /// whole file, atomically. Replacing an existing file requires this session's read
+    /// observation to still match it (`READ_REQUIRED` / `STALE_READ` otherwise);
+    /// permissions are kept. A successful write becomes the session's new observation.
+    WriteFileTool = FileServiceWriteFileTool, write_file_tool, file_write, "file.write"
+}
+
+tool_type! {
+    /// `edit_file`: replaces the single occurrence of a non-empty `old_string` with
+    /// `new_string`. The file must have been read in this session and be unchanged
+    /// since (`READ_REQUIRED` / `STALE_READ`); zero matches is `EDIT_NO_MATCH`, several
+    /// is `EDIT_AMBIGUOUS` with the count. The write is atomic and keeps permissions.
+    EditFileTool = FileServiceEditFileTool, edit_file_tool, file_edit, "file.edit"
+}
+
+tool_type! {
+    /// `publish_artifact`: copies an existing file to
+    /// `<workspace>/.iris/published/<session>/<call id>-<name>` (never overwriting an
+    /// earlier publication), marks the copy read-only and returns it as the output's
+    /// [`ToolArtifact`](iris_tools_core::ToolArtifact). It does not refresh read
+    /// observations: publishing is not reading.
+    PublishArtifactTool = FileServicePublishArtifactTool, publish_artifact_tool, file_publish, "file.publish"
 }
 
 /// The tool for one YAML key, or `None` for a key that is not a file tool.
@@ -122,16 +379,10 @@ pub fn builtin_tool(key: &str, service: &Arc<FileService>) -> Option<Arc<dyn Too
     Some(make(service))
 }
 
-/// All six file tools sharing `service` (and so its read observations).
+/// All six file tools sharing `service` (and so its read observations), in the seed's
+/// order: `service.tools()`.
 pub fn builtin_tools_with(service: &Arc<FileService>) -> Vec<Arc<dyn Tool>> {
-    vec![
-        file_read(service),
-        file_list(service),
-        file_grep(service),
-        file_write(service),
-        file_edit(service),
-        file_publish(service),
-    ]
+    service.tools()
 }
 
 /// All six file tools on one new [`FileService`] with the default configuration.
@@ -143,62 +394,4 @@ pub fn builtin_tools_with(service: &Arc<FileService>) -> Vec<Arc<dyn Tool>> {
 /// ```
 pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
     builtin_tools_with(&Arc::new(FileService::default()))
-}
-
-/// Builds a file tool's definition: schema, capabilities, the YAML key in metadata,
-/// and observation retention for the read-only tools (their old results may be
-/// reduced to a preview; they can be read again).
-fn definition(
-    name: &str,
-    key: &str,
-    description: &str,
-    schema: Value,
-    capability: ToolCapability,
-    tags: &[&str],
-) -> ToolDefinition {
-    let def = ToolDefinition::new(name, description, schema)
-        .with_capabilities([capability])
-        .with_metadata("yaml_key", key)
-        .with_metadata("tags", tags.to_vec());
-    if capability == ToolCapability::Read {
-        def.with_context_retention(ContextRetention::Observation)
-    } else {
-        def
-    }
-}
-
-/// An unbound error result; the executor binds the call identity.
-fn failed(error: ToolErrorInfo) -> ToolResult {
-    ToolResult::error("", "", error)
-}
-
-/// Turns a body outcome into a result.
-fn finish(outcome: Result<ToolResult, ToolErrorInfo>) -> ToolResult {
-    outcome.unwrap_or_else(failed)
-}
-
-/// The one `run` path of every file tool: a typed parse of the (already
-/// schema-checked) input, then `work` on the blocking pool with the service, the call's
-/// context and its stop flag, an error at any step becoming an error result.
-fn run_on_service<'a, I, F>(
-    service: &Arc<FileService>,
-    ctx: &'a ToolExecutionContext,
-    input: Result<I, ToolErrorInfo>,
-    work: F,
-) -> BoxFuture<'a, ToolResult>
-where
-    I: Send + 'static,
-    F: FnOnce(&FileService, &ToolExecutionContext, I, &Stop) -> Result<ToolResult, ToolErrorInfo>
-        + Send
-        + 'static,
-{
-    let service = Arc::clone(service);
-    Box::pin(async move {
-        let input = match input {
-            Ok(input) => input,
-            Err(e) => return failed(e),
-        };
-        let task_ctx = ctx.clone();
-        finish(run_blocking(ctx, move |stop| work(&service, &task_ctx, input, stop)).await)
-    })
 }

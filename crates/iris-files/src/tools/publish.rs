@@ -3,105 +3,19 @@
 use std::fs;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use iris_tools_core::{
-    BoxFuture, Tool, ToolArtifact, ToolCapability, ToolDefinition, ToolErrorInfo,
-    ToolExecutionContext, ToolResult, codes as core_codes,
+    ToolArtifact, ToolErrorInfo, ToolExecutionContext, ToolOutput, codes as core_codes,
 };
-use serde_json::{Value, json};
 
-use super::{definition, run_on_service};
-use crate::input::Fields;
 use crate::load::regular_file;
 use crate::media::guess_mime;
 use crate::read_state::ContentHash;
 use crate::service::{FileService, PUBLISHED_DIR, relative_display};
 
-const DESCRIPTION: &str = "Publish a copy of a workspace file as a downloadable artifact.
-Use when a result file is final; later edits do not change the published copy.
-The file must already exist in the workspace.";
-
 /// Characters of a text file kept as the artifact preview.
 const PREVIEW_CHARS: usize = 500;
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct PublishInput {
-    file_path: String,
-}
-
-impl PublishInput {
-    const FIELDS: [&'static str; 1] = ["file_path"];
-
-    fn parse(raw: &Value) -> Result<Self, ToolErrorInfo> {
-        let f = Fields::new(raw, &Self::FIELDS)?;
-        Ok(Self {
-            file_path: f.required_str("file_path", true)?,
-        })
-    }
-}
-
-fn schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "file_path": {
-                "type": "string",
-                "minLength": 1,
-                "description": "Existing file to publish, relative to the workspace root, e.g. `out/report.pdf`."
-            }
-        },
-        "required": ["file_path"],
-        "additionalProperties": false
-    })
-}
-
-/// `publish_artifact`: copies an existing file to
-/// `<workspace>/.iris/published/<session>/<call id>-<name>` (never overwriting an
-/// earlier publication), marks the copy read-only and returns it as the result's
-/// [`ToolArtifact`]. It does not refresh read observations: publishing is not reading.
-#[derive(Debug)]
-pub struct PublishArtifactTool {
-    definition: ToolDefinition,
-    service: Arc<FileService>,
-}
-
-impl PublishArtifactTool {
-    /// The tool on `service`.
-    pub fn new(service: Arc<FileService>) -> Self {
-        Self {
-            definition: definition(
-                "publish_artifact",
-                super::keys::FILE_PUBLISH,
-                DESCRIPTION,
-                schema(),
-                ToolCapability::Write,
-                &["file", "publish", "artifact", "download", "share"],
-            ),
-            service,
-        }
-    }
-}
-
-impl Tool for PublishArtifactTool {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn validate_input(&self, raw: Value) -> Result<Value, ToolErrorInfo> {
-        PublishInput::parse(&raw).map(|i| json!({"file_path": i.file_path}))
-    }
-
-    fn run<'a>(&'a self, input: Value, ctx: &'a ToolExecutionContext) -> BoxFuture<'a, ToolResult> {
-        run_on_service(
-            &self.service,
-            ctx,
-            PublishInput::parse(&input),
-            |service, ctx, input, _| publish(service, ctx, &input),
-        )
-    }
-}
 
 /// A directory or file-name component made safe: characters outside
 /// `[A-Za-z0-9._-]` become `_`, and `.`/`..`/empty become `fallback`.
@@ -163,12 +77,13 @@ fn link_unique(temp: &Path, dir: &Path, name: &str) -> Result<PathBuf, ToolError
     ))
 }
 
-fn publish(
+/// The body of `publish_artifact`: an independent, read-only copy of `file_path`.
+pub(super) fn publish(
     service: &FileService,
     ctx: &ToolExecutionContext,
-    input: &PublishInput,
-) -> Result<ToolResult, ToolErrorInfo> {
-    let source = service.resolve_existing(ctx, &input.file_path)?;
+    file_path: &str,
+) -> Result<ToolOutput, ToolErrorInfo> {
+    let source = service.resolve_existing(ctx, file_path)?;
     regular_file(&source.abs, &source.rel)?;
     let session = safe_component(&ctx.session_id, "default");
     let dir = source.root.join(PUBLISHED_DIR).join(&session);
@@ -213,26 +128,22 @@ fn publish(
     let mime = guess_mime(&dest, &head);
     let preview = text_preview(&head);
     let published_rel = relative_display(&source.root, &dest);
-    let mut result = ToolResult::text(
-        "",
-        "",
-        format!(
-            "Published `{}` as `{published_rel}` ({size} bytes, {mime}).",
-            source.rel
-        ),
-    )
+    let mut result = ToolOutput::text(format!(
+        "Published `{}` as `{published_rel}` ({size} bytes, {mime}).",
+        source.rel
+    ))
     .with_data("source_path", source.rel.clone())
     .with_data("published_path", published_rel)
     .with_data("size_bytes", size)
     .with_data("mime_type", mime)
     .with_data("sha256", hash.to_string());
-    result.artifact = Some(ToolArtifact {
+    result.artifact = Some(Box::new(ToolArtifact {
         path: dest,
         mime_type: mime.to_owned(),
         size_bytes: size,
         preview,
         text_path: None,
-    });
+    }));
     Ok(result)
 }
 

@@ -132,7 +132,7 @@ async fn check(steps: &[Step], edit_expect: &str, write_expect: &str) {
             );
             if matches!(expect, codes::READ_REQUIRED | codes::STALE_READ) {
                 assert!(
-                    r.error.unwrap().message.contains("read_file"),
+                    r.error_info().unwrap().message.contains("read_file"),
                     "the message tells the model to read"
                 );
             }
@@ -202,10 +202,10 @@ async fn host_read_state_is_used() {
         codes::READ_REQUIRED
     );
     assert_eq!(code(&h.call_in(&host, "edit_file", edit).await), "OK");
-    // A read_state of a foreign type falls back to the session's own state.
+    // An extension of a foreign type is not a read state: the session's own applies.
     let foreign = iris_tools_core::ToolExecutionContext::new(&h.ws)
         .session_id("s-1")
-        .read_state(Arc::new(String::from("not a ReadState")));
+        .with_extension(String::from("not a ReadState"));
     let r = h
         .call_in(
             &foreign,
@@ -274,7 +274,7 @@ async fn edit_errors_say_how_many_matched() {
         many.model_content(),
         "Error[EDIT_AMBIGUOUS]: old_string matches 3 times in `f.txt` (lines 1, 2, 3); include more surrounding text so it matches exactly once"
     );
-    assert_eq!(many.error.as_ref().unwrap().details["matches"], 3);
+    assert_eq!(many.error_info().unwrap().details["matches"], 3);
     let none = h
         .call(
             "edit_file",

@@ -2,11 +2,9 @@
 //! permission policy (writes need approval), parallel read windows, read-before-edit and
 //! identity binding on the one executor path.
 
+use iris_executor::{ApprovalMode, DefaultPermissionPolicy, ToolExecutor};
 use iris_files::builtin_tools;
-use iris_tools_core::{
-    ApprovalMode, DefaultPermissionPolicy, ToolExecutionContext, ToolExecutor, ToolRegistry,
-    ToolUse,
-};
+use iris_tools_core::{ToolExecutionContext, ToolRegistry, ToolUse};
 use serde_json::json;
 
 fn executor(write_mode: ApprovalMode) -> ToolExecutor {
@@ -37,7 +35,7 @@ async fn the_six_tools_run_through_the_executor() {
     ];
     assert_eq!(exec.prepare_many(&reads, &ctx).to_string(), "par[0..3]");
     let results = exec.execute_many(&reads, &ctx).await;
-    assert!(results.iter().all(|r| !r.is_error), "{results:#?}");
+    assert!(results.iter().all(|r| !r.is_error()), "{results:#?}");
     assert_eq!(
         results[0].model_content().lines().next(),
         Some("level = \"DEBUG\"")
@@ -63,7 +61,7 @@ async fn the_six_tools_run_through_the_executor() {
         json!({"file_path": "src/app.toml", "old_string": "DEBUG", "new_string": "INFO"}),
     );
     let edited = exec.execute_one(&edit, &ctx, None).await;
-    assert!(!edited.is_error, "{}", edited.model_content());
+    assert!(!edited.is_error(), "{}", edited.model_content());
     assert_eq!(
         std::fs::read_to_string(ws.path().join("src/app.toml")).unwrap(),
         "level = \"INFO\"\n"
@@ -85,14 +83,14 @@ async fn the_six_tools_run_through_the_executor() {
         "write_file",
         json!({"file_path": "out/report.md", "content": "# Report\n"}),
     );
-    assert!(!exec.execute_one(&create, &ctx, None).await.is_error);
+    assert!(!exec.execute_one(&create, &ctx, None).await.is_error());
     let publish = ToolUse::new(
         "p1",
         "publish_artifact",
         json!({"file_path": "out/report.md"}),
     );
     let published = exec.execute_one(&publish, &ctx, None).await;
-    let artifact = published.artifact.clone().unwrap();
+    let artifact = published.output.artifact.clone().unwrap();
     assert_eq!(
         std::fs::read_to_string(&artifact.path).unwrap(),
         "# Report\n"
@@ -126,7 +124,7 @@ async fn writes_wait_for_approval_under_the_default_policy() {
     assert_eq!(waiting.error_code(), Some("APPROVAL_REQUIRED"));
     assert!(!ws.path().join("a.txt").exists());
     let approved = exec.execute_one(&write, &ctx, Some("w1")).await;
-    assert!(!approved.is_error, "{}", approved.model_content());
+    assert!(!approved.is_error(), "{}", approved.model_content());
     assert_eq!(
         std::fs::read_to_string(ws.path().join("a.txt")).unwrap(),
         "hi"

@@ -43,7 +43,7 @@ async fn check(h: &Harness, input: Value, expect: Expect) {
         }
         Err(expected) => {
             assert_eq!(code(&r), expected, "{input}");
-            assert!(!r.error.unwrap().message.contains('\n'));
+            assert!(!r.error_info().unwrap().message.contains('\n'));
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Every parameter bound, both sides, through the schema and `validate_input` alike.
 
+use iris_tools_core::ToolInput;
 use iris_tools_core::codes::INVALID_INPUT;
 use serde_json::{Value, json};
 
@@ -211,13 +212,11 @@ fn normalized_input_fills_defaults_and_revalidates() {
             json!({"file_path": "a"}),
         ),
     ] {
-        let out = validate(h.tool(tool).as_ref(), input).unwrap();
-        assert_eq!(out, normalized, "{tool}");
-        assert_eq!(
-            validate(h.tool(tool).as_ref(), out.clone()).unwrap(),
-            out,
-            "{tool}"
-        );
+        let t = h.tool(tool);
+        let out = validate(t.as_ref(), input).unwrap();
+        assert_eq!(out.value(), &normalized, "{tool}");
+        let again = validate(t.as_ref(), out.value().clone()).unwrap();
+        assert_eq!(again.value(), out.value(), "{tool}");
     }
 }
 
@@ -236,7 +235,10 @@ async fn run_rejects_unvalidated_bad_input() {
         ),
         ("publish_artifact", json!(null)),
     ] {
-        let result = h.tool(tool).run(input.clone(), &h.ctx).await;
+        let result = h
+            .tool(tool)
+            .run(ToolInput::new(input.clone()), &h.ctx)
+            .await;
         assert_eq!(result.error_code(), Some(INVALID_INPUT), "{tool} {input}");
     }
 }

@@ -45,7 +45,7 @@ async fn check(h: &Harness, input: Value, expect: Expect) {
         result.model_content()
     );
     if expect.code != "OK" {
-        let message = &result.error.as_ref().unwrap().message;
+        let message = &result.error_info().unwrap().message;
         assert!(!message.is_empty() && !message.contains('\n'), "{message}");
         return;
     }
@@ -296,7 +296,7 @@ async fn oversized_text_is_refused() {
     assert_eq!(code(&ok), "OK");
     let big = h.call("read_file", json!({"file_path": "big.txt"})).await;
     assert_eq!(code(&big), codes::FILE_TOO_LARGE);
-    assert_eq!(big.error.unwrap().details["size_bytes"], 101);
+    assert_eq!(big.error_info().unwrap().details["size_bytes"], 101);
 }
 
 /// Successful reads record an observation; failed ones (other than binary) do not.
@@ -324,10 +324,11 @@ async fn reads_record_observations() {
 async fn saved_tool_results_can_be_paged() {
     let h = Harness::with_config(FileToolsConfig::default().with_read_char_budget(1000));
     let body: String = (0..500).map(|i| format!("row {i}\n")).collect();
-    let store = iris_tools_core::ToolArtifactStore::for_session(&h.ws, "s-1");
+    let store = iris_executor::ToolArtifactStore::for_session(&h.ws, "s-1");
     let saved = store
         .persist_if_large(
-            iris_tools_core::ToolResult::text("call_9", "x", body.clone()),
+            "call_9",
+            iris_tools_core::ToolOutput::text(body.clone()),
             100,
         )
         .unwrap();

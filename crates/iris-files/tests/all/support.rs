@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use iris_files::{FileService, FileToolsConfig, ReadState, builtin_tools_with};
-use iris_tools_core::{Tool, ToolExecutionContext, ToolResult};
+use iris_tools_core::{Tool, ToolErrorInfo, ToolExecutionContext, ToolInput, ToolOutput};
 use serde_json::Value;
 
 /// A temporary sandbox: `<sandbox>/ws` is the workspace, `<sandbox>/outside` is not.
@@ -51,9 +51,9 @@ impl Harness {
 
     /// A context carrying a host-owned read state.
     pub(crate) fn with_state(&self, state: Arc<ReadState>) -> ToolExecutionContext {
-        ToolExecutionContext::new(&self.ws)
-            .session_id("host")
-            .read_state(state)
+        let mut ctx = ToolExecutionContext::new(&self.ws).session_id("host");
+        ctx.extensions.insert_arc(state);
+        ctx
     }
 
     pub(crate) fn path(&self, rel: &str) -> PathBuf {
@@ -82,7 +82,7 @@ impl Harness {
     }
 
     /// Calls a tool in the default session.
-    pub(crate) async fn call(&self, name: &str, input: Value) -> ToolResult {
+    pub(crate) async fn call(&self, name: &str, input: Value) -> ToolOutput {
         self.call_in(&self.ctx, name, input).await
     }
 
@@ -92,11 +92,11 @@ impl Harness {
         ctx: &ToolExecutionContext,
         name: &str,
         input: Value,
-    ) -> ToolResult {
+    ) -> ToolOutput {
         let tool = self.tool(name);
         match validate(tool.as_ref(), input) {
             Ok(valid) => tool.run(valid, ctx).await,
-            Err(info) => ToolResult::error("", name, info),
+            Err(info) => ToolOutput::error(info),
         }
     }
 }
@@ -110,10 +110,7 @@ pub(crate) fn put(path: &Path, content: impl AsRef<[u8]>) {
 
 /// The executor's validation: JSON Schema 2020-12 first, then the tool's typed
 /// parsing. Both verdicts must agree; a disagreement fails the test.
-pub(crate) fn validate(
-    tool: &dyn Tool,
-    input: Value,
-) -> Result<Value, iris_tools_core::ToolErrorInfo> {
+pub(crate) fn validate(tool: &dyn Tool, input: Value) -> Result<ToolInput, ToolErrorInfo> {
     // Compiling a validator is costly; the six schemas never change, so compile each
     // once per test binary.
     static VALIDATORS: OnceLock<Mutex<HashMap<String, Arc<jsonschema::Validator>>>> =
@@ -131,19 +128,20 @@ pub(crate) fn validate(
     assert_eq!(
         by_schema,
         typed.is_ok(),
-        "{}: schema says {by_schema}, validate_input says {typed:?} for {input}",
-        tool.definition().name
+        "{}: schema says {by_schema}, validate_input says {:?} for {input}",
+        tool.definition().name,
+        typed.as_ref().map(ToolInput::value)
     );
     typed
 }
 
 /// The error code of a result, or "OK".
-pub(crate) fn code(result: &ToolResult) -> &str {
+pub(crate) fn code(result: &ToolOutput) -> &str {
     result.error_code().unwrap_or("OK")
 }
 
 /// The text of the first content block ("" when there is none).
-pub(crate) fn first_text(result: &ToolResult) -> &str {
+pub(crate) fn first_text(result: &ToolOutput) -> &str {
     result
         .content
         .first()

@@ -4,13 +4,14 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use iris_command::{CommandBinding, CommandConfig, CommandService, command_tools};
+use iris_executor::{
+    ApprovalMode, BeforeOutcome, BodyStatus, DefaultPermissionPolicy, ToolExecutor,
+    ToolHookDispatcher,
+};
 use iris_hooks::command::{CommandHook, command_hooks};
 use iris_hooks::config::{HookFactoryRegistry, HookSpec};
 use iris_hooks::{EventCommon, HookDispatcher, HookEventKind, HookRegistration, RunStatus};
-use iris_tools_core::{
-    ApprovalMode, BeforeOutcome, BodyStatus, DefaultPermissionPolicy, ToolExecutionContext,
-    ToolExecutor, ToolHookDispatcher, ToolRegistry, ToolResult, ToolUse,
-};
+use iris_tools_core::{ToolExecutionContext, ToolOutput, ToolRegistry, ToolUse};
 use serde_json::json;
 
 fn fixture(name: &str) -> PathBuf {
@@ -154,7 +155,7 @@ async fn fixture_scripts_deny_and_give_feedback() {
         10.0,
     )]);
     let ctx = ToolExecutionContext::new(ws.path()).session_id("s-1");
-    let result = ToolResult::ok_text("done").bind("c1", "exec_command");
+    let result = ToolOutput::text("done");
     let got = d
         .after_tool(
             &ctx,
@@ -330,7 +331,7 @@ async fn a_yaml_command_hook_denies_a_real_exec_command_through_the_executor() {
             None,
         )
         .await;
-    assert!(!allowed.is_error, "{}", allowed.model_content());
+    assert!(!allowed.is_error(), "{}", allowed.model_content());
     assert_eq!(allowed.model_content(), "precious");
     tools.close().await.unwrap();
     hooks_binding.close().await.unwrap();

@@ -3,14 +3,12 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use iris_executor::{BeforeOutcome, BodyStatus, ToolHookDispatcher};
 use iris_hooks::{
     EventCommon, HookDispatcher, HookError, HookEvent, HookEventKind, HookRegistration, HookResult,
     RunStatus,
 };
-use iris_tools_core::{
-    BeforeOutcome, BodyStatus, CancellationSignal, ToolExecutionContext, ToolHookDispatcher,
-    ToolResult,
-};
+use iris_tools_core::{CancellationSignal, ToolExecutionContext, ToolOutput};
 use serde_json::json;
 
 type Log = Arc<Mutex<Vec<String>>>;
@@ -189,7 +187,7 @@ async fn after_hooks_collect_feedback_in_order_and_survive_failures() {
         inspect,
         hook(ToolAfter, "second", &log, HookResult::feedback("two")),
     ]);
-    let result = ToolResult::ok_text("out").bind("c1", "exec_command");
+    let result = ToolOutput::text("out");
     let feedback = d
         .after_tool(
             &ctx(),
@@ -205,6 +203,13 @@ async fn after_hooks_collect_feedback_in_order_and_survive_failures() {
     assert_eq!(wire["event"], "tool.after");
     assert_eq!(wire["body_status"], "success");
     assert_eq!(wire["result"]["content"][0]["text"], "out");
+    assert_eq!(wire["result"]["is_error"], false);
+    // The result is the body's output: the call's identity is the event's own
+    // `call_id` / `tool_name`, not repeated inside it.
+    assert!(wire["result"].get("tool_use_id").is_none(), "{wire}");
+    assert!(wire["result"].get("tool_name").is_none(), "{wire}");
+    assert_eq!(wire["call_id"], "c1");
+    assert_eq!(wire["tool_name"], "exec_command");
     assert_eq!(wire["session_id"], "s-1");
 }
 

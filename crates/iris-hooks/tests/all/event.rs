@@ -2,6 +2,7 @@
 
 use iris_hooks::event::rfc3339;
 use iris_hooks::{EventCommon, EventPayload, HookEvent, HookEventKind, RunStatus};
+use iris_tools_core::ToolOutput;
 use serde_json::json;
 
 fn common() -> EventCommon {
@@ -35,7 +36,8 @@ fn wire_format_snapshots() {
             call_id: "c1".into(),
             tool_name: "exec_command".into(),
             arguments: json!({"command": "ls"}),
-            result: json!({"content": [{"type": "text", "text": "a\nb"}], "is_error": false}),
+            // What the dispatcher sends: the body's `ToolOutput`, serialized.
+            result: serde_json::to_value(ToolOutput::text("a\nb")).unwrap(),
             body_status: "success".into(),
         },
     ];

@@ -1,13 +1,14 @@
-//! MCP tools through core's `ToolExecutor`, end to end: schema validation, the default
+//! MCP tools through iris-executor's `ToolExecutor`, end to end: schema validation, the default
 //! permission policy (MCP auto-allowed only when trusted read-only), parallel windows,
 //! the runtime deadline with cancellation sent to the server, and large results saved
 //! as artifacts.
 
 use std::time::Duration;
 
+use iris_executor::DefaultPermissionPolicy;
+use iris_executor::ToolExecutor;
 use iris_mcp::{McpOverrides, ServerOverride, codes};
-use iris_tools_core::executor::ToolExecutor;
-use iris_tools_core::{DefaultPermissionPolicy, ToolUse, codes as core_codes};
+use iris_tools_core::{ToolUse, codes as core_codes};
 use serde_json::json;
 
 use crate::support::{Harness, config, sdk_stdio, wait_until};
@@ -54,9 +55,16 @@ async fn mcp_tools_run_through_the_executor() {
     // Approved, it runs; structured content and the raw-result artifact come through.
     let add = &calls[2];
     let r = executor.execute_one(add, &ctx, Some("c3")).await;
-    assert!(!r.is_error, "{r:?}");
-    assert_eq!(r.data["structured_content"], json!({"sum": 3}));
-    assert!(r.artifact.as_ref().unwrap().path.ends_with("c3.mcp.json"));
+    assert!(!r.is_error(), "{r:?}");
+    assert_eq!(r.output.data["structured_content"], json!({"sum": 3}));
+    assert!(
+        r.output
+            .artifact
+            .as_ref()
+            .unwrap()
+            .path
+            .ends_with("c3.mcp.json")
+    );
 
     // The executor validates the input against the server's schema before any call.
     let bad = ToolUse::new("c4", "mcp__srv__echo", json!({"text": 5}));
@@ -71,7 +79,7 @@ async fn mcp_tools_run_through_the_executor() {
         "mcp__srv__hang",
         json!({"marker": marker.display().to_string()}),
     );
-    let short = h.ctx("").tool_timeout_seconds(1.0);
+    let short = h.ctx("").tool_timeout(Duration::from_secs(1));
     let r = executor.execute_one(&hang, &short, Some("c5")).await;
     assert_eq!(r.error_code(), Some(core_codes::TOOL_TIMEOUT), "{r:?}");
     assert!(
@@ -88,13 +96,15 @@ async fn mcp_tools_run_through_the_executor() {
     // raw MCP result and gains the saved body's path.
     let big = ToolUse::new("c7", "mcp__srv__big", json!({"megabytes": 20}));
     let r = executor.execute_one(&big, &ctx, Some("c7")).await;
-    assert!(!r.is_error, "{:?}", r.error);
+    assert!(!r.is_error(), "{:?}", r.output.error_info());
     assert!(r.model_content().len() < 100_000);
-    let saved = r.artifact.as_ref().unwrap();
+    let saved = r.output.artifact.as_ref().unwrap();
     assert!(saved.path.ends_with("c7.mcp.json"), "{saved:?}");
     let body = saved.text_path.as_ref().unwrap();
     assert_eq!(std::fs::metadata(body).unwrap().len(), 20 * 1024 * 1024);
-    let raw = r.metadata["mcp"]["raw_result_path"].as_str().unwrap();
+    let raw = r.output.metadata["mcp"]["raw_result_path"]
+        .as_str()
+        .unwrap();
     assert_eq!(std::path::Path::new(raw), saved.path);
     h.manager.close().await;
 }

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use iris_mcp::{DiagnosticSeverity, McpOverrides, ServerOverride, ServerStatus, codes};
-use iris_tools_core::{CancellationSignal, codes as core_codes};
+use iris_tools_core::{CancellationSignal, ToolInput, codes as core_codes};
 use serde_json::json;
 
 use crate::support::{
@@ -163,7 +163,7 @@ async fn crash_mid_call_hang_past_timeout_and_cancellation() {
     // Crash mid-call: a clean error naming the exit, the stderr in details.
     let r = h.call("mcp__crashy__crash", json!({})).await;
     assert_eq!(r.error_code(), Some(codes::MCP_CONNECTION_CLOSED), "{r:?}");
-    let e = r.error.as_ref().unwrap();
+    let e = r.error_info().unwrap();
     assert!(
         e.message.contains("exited (exit status: 7)"),
         "{}",
@@ -189,7 +189,7 @@ async fn crash_mid_call_hang_past_timeout_and_cancellation() {
         )
         .await;
     assert_eq!(r.error_code(), Some(core_codes::TOOL_TIMEOUT), "{r:?}");
-    assert!(r.error.as_ref().unwrap().retryable);
+    assert!(r.error_info().unwrap().retryable);
     assert!(
         wait_until(Duration::from_secs(20), || marker.exists()),
         "the server never saw notifications/cancelled"
@@ -200,7 +200,7 @@ async fn crash_mid_call_hang_past_timeout_and_cancellation() {
         .await;
     assert_eq!(r.model_content(), "still here");
 
-    // The runtime deadline (ctx.tool_timeout_seconds) caps the call too.
+    // The runtime deadline (ctx.tool_timeout) caps the call too.
     let tool = h.registry.get("mcp__crashy__echo").unwrap();
     assert_eq!(tool.definition().timeout, Some(Duration::from_secs(30)));
 
@@ -212,7 +212,7 @@ async fn crash_mid_call_hang_past_timeout_and_cancellation() {
     let tool = h.registry.get("mcp__slowpoke__hang").unwrap();
     let input =
         json!({"marker": marker2.display().to_string(), "started": started.display().to_string()});
-    let call = tool.run(input, &ctx);
+    let call = tool.run(ToolInput::new(input), &ctx);
     let cancel = async {
         // Wait for the event "the server is running the tool", then cancel.
         while !started.exists() {
@@ -262,7 +262,7 @@ async fn a_20_mb_result_over_stdio() {
     let h = Harness::new(config(&[("big", sdk_stdio(&[]))], &McpOverrides::new()));
     h.manager.prepare().await.unwrap();
     let r = h.call("mcp__big__big", json!({"megabytes": 20})).await;
-    assert!(!r.is_error, "{:?}", r.error);
+    assert!(!r.is_error(), "{:?}", r.error_info());
     assert_eq!(r.model_content().len(), 20 * 1024 * 1024);
     let artifact = r.artifact.unwrap();
     assert!(artifact.size_bytes > 20 * 1024 * 1024);

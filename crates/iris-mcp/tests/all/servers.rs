@@ -2,7 +2,7 @@
 //! SSE, the packaged `mcp-server-time`, and a legacy-only server.
 
 use iris_mcp::{DiagnosticSeverity, HostEnv, McpOverrides, ServerOverride, ServerStatus, codes};
-use iris_tools_core::{ContentBlock, codes as core_codes};
+use iris_tools_core::{ContentBlock, ToolInput, codes as core_codes};
 use serde_json::{Value, json};
 
 use crate::support::{Harness, HttpServer, config, legacy_server, python, q, sdk_stdio, venv_bin};
@@ -22,7 +22,7 @@ fn trusted(names: &[&str]) -> McpOverrides {
         .collect()
 }
 
-fn text(result: &iris_tools_core::ToolResult) -> String {
+fn text(result: &iris_tools_core::ToolOutput) -> String {
     result.model_content()
 }
 
@@ -90,7 +90,7 @@ async fn stdio_sdk_server_end_to_end() {
 
     // Text.
     let r = h.call("mcp__fixture__echo", json!({"text": "héllo"})).await;
-    assert!(!r.is_error, "{r:?}");
+    assert!(!r.is_error(), "{r:?}");
     assert_eq!(text(&r), "héllo");
     // The raw result is saved as a JSON artifact.
     let artifact = r.artifact.clone().unwrap();
@@ -124,7 +124,7 @@ async fn stdio_sdk_server_end_to_end() {
     let r = h
         .call("mcp__fixture__fail", json!({"message": "boom"}))
         .await;
-    assert!(r.is_error);
+    assert!(r.is_error());
     assert_eq!(r.error_code(), Some(codes::MCP_TOOL_ERROR));
     assert!(text(&r).starts_with(
         "Error[MCP_TOOL_ERROR]: MCP tool `fail` on server `fixture` reported an error"
@@ -133,7 +133,7 @@ async fn stdio_sdk_server_end_to_end() {
 
     // A protocol-level rejection (bad arguments) is a request failure.
     let r = h.call("mcp__fixture__add", json!({"a": "x"})).await;
-    assert!(r.is_error);
+    assert!(r.is_error());
     assert!(
         matches!(
             r.error_code(),
@@ -198,7 +198,7 @@ async fn packaged_time_server() {
             json!({"timezone": "Asia/Tokyo"}),
         )
         .await;
-    assert!(!r.is_error, "{r:?}");
+    assert!(!r.is_error(), "{r:?}");
     assert_eq!(r.data["structured_content"]["timezone"], "Asia/Tokyo");
     assert!(text(&r).contains("Asia/Tokyo"));
     // A tool's own error (an unknown timezone) is an error result.
@@ -208,7 +208,7 @@ async fn packaged_time_server() {
             json!({"timezone": "Mars/Olympus"}),
         )
         .await;
-    assert!(r.is_error, "{r:?}");
+    assert!(r.is_error(), "{r:?}");
     h.manager.close().await;
 }
 
@@ -346,7 +346,7 @@ async fn streamable_http_with_headers_bearer_and_large_results() {
 
     // Above rmcp's 16 MiB default limit: the manager raises it.
     let r = h.call("mcp__web__big", json!({"megabytes": 17})).await;
-    assert!(!r.is_error, "{:?}", r.error);
+    assert!(!r.is_error(), "{:?}", r.error_info());
     assert_eq!(text(&r).len(), 17 * 1024 * 1024);
     h.manager.close().await;
 }
@@ -407,7 +407,9 @@ async fn deferred_publication_and_disabled_servers() {
     let tool = h.registry.get("mcp__on__echo").unwrap();
     assert!(tool.definition().deferred);
     // Deferred only delays schema disclosure: the connection is live now.
-    let r = tool.run(json!({"text": "ready"}), &h.ctx("c1")).await;
+    let r = tool
+        .run(ToolInput::new(json!({"text": "ready"})), &h.ctx("c1"))
+        .await;
     assert_eq!(text(&r), "ready");
     h.manager.close().await;
 }

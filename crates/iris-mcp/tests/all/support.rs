@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use iris_mcp::{ConfigFormat, HostEnv, MCPConfig, MCPManager, McpOverrides};
-use iris_tools_core::{ToolExecutionContext, ToolRegistry, ToolResult};
+use iris_tools_core::{ToolExecutionContext, ToolOutput, ToolRegistry};
 use serde_json::Value;
 
 pub(crate) fn fixtures() -> PathBuf {
@@ -104,9 +104,14 @@ impl Harness {
         ctx
     }
 
-    /// Calls a published tool through the `Tool` trait.
-    pub(crate) async fn call(&self, name: &str, input: Value) -> ToolResult {
+    /// Calls a published tool through the `Tool` trait (validated first, as the
+    /// executor would).
+    pub(crate) async fn call(&self, name: &str, input: Value) -> ToolOutput {
         let tool = self.registry.get(name).unwrap();
+        let input = match tool.validate_input(input) {
+            Ok(input) => input,
+            Err(info) => return ToolOutput::error(info),
+        };
         tool.run(input, &self.ctx("call_1")).await
     }
 }

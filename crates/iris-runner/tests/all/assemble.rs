@@ -4,12 +4,13 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use iris_executor::{Next, ToolMiddleware, ToolRequest};
 use iris_runner::{
     AgentConfig, Error, HostRegistry, ToolEnvironment, build_tool_registry, check_config, codes,
 };
 use iris_tools_core::{
-    BoxFuture, FnTool, ToolCall, ToolDefinition, ToolExecutionContext, ToolMiddleware, ToolNext,
-    ToolRegistry, ToolResult, ToolUse,
+    BoxFuture, FnTool, ToolDefinition, ToolExecutionContext, ToolOutput, ToolRegistry, ToolResult,
+    ToolUse,
 };
 use serde_json::{Value, json};
 
@@ -29,7 +30,7 @@ fn greet_tool() -> Arc<dyn iris_tools_core::Tool> {
         json!({"type": "object", "properties": {"name": {"type": "string"}}}),
     );
     Arc::new(FnTool::new(def, |input: Value, _ctx| async move {
-        ToolResult::ok_text(format!("hello {}", input["name"].as_str().unwrap_or("?")))
+        ToolOutput::text(format!("hello {}", input["name"].as_str().unwrap_or("?")))
     }))
 }
 
@@ -37,15 +38,11 @@ fn greet_tool() -> Arc<dyn iris_tools_core::Tool> {
 struct Tag(String, Arc<AtomicUsize>);
 
 impl ToolMiddleware for Tag {
-    fn wrap_tool_call<'a>(
-        &'a self,
-        _call: ToolCall,
-        next: ToolNext<'a>,
-    ) -> BoxFuture<'a, ToolResult> {
+    fn wrap_tool_call<'a>(&'a self, req: ToolRequest, next: Next<'a>) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
             self.1.fetch_add(1, Ordering::SeqCst);
-            let inner = next.run().await;
-            ToolResult::ok_text(format!("[{}]{}", self.0, inner.model_content()))
+            let inner = next.run(req).await;
+            ToolOutput::text(format!("[{}]{}", self.0, inner.model_content()))
         })
     }
 }
@@ -57,9 +54,7 @@ fn host(calls: &Arc<AtomicUsize>) -> HostRegistry {
         .registrar("app.tools:register", |registry: &ToolRegistry| {
             let def = ToolDefinition::new("count_words", "Count words.", json!({"type": "object"}));
             registry
-                .register(FnTool::new(def, |_i, _c| async {
-                    ToolResult::ok_text("3")
-                }))
+                .register(FnTool::new(def, |_i, _c| async { ToolOutput::text("3") }))
                 .map_err(|e| e.to_string())
         })
         .registrar("app.tools:broken", |_r: &ToolRegistry| {
@@ -284,7 +279,7 @@ async fn executor_runs_hooks_middleware_and_permissions() {
     let env = build(&fx, &host(&calls)).await.unwrap();
 
     let greeted = call(&env, "greet_user", json!({"name": "Ada"})).await;
-    assert!(!greeted.is_error, "{greeted:?}");
+    assert!(!greeted.is_error(), "{greeted:?}");
     assert_eq!(greeted.model_content(), "[outer][inner]hello Ada\nseen");
     assert_eq!(calls.load(Ordering::SeqCst), 2);
 
@@ -295,7 +290,7 @@ async fn executor_runs_hooks_middleware_and_permissions() {
     env.close().await.unwrap();
     let after = call(&env, "greet_user", json!({"name": "Ada"})).await;
     // The hook's command service is closed: the after hook fails, the call itself does not.
-    assert!(!after.is_error, "{after:?}");
+    assert!(!after.is_error(), "{after:?}");
     assert!(env.command.as_ref().unwrap().is_closed());
 }
 

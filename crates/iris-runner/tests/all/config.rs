@@ -2,9 +2,9 @@
 
 use std::path::PathBuf;
 
+use iris_executor::ApprovalMode;
 use iris_runner::config::{BuiltinKey, ContextPolicyConfig};
 use iris_runner::{AgentConfig, codes};
-use iris_tools_core::ApprovalMode;
 
 use crate::support::Fixture;
 

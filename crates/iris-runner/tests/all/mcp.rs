@@ -23,7 +23,7 @@ async fn call(env: &ToolEnvironment, name: &str, input: Value, approved: bool) -
     let call = ToolUse::new("c1", name, input);
     let approval = approved.then_some(call.id.as_str());
     let result = env.executor.execute_one(&call, &ctx, approval).await;
-    (result.is_error, result.model_content())
+    (result.is_error(), result.model_content())
 }
 
 /// The registry gains `mcp__<server>__<tool>`, a call goes through the executor, the
@@ -139,8 +139,8 @@ async fn optional_server_failure_becomes_a_note() {
 /// carries its schema and the call succeeds.
 #[tokio::test]
 async fn search_reveal_then_call() {
+    use iris_discovery::{DisclosureState, SchemaBudget};
     use iris_tools_core::ViewFilter;
-    use iris_tools_core::discovery::{DisclosureState, SchemaBudget};
 
     let yaml = "mcp:\n  path: mcp.json\n  overrides:\n    fixture: {trust_annotations: true}\ncontext_policy:\n  deferred_tools: true\n";
     let (_fx, env) = build(yaml, &mcp_json("fixture")).await;
@@ -168,15 +168,15 @@ async fn search_reveal_then_call() {
     )
     .await;
     assert_eq!(
-        found.metadata["context_revealed_tools"],
-        json!(["mcp__fixture__echo"]),
+        found.output.revealed_tools,
+        ["mcp__fixture__echo"],
         "{}",
         found.model_content()
     );
 
     state.request_specs(&view, SchemaBudget::UNLIMITED);
     let ok = run("c3", "mcp__fixture__echo", json!({"text": "now loaded"})).await;
-    assert!(!ok.is_error, "{}", ok.model_content());
+    assert!(!ok.is_error(), "{}", ok.model_content());
     assert_eq!(ok.model_content(), "now loaded");
     env.close().await.unwrap();
 }
@@ -254,10 +254,13 @@ async fn decision_discovery_uses_the_host_evaluator() {
         json!({"queries": ["run mcp__fixture__add on 2 and 3", "book a flight"]}),
     );
     let result = env.executor.execute_one(&call, &ctx, None).await;
-    assert!(!result.is_error, "{}", result.model_content());
-    let selections = &result.data["selections"];
+    assert!(!result.is_error(), "{}", result.model_content());
+    let selections = &result.output.data["selections"];
     assert_eq!(selections[0]["tool"], json!("mcp__fixture__add"));
     assert_eq!(selections[1]["tool"], Value::Null);
-    assert_eq!(result.metadata["decision"]["model"], json!("by-name"));
+    assert_eq!(
+        result.output.metadata["decision"]["model"],
+        json!("by-name")
+    );
     env.close().await.unwrap();
 }

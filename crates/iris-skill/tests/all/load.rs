@@ -119,7 +119,7 @@ async fn load_table() {
         let result = load(&tool, ws.path(), input.clone()).await;
         match want {
             Ok(body) => {
-                assert!(!result.is_error, "{input}: {}", result.model_content());
+                assert!(!result.is_error(), "{input}: {}", result.model_content());
                 assert_eq!(result.model_content(), *body, "{input}");
             }
             Err((code, text)) => {
@@ -149,7 +149,7 @@ async fn not_found_lists_suggestions_in_details() {
     ws.skill("pdf", "PDF.", "");
     ws.skill("pdf-forms", "Forms.", "");
     let result = load(&tool_for(&ws), ws.path(), json!({"name": "pdf-form"})).await;
-    let error = result.error.unwrap();
+    let error = result.error_info().unwrap();
     assert_eq!(error.details["suggestions"], json!(["pdf-forms", "pdf"]));
     assert_eq!(error.details["name"], "pdf-form");
     assert!(!error.retryable);

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use iris_skill::{
     LoadSkillTool, SkillDiscoveryOptions, SkillDiscoveryResult, SkillRegistry, discover_skills,
 };
-use iris_tools_core::{Tool, ToolExecutionContext, ToolResult};
+use iris_tools_core::{Tool, ToolExecutionContext, ToolInput, ToolOutput};
 use serde_json::{Value, json};
 
 /// A fixture workspace under `tests/fixtures/skills/`.
@@ -108,7 +108,7 @@ pub(crate) fn skill_text(description: &str, body: &str) -> String {
 }
 
 /// Runs `load_skill` through the `Tool` trait, as the executor would.
-pub(crate) async fn load(tool: &LoadSkillTool, workspace: &Path, input: Value) -> ToolResult {
+pub(crate) async fn load(tool: &LoadSkillTool, workspace: &Path, input: Value) -> ToolOutput {
     let ctx = ToolExecutionContext::new(workspace);
-    tool.run(input, &ctx).await
+    tool.run(ToolInput::new(input), &ctx).await
 }

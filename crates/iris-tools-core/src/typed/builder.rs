@@ -13,12 +13,12 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::input::{PresetCheck, PresetSlot, TypedCore, check_as, split_presets};
-use super::{IntoToolResult, schema_for_input};
+use super::{IntoToolOutput, schema_for_input};
 use crate::context::ToolExecutionContext;
-use crate::definition::{ToolCapability, ToolDefinition};
+use crate::definition::{ContextRetention, ToolCapability, ToolDefinition};
 use crate::error::{Error, Result, ToolErrorInfo};
-use crate::result::ToolResult;
-use crate::tool::{BoxFuture, Tool};
+use crate::result::ToolOutput;
+use crate::tool::{BoxFuture, Tool, ToolInput, ToolTimeoutOwner};
 
 /// Collects a typed tool's settings: the seed's parameter table for
 /// `CallableTool`/`register_function`, in builder form. Finish with
@@ -38,6 +38,9 @@ pub struct TypedToolBuilder {
     deprecation_message: Option<String>,
     timeout: Option<Duration>,
     concurrency_safe: bool,
+    auto_allow: bool,
+    context_retention: ContextRetention,
+    timeout_owner: ToolTimeoutOwner,
     metadata: Map<String, Value>,
     presets: Vec<PresetDecl>,
 }
@@ -79,6 +82,9 @@ impl TypedToolBuilder {
             deprecation_message: None,
             timeout: None,
             concurrency_safe: true,
+            auto_allow: false,
+            context_retention: ContextRetention::Keep,
+            timeout_owner: ToolTimeoutOwner::Runtime,
             metadata: Map::new(),
             presets: Vec::new(),
         }
@@ -170,6 +176,29 @@ impl TypedToolBuilder {
         self
     }
 
+    /// Lets the default permission policy run the tool without asking despite a
+    /// `network` or `agent` capability (see [`ToolDefinition::auto_allow`]).
+    #[must_use]
+    pub fn auto_allow(mut self, auto_allow: bool) -> Self {
+        self.auto_allow = auto_allow;
+        self
+    }
+
+    /// Whether old results may be reduced in a run's context view (default keep).
+    #[must_use]
+    pub fn context_retention(mut self, retention: ContextRetention) -> Self {
+        self.context_retention = retention;
+        self
+    }
+
+    /// Who enforces the deadline (default the runtime); a tool that kills its own
+    /// processes on time says [`ToolTimeoutOwner::Tool`].
+    #[must_use]
+    pub fn timeout_owner(mut self, owner: ToolTimeoutOwner) -> Self {
+        self.timeout_owner = owner;
+        self
+    }
+
     /// One extra metadata entry.
     #[must_use]
     pub fn metadata(mut self, key: impl Into<String>, value: impl Into<Value>) -> Self {
@@ -242,7 +271,9 @@ impl TypedToolBuilder {
         let mut definition = ToolDefinition::new(self.name, description, schema)
             .with_capabilities(self.capabilities)
             .with_aliases(self.aliases)
-            .with_deferred(self.deferred);
+            .with_deferred(self.deferred)
+            .with_auto_allow(self.auto_allow)
+            .with_context_retention(self.context_retention);
         if let Some(group) = self.group {
             definition = definition.with_group(group);
         }
@@ -270,6 +301,7 @@ impl TypedToolBuilder {
             definition,
             presets,
             concurrency_safe: self.concurrency_safe,
+            timeout_owner: self.timeout_owner,
         };
         (core, bindings)
     }
@@ -292,7 +324,7 @@ impl TypedToolBuilder {
         I: DeserializeOwned + JsonSchema + Send + 'static,
         F: Fn(I, ToolExecutionContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = R> + Send + 'static,
-        R: IntoToolResult,
+        R: IntoToolOutput,
     {
         let (mut core, bindings) = self.assemble::<I>();
         core.definition.validate()?;
@@ -326,10 +358,10 @@ impl TypedToolBuilder {
 /// A tool with an explicit input type and a closure body: the seed's
 /// `CallableTool(func, input_model=…)`. Build one with [`TypedTool::builder`].
 ///
-/// The executor calls [`Tool::validate_input`] (a typed parse: bad input is
-/// `INVALID_INPUT` before anything runs), then [`Tool::run`], which parses again into
-/// `I` with the presets merged in and converts the closure's output with
-/// [`IntoToolResult`].
+/// The executor calls [`Tool::validate_input`] (the one typed parse into `I`, with the
+/// presets merged in: bad input is `INVALID_INPUT` before anything runs), then
+/// [`Tool::run`], which hands the parsed `I` to the closure and converts its output
+/// with [`IntoToolOutput`].
 pub struct TypedTool<I, F> {
     core: TypedCore,
     body: F,
@@ -380,29 +412,42 @@ impl<I, F> TypedTool<I, F> {
 
 impl<I, F, Fut, R> Tool for TypedTool<I, F>
 where
-    I: DeserializeOwned + Send + 'static,
+    I: DeserializeOwned + Send + Sync + 'static,
     F: Fn(I, ToolExecutionContext) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = R> + Send + 'static,
-    R: IntoToolResult,
+    R: IntoToolOutput,
 {
     fn definition(&self) -> &ToolDefinition {
         self.core.definition()
     }
 
-    fn validate_input(&self, raw: Value) -> std::result::Result<Value, ToolErrorInfo> {
+    fn validate_input(&self, raw: Value) -> std::result::Result<ToolInput, ToolErrorInfo> {
         self.core.validate::<I>(raw)
     }
 
-    fn run<'a>(&'a self, input: Value, ctx: &'a ToolExecutionContext) -> BoxFuture<'a, ToolResult> {
+    fn run<'a>(
+        &'a self,
+        mut input: ToolInput,
+        ctx: &'a ToolExecutionContext,
+    ) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            match self.core.parse::<I>(input) {
-                Ok(input) => (self.body)(input, ctx.clone()).await.into_tool_result(),
-                Err(error) => ToolResult::error("", "", error),
+            // Parsed by `validate_input`; parse here only when `run` is called directly.
+            let parsed = match input.take_parsed::<I>() {
+                Some(parsed) => Ok(parsed),
+                None => self.core.parse::<I>(input.value()),
+            };
+            match parsed {
+                Ok(parsed) => (self.body)(parsed, ctx.clone()).await.into_tool_output(),
+                Err(error) => ToolOutput::error(error),
             }
         })
     }
 
     fn is_concurrency_safe(&self) -> bool {
         self.core.concurrency_safe()
+    }
+
+    fn timeout_owner(&self) -> ToolTimeoutOwner {
+        self.core.timeout_owner()
     }
 }

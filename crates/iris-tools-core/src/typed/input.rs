@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::definition::ToolDefinition;
 use crate::error::{Error, Result, ToolErrorInfo, codes};
+use crate::tool::{ToolInput, ToolTimeoutOwner};
 
 #[cfg(doc)]
 use super::TypedTool;
@@ -42,6 +43,7 @@ pub struct TypedCore {
     pub(super) definition: ToolDefinition,
     pub(super) presets: Vec<PresetSlot>,
     pub(super) concurrency_safe: bool,
+    pub(super) timeout_owner: ToolTimeoutOwner,
 }
 
 impl fmt::Debug for TypedCore {
@@ -70,6 +72,11 @@ impl TypedCore {
     /// Whether calls may overlap (the `concurrency_safe` setting, default true).
     pub fn concurrency_safe(&self) -> bool {
         self.concurrency_safe
+    }
+
+    /// Who enforces the deadline (the `timeout_owner` setting, default the runtime).
+    pub fn timeout_owner(&self) -> ToolTimeoutOwner {
+        self.timeout_owner
     }
 
     /// Names of declared presets that have no value yet, in declaration order.
@@ -118,49 +125,57 @@ impl TypedCore {
         Ok(())
     }
 
-    /// Checks raw model input without keeping the parsed value: the object shape, no
-    /// preset keys, every preset bound, and a typed parse into `I`, which holds the
-    /// model's fields and the presets (the builder's input type). Returns the raw
-    /// input unchanged, so preset values never reach hooks, logs or permission checks.
-    pub fn validate<I: DeserializeOwned>(
+    /// Parses raw model input once: the object shape, no preset keys, every preset
+    /// bound, and a typed parse into `I`, which holds the model's fields and the
+    /// presets (the builder's input type). The [`ToolInput`] keeps the raw JSON for
+    /// hooks, logs and permission checks (so preset values never reach them) and the
+    /// parsed `I` for the body.
+    pub fn validate<I: DeserializeOwned + Send + Sync + 'static>(
         &self,
         raw: Value,
-    ) -> std::result::Result<Value, ToolErrorInfo> {
-        self.parse::<I>(raw.clone())?;
-        Ok(raw)
+    ) -> std::result::Result<ToolInput, ToolErrorInfo> {
+        let parsed = self.parse::<I>(&raw)?;
+        Ok(ToolInput::with_parsed(raw, parsed))
     }
 
     /// Parses input into `I` (the model's fields and the presets in one type).
-    pub fn parse<I: DeserializeOwned>(&self, raw: Value) -> std::result::Result<I, ToolErrorInfo> {
-        let mut object = self.model_object(raw)?;
+    pub fn parse<I: DeserializeOwned>(&self, raw: &Value) -> std::result::Result<I, ToolErrorInfo> {
+        self.check_model_object(raw)?;
+        if self.presets.is_empty() {
+            return self.parse_model(raw);
+        }
+        let mut object = match raw {
+            Value::Object(map) => map.clone(),
+            _ => Map::new(),
+        };
         object.extend(self.preset_object()?);
-        self.parse_model(object)
+        self.parse_model(&Value::Object(object))
     }
 
     /// Like [`TypedCore::validate`] for a tool whose presets live in a separate type
     /// (what `#[tool]` generates): `I` holds only the model's fields, so a typo is
-    /// never answered with a list of fields that includes the host's presets.
-    pub fn validate_apart<I: DeserializeOwned>(
-        &self,
-        raw: Value,
-    ) -> std::result::Result<Value, ToolErrorInfo> {
-        let object = self.model_object(raw.clone())?;
-        self.preset_object()?;
-        self.parse_model::<I>(object)?;
-        Ok(raw)
+    /// never answered with a list of fields that includes the host's presets. The
+    /// parsed value is the pair `(I, P)`.
+    pub fn validate_apart<I, P>(&self, raw: Value) -> std::result::Result<ToolInput, ToolErrorInfo>
+    where
+        I: DeserializeOwned + Send + Sync + 'static,
+        P: DeserializeOwned + Send + Sync + 'static,
+    {
+        let parsed = self.parse_apart::<I, P>(&raw)?;
+        Ok(ToolInput::with_parsed(raw, parsed))
     }
 
     /// Parses the model's fields into `I` and the bound presets into `P`.
     pub fn parse_apart<I: DeserializeOwned, P: DeserializeOwned>(
         &self,
-        raw: Value,
+        raw: &Value,
     ) -> std::result::Result<(I, P), ToolErrorInfo> {
-        let object = self.model_object(raw)?;
+        self.check_model_object(raw)?;
         let presets = self.preset_object()?;
-        let input = self.parse_model(object)?;
+        let input = self.parse_model(raw)?;
         // Every value was checked against its type when bound, so this only fails if
         // the tool was assembled by hand with mismatched types.
-        let presets = serde_json::from_value(Value::Object(presets)).map_err(|e| {
+        let presets = P::deserialize(&Value::Object(presets)).map_err(|e| {
             ToolErrorInfo::new(
                 codes::INVALID_DEFINITION,
                 format!("presets of `{}` do not fit: {e}", self.definition.name),
@@ -169,11 +184,17 @@ impl TypedCore {
         Ok((input, presets))
     }
 
+    /// The typed parse, from a borrowed value (no copy of the input). `null` parses as
+    /// an empty object: some providers send it for a call without arguments.
     fn parse_model<I: DeserializeOwned>(
         &self,
-        object: Map<String, Value>,
+        raw: &Value,
     ) -> std::result::Result<I, ToolErrorInfo> {
-        serde_json::from_value::<I>(Value::Object(object)).map_err(|e| {
+        let parsed = match raw {
+            Value::Null => I::deserialize(&Value::Object(Map::new())),
+            other => I::deserialize(other),
+        };
+        parsed.map_err(|e| {
             ToolErrorInfo::new(
                 codes::INVALID_INPUT,
                 format!("invalid input for `{}`: {e}", self.definition.name),
@@ -181,20 +202,19 @@ impl TypedCore {
         })
     }
 
-    /// The model's input as an object, after the checks every call shares: it is an
-    /// object (or `null`, which some providers send for a call without arguments)
-    /// and it sets no preset.
-    fn model_object(&self, raw: Value) -> std::result::Result<Map<String, Value>, ToolErrorInfo> {
+    /// The checks every call shares: the input is an object (or `null`) and it sets
+    /// no preset.
+    fn check_model_object(&self, raw: &Value) -> std::result::Result<(), ToolErrorInfo> {
         let tool = &self.definition.name;
         let object = match raw {
             Value::Object(map) => map,
-            Value::Null => Map::new(),
+            Value::Null => return Ok(()),
             other => {
                 return Err(ToolErrorInfo::new(
                     codes::INVALID_INPUT,
                     format!(
                         "input for `{tool}` must be a JSON object, not {}",
-                        json_kind(&other)
+                        json_kind(other)
                     ),
                 ));
             }
@@ -209,7 +229,7 @@ impl TypedCore {
             )
             .with_detail("field", slot.name.clone()));
         }
-        Ok(object)
+        Ok(())
     }
 
     /// The bound presets as an object; an error names the first unbound one.

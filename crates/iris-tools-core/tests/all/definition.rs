@@ -18,17 +18,15 @@ fn base() -> ToolDefinition {
 }
 
 fn named(name: &str) -> ToolDefinition {
-    ToolDefinition {
-        name: name.to_owned(),
-        ..base()
-    }
+    let mut def = base();
+    name.clone_into(&mut def.name);
+    def
 }
 
 fn with_schema(schema: Value) -> ToolDefinition {
-    ToolDefinition {
-        input_schema: schema,
-        ..base()
-    }
+    let mut def = base();
+    def.input_schema = schema;
+    def
 }
 
 /// Validates `def`; `expect` is `None` for valid, or a fragment of the rule's reason.
@@ -121,10 +119,8 @@ fn description_rules() {
         ("  padded  ", None),
     ];
     for (description, expect) in cases {
-        let def = ToolDefinition {
-            description: (*description).to_owned(),
-            ..base()
-        };
+        let mut def = base();
+        (*description).clone_into(&mut def.description);
         check(&format!("description {description:?}"), &def, *expect);
     }
 }
@@ -251,7 +247,7 @@ fn defaults_match_the_seed_table() {
     // Beyond the seed (seed 004 flags): off by default.
     assert_eq!(def.timeout, None);
     assert!(!def.system_use);
-    assert!(!def.background);
+    assert!(!def.auto_allow);
     // Deserializing only the required fields yields the same defaults.
     let parsed: ToolDefinition = serde_json::from_value(json!({
         "name": "tool",
@@ -286,7 +282,6 @@ fn serde_round_trip() {
         .with_preview(200, PreviewMode::HeadTail)
         .with_context_retention(ContextRetention::Observation)
         .with_system_use(true)
-        .with_background(true)
         .with_metadata("tags", json!(["ops", "release"]));
         def.timeout = timeout;
         def.validate().unwrap();
@@ -349,6 +344,24 @@ fn serde_rejects_bad_timeouts() {
 }
 
 #[test]
+fn auto_allow_is_set_only_in_rust() {
+    let def = base().with_auto_allow(true);
+    assert!(def.auto_allow);
+    // Never written out...
+    let value = serde_json::to_value(&def).unwrap();
+    assert!(value.get("auto_allow").is_none(), "{value}");
+    // ...and never read in: a definition arriving as JSON cannot claim it.
+    let raw = json!({
+        "name": "tool", "description": "x", "input_schema": {"type": "object"}, "auto_allow": true,
+    });
+    assert!(
+        !serde_json::from_value::<ToolDefinition>(raw)
+            .unwrap()
+            .auto_allow
+    );
+}
+
+#[test]
 fn spec_projection() {
     let def = base()
         .with_group("ops")
@@ -362,7 +375,7 @@ fn spec_projection() {
 
 /// `ToolResult`'s model projection (seed 000, "调用、结果与权限").
 mod result {
-    use iris_tools_core::{ContentBlock, ToolErrorInfo, ToolResult, codes};
+    use iris_tools_core::{Approval, ContentBlock, ToolErrorInfo, ToolOutput, ToolResult, codes};
     use serde_json::json;
 
     fn text(t: &str) -> ContentBlock {
@@ -374,7 +387,15 @@ mod result {
     }
 
     fn failed(code: &str, message: &str) -> ToolResult {
-        ToolResult::error("call_1", "read_file", ToolErrorInfo::new(code, message))
+        ToolOutput::error(ToolErrorInfo::new(code, message)).into_result("call_1", "read_file")
+    }
+
+    fn blocks(content: Vec<ContentBlock>) -> ToolResult {
+        ToolOutput::new(content).into_result("c", "t")
+    }
+
+    fn text_result(t: &str) -> ToolResult {
+        ToolOutput::text(t).into_result("c", "t")
     }
 
     /// Checks the projection of `result`: its blocks, and the joined text.
@@ -382,7 +403,7 @@ mod result {
         assert_eq!(result.model_blocks(), blocks, "{label}: model_blocks");
         assert_eq!(result.model_content(), content, "{label}: model_content");
         assert_eq!(
-            result.model_chars(),
+            result.output.model_chars(),
             content.chars().count(),
             "{label}: model_chars"
         );
@@ -390,41 +411,42 @@ mod result {
 
     #[test]
     fn model_projection() {
-        let mut with_feedback = ToolResult::new("c", "t", vec![text("body"), image()]);
-        with_feedback.hook_feedback = vec!["first hint".into(), "second hint".into()];
+        let mut with_feedback = blocks(vec![text("body"), image()]);
+        with_feedback.output.hook_feedback = vec!["first hint".into(), "second hint".into()];
 
         let mut error_with_content = failed(codes::TOOL_FAILED, "exit 2");
-        error_with_content.content = vec![text("stderr: boom")];
-        error_with_content.hook_feedback = vec!["try --force".into()];
+        error_with_content.output.content = vec![text("stderr: boom")];
+        error_with_content.output.hook_feedback = vec!["try --force".into()];
 
-        let error_without_info = ToolResult {
-            is_error: true,
-            ..ToolResult::default()
-        };
+        // A failure without a structured error can no longer be built in Rust (the
+        // outcome carries its error); it still arrives on the wire as a bare
+        // `is_error: true`, which reads as a generic TOOL_FAILED.
+        let error_without_info: ToolResult = serde_json::from_value(json!({
+            "tool_use_id": "c", "tool_name": "t", "is_error": true,
+        }))
+        .unwrap();
 
-        // An error record without `is_error` is host data, not a model-visible failure.
-        let info_without_flag = ToolResult {
-            error: Some(ToolErrorInfo::new(codes::TOOL_FAILED, "ignored")),
-            ..ToolResult::text("c", "t", "fine")
-        };
+        // The old "error record without `is_error`" case (host data, not a failure) is
+        // no longer expressible: `Outcome` makes an error record and a success
+        // mutually exclusive.
 
         let cases: Vec<(&str, ToolResult, Vec<ContentBlock>, &str)> = vec![
-            ("empty text", ToolResult::text("c", "t", ""), vec![], ""),
+            ("empty text", text_result(""), vec![], ""),
             (
                 "one text",
-                ToolResult::text("c", "t", "hello"),
+                text_result("hello"),
                 vec![text("hello")],
                 "hello",
             ),
             (
                 "texts joined by newline",
-                ToolResult::new("c", "t", vec![text("a"), text("b")]),
+                blocks(vec![text("a"), text("b")]),
                 vec![text("a"), text("b")],
                 "a\nb",
             ),
             (
                 "images kept in order, not in the text",
-                ToolResult::new("c", "t", vec![text("a"), image(), text("b")]),
+                blocks(vec![text("a"), image(), text("b")]),
                 vec![text("a"), image(), text("b")],
                 "a\nb",
             ),
@@ -462,10 +484,11 @@ mod result {
                 "Error[TOOL_FAILED]: tool failed",
             ),
             (
-                "error info without flag",
-                info_without_flag,
-                vec![text("fine")],
-                "fine",
+                "awaiting approval reads as APPROVAL_REQUIRED",
+                ToolOutput::awaiting_approval(Approval::new("`rm` needs approval", json!({})))
+                    .into_result("c", "t"),
+                vec![text("Error[APPROVAL_REQUIRED]: `rm` needs approval")],
+                "Error[APPROVAL_REQUIRED]: `rm` needs approval",
             ),
         ];
         for (label, result, blocks, content) in &cases {
@@ -476,9 +499,12 @@ mod result {
     #[test]
     fn to_msg_holds_one_tool_result_block() {
         let mut result = failed(codes::PERMISSION_DENIED, "writes need approval");
-        result.content = vec![image()];
-        result.hook_feedback = vec!["ask the user".into()];
-        result.data.insert("not".into(), json!("model content"));
+        result.output.content = vec![image()];
+        result.output.hook_feedback = vec!["ask the user".into()];
+        result
+            .output
+            .data
+            .insert("not".into(), json!("model content"));
         let msg = result.to_msg();
         assert_eq!(msg.role, "tool");
         assert_eq!(msg.content.len(), 1);
@@ -487,23 +513,34 @@ mod result {
     }
 
     #[test]
-    fn bind_sets_identity_and_error_code() {
+    fn into_result_sets_identity_and_error_code() {
         let result =
-            ToolResult::err(codes::TOOL_TIMEOUT, "too slow").bind("call_9", "exec_command");
+            ToolOutput::err(codes::TOOL_TIMEOUT, "too slow").into_result("call_9", "exec_command");
         assert_eq!(result.tool_use_id, "call_9");
         assert_eq!(result.tool_name, "exec_command");
         assert_eq!(result.error_code(), Some(codes::TOOL_TIMEOUT));
-        assert_eq!(ToolResult::ok_text("x").error_code(), None);
+        assert!(!result.approved);
+        assert_eq!(ToolOutput::text("x").error_code(), None);
     }
 
     #[test]
     fn serde_round_trip() {
         let mut result = failed(codes::TOOL_FAILED, "boom");
-        result.content = vec![text("a"), image()];
-        result.hook_feedback = vec!["fb".into()];
-        result.stats.insert("lines".into(), json!(3));
+        result.output.content = vec![text("a"), image()];
+        result.output.hook_feedback = vec!["fb".into()];
+        result.output.stats.insert("lines".into(), json!(3));
         let back: ToolResult =
             serde_json::from_str(&serde_json::to_string(&result).unwrap()).unwrap();
         assert_eq!(back, result);
+
+        let waiting =
+            ToolOutput::awaiting_approval(Approval::new("needs a human", json!({"path": "a"})))
+                .into_result("call_2", "write_file");
+        let wire = serde_json::to_value(&waiting).unwrap();
+        assert_eq!(wire["is_error"], true);
+        assert_eq!(wire["error"]["code"], codes::APPROVAL_REQUIRED);
+        assert_eq!(wire["approval"]["arguments"], json!({"path": "a"}));
+        let back: ToolResult = serde_json::from_value(wire).unwrap();
+        assert_eq!(back, waiting);
     }
 }

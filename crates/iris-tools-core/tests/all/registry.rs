@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use iris_tools_core::{
-    Error, FnTool, Tool, ToolDefinition, ToolRegistry, ToolResult, ViewFilter, codes,
+    Error, FnTool, Tool, ToolDefinition, ToolOutput, ToolRegistry, ViewFilter, codes,
 };
 use serde_json::json;
 
@@ -50,7 +50,7 @@ fn tool(spec: Spec) -> Arc<dyn Tool> {
     .with_deferred(spec.deferred)
     .with_system_use(spec.system_use);
     Arc::new(FnTool::new(def, |_input, _ctx| async {
-        ToolResult::ok_text("ok")
+        ToolOutput::text("ok")
     }))
 }
 
@@ -196,7 +196,7 @@ fn an_invalid_definition_fails_the_whole_batch() {
     let registry = registry(&[eager("alpha", "core")]);
     let bad = Arc::new(FnTool::new(
         ToolDefinition::new("bad-name", "x", json!({"type": "object"})),
-        |_i, _c| async { ToolResult::ok_text("") },
+        |_i, _c| async { ToolOutput::text("") },
     )) as Arc<dyn Tool>;
     let err = registry
         .register_many([tool(eager("beta", "core")), bad])

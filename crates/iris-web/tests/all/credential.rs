@@ -29,7 +29,7 @@ async fn check(client: TavilyClient, secret: &str, reason: &str) {
         .await,
     ] {
         assert_eq!(result.error_code(), Some("WEB_AUTH_REQUIRED"), "{result:?}");
-        let error = result.error.as_ref().unwrap();
+        let error = result.error_info().unwrap();
         assert!(!error.retryable);
         assert_eq!(error.details["secret"], secret);
         assert_eq!(error.details["reason"], reason);
@@ -75,7 +75,7 @@ async fn missing_key_message_tells_the_host_what_to_do() {
     let server = TestServer::start(Reply::json(search_answer())).await;
     let tool = WebSearchTool::new(at(&server, TavilyClient::from_env_var(UNSET_VAR)));
     let result = call(&tool, json!({"query": "q"})).await;
-    insta::assert_json_snapshot!(result.error, @r#"
+    insta::assert_json_snapshot!(result.error_info(), @r#"
     {
       "code": "WEB_AUTH_REQUIRED",
       "message": "no Tavily API key is configured; the host must provide the secret `IRIS_WEB_TEST_SURELY_UNSET_VARIABLE`",
@@ -101,7 +101,7 @@ async fn the_key_is_read_from_the_environment_at_call_time() {
         json!({"query": "q"}),
     )
     .await;
-    assert!(!result.is_error, "{result:?}");
+    assert!(!result.is_error(), "{result:?}");
     let sent = server.requests()[0]
         .header("authorization")
         .map(str::to_owned);
@@ -124,14 +124,14 @@ async fn a_host_heals_the_tools_with_set_api_key() {
     // Round one: the old key is rejected, and the error names the secret to ask for.
     let first = call(&tool, json!({"query": "q"})).await;
     assert_eq!(first.error_code(), Some("WEB_AUTH_REQUIRED"));
-    let details = &first.error.as_ref().unwrap().details;
+    let details = &first.error_info().unwrap().details;
     assert_eq!(details["secret"], "IRIS_PROVIDER_API_KEYS__TAVILY");
     assert_eq!(details["status"], 401);
 
     // The host stores the secret it asked the user for; the same tool now works.
     client.set_api_key("tvly-healed");
     let second = call(&tool, json!({"query": "q"})).await;
-    assert!(!second.is_error, "{second:?}");
+    assert!(!second.is_error(), "{second:?}");
     let keys: Vec<Option<String>> = server
         .requests()
         .iter()
@@ -152,7 +152,7 @@ async fn a_blank_override_does_not_hide_the_configured_key() {
     let client = at(&server, TavilyClient::new("tvly-configured"));
     client.set_api_key("  ");
     let result = call(&search_tool(client), json!({"query": "q"})).await;
-    assert!(!result.is_error, "{result:?}");
+    assert!(!result.is_error(), "{result:?}");
     assert_eq!(
         server.requests()[0].header("authorization"),
         Some("Bearer tvly-configured")

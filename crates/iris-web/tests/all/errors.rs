@@ -4,7 +4,7 @@
 use std::net::TcpListener;
 use std::time::Duration;
 
-use iris_tools_core::{CancellationSignal, ToolResult};
+use iris_tools_core::{CancellationSignal, ToolOutput};
 use iris_web::TavilyClient;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -24,9 +24,9 @@ struct Expect {
     message: &'static str,
 }
 
-fn check_failure(result: &ToolResult, expect: &Expect, what: &str) {
-    assert!(result.is_error, "{what}: {result:?}");
-    let error = result.error.as_ref().unwrap();
+fn check_failure(result: &ToolOutput, expect: &Expect, what: &str) {
+    assert!(result.is_error(), "{what}: {result:?}");
+    let error = result.error_info().unwrap();
     assert_eq!(error.code, expect.code, "{what}: {}", error.message);
     assert_eq!(error.retryable, expect.retryable, "{what}");
     for (key, value) in expect.details.as_object().unwrap() {
@@ -239,11 +239,11 @@ async fn an_oversized_answer_is_refused() {
         result.error_code(),
         Some("WEB_INVALID_RESPONSE"),
         "{:?}",
-        result.error
+        result.error_info()
     );
     assert!(
         result
-            .error
+            .error_info()
             .unwrap()
             .message
             .contains("larger than 33554432 bytes")
@@ -254,10 +254,13 @@ async fn an_oversized_answer_is_refused() {
 async fn the_runtime_deadline_shortens_the_client_deadline() {
     let server = TestServer::start(Reply::Hang).await;
     // The client would wait 30 s; the runtime gives the call 40 ms.
-    let ctx = ctx().tool_timeout_seconds(0.04);
+    let ctx = ctx().tool_timeout(Duration::from_millis(40));
     let result = call_with(&search_tool(client(&server)), json!({"query": "q"}), &ctx).await;
     assert_eq!(result.error_code(), Some("WEB_TIMEOUT"));
-    assert_eq!(result.error.unwrap().details["timeout_seconds"], 0.04);
+    assert_eq!(
+        result.error_info().unwrap().details["timeout_seconds"],
+        0.04
+    );
 }
 
 #[tokio::test]
@@ -320,7 +323,7 @@ async fn a_key_echoed_by_the_server_is_redacted() {
     ))
     .await;
     let result = call(&search_tool(client(&server)), json!({"query": "q"})).await;
-    let message = &result.error.as_ref().unwrap().message;
+    let message = &result.error_info().unwrap().message;
     assert_eq!(
         message,
         "the Tavily API answered HTTP 500: backend rejected <redacted> for no reason"

@@ -8,11 +8,11 @@ use crate::support::{
 };
 
 /// The parts of a result a reader cares about, for snapshots.
-fn view(result: &iris_tools_core::ToolResult) -> Value {
+fn view(result: &iris_tools_core::ToolOutput) -> Value {
     json!({
-        "is_error": result.is_error,
+        "is_error": result.is_error(),
         "model_content": result.model_content(),
-        "error": result.error,
+        "error": result.error_info(),
         "data": result.data,
     })
 }
@@ -53,7 +53,7 @@ async fn search_edge_answers() {
     for (answer, expected) in cases {
         let server = TestServer::start(Reply::json(answer.clone())).await;
         let result = call(&search_tool(client(&server)), json!({"query": "q"})).await;
-        assert!(!result.is_error, "{answer}: {result:?}");
+        assert!(!result.is_error(), "{answer}: {result:?}");
         assert_eq!(result.model_content(), expected, "{answer}");
         assert_eq!(
             result.data["results"].as_array().unwrap().len(),
@@ -93,7 +93,7 @@ async fn fetch_partial_failure_keeps_both_sides() {
         "query": "pricing",
     });
     let result = call(&fetch_tool(client(&server)), input).await;
-    assert!(!result.is_error);
+    assert!(!result.is_error());
     insta::assert_json_snapshot!(view(&result));
 }
 
@@ -110,7 +110,7 @@ async fn fetch_total_failure_is_a_tool_error() {
     let input = json!({"urls": ["https://a.example/", "https://b.example/", "https://c.example/"]});
     let result = call(&fetch_tool(client(&server)), input).await;
     assert_eq!(result.error_code(), Some("WEB_FETCH_FAILED"));
-    assert!(!result.error.as_ref().unwrap().retryable);
+    assert!(!result.error_info().unwrap().retryable);
     insta::assert_json_snapshot!(view(&result));
 }
 

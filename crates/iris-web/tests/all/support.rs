@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use iris_tools_core::{Tool, ToolExecutionContext, ToolResult};
+use iris_tools_core::{Tool, ToolExecutionContext, ToolOutput};
 use iris_web::{TavilyClient, WebFetchTool, WebSearchTool};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -264,8 +264,9 @@ pub(crate) fn ctx() -> ToolExecutionContext {
     ToolExecutionContext::new(std::env::temp_dir())
 }
 
-/// Runs `tool` the way the executor does: validate, then run with the normalized input.
-pub(crate) async fn call(tool: &dyn Tool, input: Value) -> ToolResult {
+/// Runs `tool` the way the executor does: validate, then run with the validated input
+/// (normalized, and already parsed).
+pub(crate) async fn call(tool: &dyn Tool, input: Value) -> ToolOutput {
     call_with(tool, input, &ctx()).await
 }
 
@@ -274,10 +275,10 @@ pub(crate) async fn call_with(
     tool: &dyn Tool,
     input: Value,
     ctx: &ToolExecutionContext,
-) -> ToolResult {
+) -> ToolOutput {
     match tool.validate_input(input) {
         Ok(valid) => tool.run(valid, ctx).await,
-        Err(info) => ToolResult::error("", "", info),
+        Err(info) => ToolOutput::error(info),
     }
 }
 
@@ -320,6 +321,6 @@ pub(crate) fn search_answer() -> Value {
 }
 
 /// The result as JSON with the error, data and content, for snapshots and leak checks.
-pub(crate) fn result_json(result: &ToolResult) -> Value {
+pub(crate) fn result_json(result: &ToolOutput) -> Value {
     serde_json::to_value(result).unwrap()
 }

@@ -30,7 +30,7 @@ async fn search_with_defaults() {
         json!({"query": "  rust async runtime "}),
     )
     .await;
-    assert!(!result.is_error, "{result:?}");
+    assert!(!result.is_error(), "{result:?}");
     insta::assert_json_snapshot!(request_view(&server));
 }
 
@@ -45,7 +45,7 @@ async fn search_with_every_field() {
         "exclude_domains": ["reddit.com"],
     });
     let result = call(&search_tool(client(&server)), input).await;
-    assert!(!result.is_error, "{result:?}");
+    assert!(!result.is_error(), "{result:?}");
     insta::assert_json_snapshot!(request_view(&server));
 }
 
@@ -55,7 +55,7 @@ async fn extract_whole_pages() {
     let server = TestServer::start(Reply::json(answer)).await;
     let input = json!({"urls": ["https://a.example/", "http://b.example/doc"]});
     let result = call(&fetch_tool(client(&server)), input).await;
-    assert!(!result.is_error, "{result:?}");
+    assert!(!result.is_error(), "{result:?}");
     insta::assert_json_snapshot!(request_view(&server));
 }
 
@@ -65,7 +65,7 @@ async fn extract_relevant_excerpts() {
     let server = TestServer::start(Reply::json(answer)).await;
     let input = json!({"urls": ["https://a.example/"], "query": " pricing tiers "});
     let result = call(&fetch_tool(client(&server)), input).await;
-    assert!(!result.is_error, "{result:?}");
+    assert!(!result.is_error(), "{result:?}");
     insta::assert_json_snapshot!(request_view(&server));
 }
 

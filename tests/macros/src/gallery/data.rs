@@ -1,8 +1,8 @@
-//! Data tools: nested inputs, enums, tagged unions, `Option` and `ToolResult` returns.
+//! Data tools: nested inputs, enums, tagged unions, `Option` and `ToolOutput` returns.
 
 use std::fmt;
 
-use iris_tools_core::{ToolResult, tool};
+use iris_tools_core::{ToolOutput, tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -263,20 +263,19 @@ pub fn convert_units(value: f64, from: TemperatureUnit, to: TemperatureUnit) -> 
 pub async fn run_sql_query(
     #[schemars(length(min = 1))] query: String,
     #[default] params: Vec<Value>,
-) -> ToolResult {
+) -> ToolOutput {
     if !query
         .trim_start()
         .to_ascii_lowercase()
         .starts_with("select")
     {
-        return ToolResult::err(
+        return ToolOutput::err(
             iris_tools_core::codes::PERMISSION_DENIED,
             "only SELECT statements may run",
         );
     }
     let rows = json!([{"region": "eu", "total": 42}, {"region": "us", "total": 58}]);
-    ToolResult::ok_text(format!("2 rows ({} parameters bound)", params.len()))
-        .with_data("rows", rows)
+    ToolOutput::text(format!("2 rows ({} parameters bound)", params.len())).with_data("rows", rows)
 }
 
 /// A support ticket, tagged by its kind.

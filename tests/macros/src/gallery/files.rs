@@ -59,12 +59,12 @@ pub fn write_note(
     Ok(format!("saved notes/{file}.md"))
 }
 
-/// Describe the current session: its id, agent and permission mode.
+/// Describe the current session: its id, agent and run.
 #[tool(group = "session")]
 pub fn session_info(ctx: &ToolExecutionContext) -> String {
     format!(
-        "session={} agent={} mode={}",
-        ctx.session_id, ctx.agent_id, ctx.permission_mode
+        "session={} agent={} run={}",
+        ctx.session_id, ctx.agent_id, ctx.run_id
     )
 }
 

@@ -1,13 +1,15 @@
 //! A gallery of realistic tools, one per shape the macro must handle: enums, nested
 //! structs, vectors, maps, optional and defaulted parameters, renamed fields, both doc
 //! comment styles, presets, context injection, sync and thread execution, `Result` and
-//! `ToolResult` returns, deprecation, aliases, tags, examples and versions.
+//! `ToolOutput` returns, deprecation, aliases, tags, examples and versions, and tools
+//! over shared state (`#[tools]` on an impl block).
 
 use iris_tools_core::ToolDefinition;
 
 pub mod config;
 pub mod data;
 pub mod files;
+pub mod inventory;
 pub mod legacy;
 pub mod text;
 pub mod web;
@@ -44,5 +46,9 @@ pub fn definitions() -> Vec<ToolDefinition> {
         legacy::old_ping::definition(),
         legacy::countdown::definition(),
         legacy::render_badge::definition(),
+        inventory::Inventory::stock_level_definition(),
+        inventory::Inventory::reserve_item_definition(),
+        inventory::Inventory::count_items_definition(),
+        inventory::Inventory::warehouse_report_definition(),
     ]
 }

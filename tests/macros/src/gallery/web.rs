@@ -1,9 +1,9 @@
 //! Network-flavoured tools: presets for endpoints and secrets, renamed nested fields,
-//! timeouts, deferred disclosure and `ToolResult` returns.
+//! timeouts, deferred disclosure and `ToolOutput` returns.
 
 use std::fmt;
 
-use iris_tools_core::{ToolResult, tool};
+use iris_tools_core::{ToolOutput, tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -118,15 +118,15 @@ pub async fn schedule_meeting(
     title: String,
     slot: TimeSlot,
     attendees: Vec<Attendee>,
-) -> ToolResult {
+) -> ToolOutput {
     if attendees.is_empty() {
-        return ToolResult::err(
+        return ToolOutput::err(
             iris_tools_core::codes::INVALID_INPUT,
             "invite at least one attendee",
         );
     }
     let required = attendees.iter().filter(|a| !a.optional).count();
-    ToolResult::ok_text(format!(
+    ToolOutput::text(format!(
         "Scheduled \"{title}\" at {} for {} min with {} attendee(s), {required} required",
         slot.start,
         slot.duration_minutes,

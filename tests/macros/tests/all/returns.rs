@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use iris_tools_core::{
-    ContentBlock, Tool, ToolErrorInfo, ToolExecutionContext, ToolResult, codes, tool,
+    ContentBlock, Tool, ToolErrorInfo, ToolExecutionContext, ToolOutput, codes, tool,
 };
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -93,8 +93,8 @@ async fn return_values_become_results() {
     }
     /// A tool result is kept as is.
     #[tool]
-    fn ret_tool_result() -> ToolResult {
-        ToolResult::ok_text("rich").with_data("k", 1)
+    fn ret_tool_result() -> ToolOutput {
+        ToolOutput::text("rich").with_data("k", 1)
     }
     /// An image block.
     #[tool]
@@ -154,7 +154,7 @@ async fn return_values_become_results() {
         let result = tool.run(input, &ctx).await;
         assert_eq!(result.model_content(), content, "{name}");
         assert_eq!(result.error_code(), code, "{name}");
-        assert_eq!(result.is_error, code.is_some(), "{name}");
+        assert_eq!(result.is_error(), code.is_some(), "{name}");
     }
 }
 
@@ -166,7 +166,10 @@ async fn serialize_results_also_fill_data_output() {
         [("used", 3), ("free", 7)].into()
     }
     let result = disk_usage::tool()
-        .run(json!({}), &ToolExecutionContext::new("/w"))
+        .run(
+            iris_tools_core::ToolInput::new(json!({})),
+            &ToolExecutionContext::new("/w"),
+        )
         .await;
     assert_eq!(result.model_content(), r#"{"free":7,"used":3}"#);
     assert_eq!(result.data["output"], json!({"free": 7, "used": 3}));
@@ -191,11 +194,11 @@ async fn thread_mode_runs_on_the_blocking_pool() {
     let ctx = ToolExecutionContext::new("/w").session_id("s");
     let caller = std::thread::current().name().unwrap_or("").to_owned();
     let threaded = where_am_i::tool()
-        .run(json!({}), &ctx)
+        .run(iris_tools_core::ToolInput::new(json!({})), &ctx)
         .await
         .model_content();
     let inline = where_am_i_inline::tool()
-        .run(json!({}), &ctx)
+        .run(iris_tools_core::ToolInput::new(json!({})), &ctx)
         .await
         .model_content();
     assert_eq!(inline, format!("s {caller}"));

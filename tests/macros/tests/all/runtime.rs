@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use iris_macro_tests::gallery::inventory::Inventory;
 use iris_macro_tests::gallery::{config, data, files, legacy, text, web};
 use iris_tools_core::{
     CancellationSignal, ContentBlock, Tool, ToolExecutionContext, ToolRegistry, codes,
@@ -26,7 +27,8 @@ fn workspace() -> tempfile::TempDir {
 
 /// Every gallery tool, presets bound, by canonical name.
 fn tools(workspace: &std::path::Path) -> Vec<Arc<dyn Tool>> {
-    vec![
+    let inventory = Arc::new(Inventory::with_items([("widget-7", 5), ("bolt", 100)]));
+    let tools: Vec<Arc<dyn Tool>> = vec![
         Arc::new(
             config::read_config::tool()
                 .preset("config_path", workspace.join("app.toml"))
@@ -65,13 +67,24 @@ fn tools(workspace: &std::path::Path) -> Vec<Arc<dyn Tool>> {
         Arc::new(legacy::old_ping::tool()),
         Arc::new(legacy::countdown::tool()),
         Arc::new(legacy::render_badge::tool()),
-    ]
+        Arc::new(inventory.stock_level_tool()),
+        Arc::new(inventory.reserve_item_tool()),
+        Arc::new(inventory.count_items_tool()),
+        Arc::new(
+            inventory
+                .warehouse_report_tool()
+                .preset("warehouse", "north")
+                .unwrap(),
+        ),
+    ];
+    tools
 }
 
 fn context(workspace: &std::path::Path) -> ToolExecutionContext {
     ToolExecutionContext::new(workspace)
         .session_id("s-1")
         .agent_id("main")
+        .run_id("r-1")
 }
 
 /// `(tool, input, expected outcome)` for every gallery tool: at least one valid and
@@ -310,12 +323,12 @@ fn cases() -> Vec<(&'static str, Value, Expect<'static>)> {
         (
             "session_info",
             json!({}),
-            Text("session=s-1 agent=main mode=default"),
+            Text("session=s-1 agent=main run=r-1"),
         ),
         (
             "session_info",
             Value::Null,
-            Text("session=s-1 agent=main mode=default"),
+            Text("session=s-1 agent=main run=r-1"),
         ),
         ("session_info", json!("now"), Invalid(BAD)),
         ("clear_cache", json!({}), Text("")),
@@ -402,6 +415,26 @@ fn cases() -> Vec<(&'static str, Value, Expect<'static>)> {
         ("countdown", json!({"from": 300}), Invalid(BAD)),
         ("render_badge", json!({"label": "ok"}), Text("badge: ok")),
         ("render_badge", json!({"label": ["ok"]}), Invalid(BAD)),
+        ("stock_level", json!({"sku": "widget-7"}), Text("5")),
+        ("stock_level", json!({"sku": ["widget-7"]}), Invalid(BAD)),
+        (
+            "reserve_item",
+            json!({"sku": "bolt", "count": 3}),
+            Text("reserved 3 x bolt for s-1"),
+        ),
+        (
+            "reserve_item",
+            json!({"sku": "bolt", "count": -3}),
+            Invalid(BAD),
+        ),
+        ("count_items", json!({}), Text("2")),
+        ("count_items", json!({"all": true}), Invalid(BAD)),
+        ("warehouse_report", json!({}), Text("north: 102 units")),
+        (
+            "warehouse_report",
+            json!({"warehouse": "south"}),
+            Invalid(BAD),
+        ),
     ]
 }
 
@@ -509,7 +542,7 @@ async fn preset_rules() {
     );
     assert_eq!(error.details["field"], "config_path");
     let validated = bound.validate_input(json!({"key": "server.port"})).unwrap();
-    assert_eq!(validated, json!({"key": "server.port"}));
+    assert_eq!(validated.value(), &json!({"key": "server.port"}));
     assert_eq!(bound.run(validated, &ctx).await.model_content(), "8080");
 
     // Debug output names presets but never shows their values.
@@ -534,7 +567,7 @@ async fn context_and_side_effects() {
     let result = call(&files::clear_cache::tool(), json!({}), &ctx)
         .await
         .unwrap();
-    assert!(result.content.is_empty() && !result.is_error);
+    assert!(result.content.is_empty() && !result.is_error());
     assert_eq!(files::CACHE_CLEARS.load(Ordering::SeqCst), before + 1);
 
     call(
@@ -571,7 +604,7 @@ async fn results_carry_structure_for_the_host() {
         json!({"city": "Oslo", "high": 21.5, "units": "metric"})
     );
 
-    // `ToolResult` returns are kept as they are, data included.
+    // `ToolOutput` returns are kept as they are, data included.
     let result = call(
         &data::run_sql_query::tool(),
         json!({"query": "select 1"}),
@@ -585,7 +618,7 @@ async fn results_carry_structure_for_the_host() {
     let result = call(&legacy::countdown::tool(), json!({"from": 12}), &ctx)
         .await
         .unwrap();
-    let error = result.error.unwrap();
+    let error = result.error_info().cloned().unwrap();
     assert_eq!(
         (error.code.as_str(), error.details["field"].as_str()),
         (codes::INVALID_INPUT, Some("from"))
@@ -599,10 +632,12 @@ async fn results_carry_structure_for_the_host() {
         matches!(&result.content[1], ContentBlock::Image { mime_type, .. } if mime_type == "image/png")
     );
 
-    // The executor binds identity later: the tool leaves it empty.
+    // A tool's output has no identity; only binding it (the executor's last stage)
+    // gives it one.
+    let bound = result.into_result("call_7", "render_badge");
     assert_eq!(
-        (result.tool_use_id.as_str(), result.tool_name.as_str()),
-        ("", "")
+        (bound.tool_use_id.as_str(), bound.tool_name.as_str()),
+        ("call_7", "render_badge")
     );
 }
 
@@ -650,7 +685,7 @@ fn the_original_functions_stay_callable() {
     );
     assert_eq!(legacy::old_ping(), "pong");
     let ctx = ToolExecutionContext::new("/w").session_id("s");
-    assert_eq!(files::session_info(&ctx), "session=s agent= mode=default");
+    assert_eq!(files::session_info(&ctx), "session=s agent= run=");
 }
 
 #[test]
@@ -692,4 +727,103 @@ fn invalid_input_messages_name_the_tool_and_the_problem() {
         lines.push(format!("{name}({input})\n  -> {error}"));
     }
     insta::assert_snapshot!(lines.join("\n"));
+}
+
+/// `#[tools]` methods: every tool shares the one state behind its `Arc`, takes the
+/// context and presets like a free `#[tool]` fn, and the methods stay callable.
+#[tokio::test]
+async fn tool_methods_share_their_state() {
+    use Expect::{Failed, Invalid, Text};
+    const BAD: &str = codes::INVALID_INPUT;
+
+    let inventory = Arc::new(Inventory::with_items([("widget-7", 5), ("bolt", 100)]));
+    let tools = inventory.tools();
+    let names: Vec<&str> = tools.iter().map(|t| t.definition().name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "stock_level",
+            "reserve_item",
+            "count_items",
+            "warehouse_report"
+        ]
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = context(dir.path());
+    let by_name = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t.definition().name == name)
+            .unwrap()
+            .clone()
+    };
+    let stock = by_name("stock_level");
+    let reserve = by_name("reserve_item");
+    let cases = [
+        (&stock, json!({"sku": "widget-7"}), Text("5")),
+        (
+            &reserve,
+            json!({"sku": "widget-7", "count": 2}),
+            Text("reserved 2 x widget-7 for s-1"),
+        ),
+        // The reservation changed the state the other tool reads.
+        (&stock, json!({"sku": "widget-7"}), Text("3")),
+        (
+            &reserve,
+            json!({"sku": "widget-7", "count": 9}),
+            Failed(codes::TOOL_FAILED),
+        ),
+        (
+            &reserve,
+            json!({"sku": "bolt"}),
+            Text("reserved 1 x bolt for s-1"),
+        ),
+        (&stock, json!({"sku": "nut"}), Failed(codes::TOOL_FAILED)),
+        (&stock, json!({"sku": 7}), Invalid(BAD)),
+        (&by_name("count_items"), json!({}), Text("2")),
+        // An unbound preset is the host's mistake, reported before the body runs.
+        (
+            &by_name("warehouse_report"),
+            json!({}),
+            Invalid(codes::INVALID_DEFINITION),
+        ),
+    ];
+    for (tool, input, expect) in cases {
+        check(tool.as_ref(), input, &ctx, expect).await;
+    }
+
+    let report = inventory
+        .warehouse_report_tool()
+        .preset("warehouse", "north")
+        .unwrap();
+    assert!(report.unbound_presets().is_empty());
+    check(&report, json!({}), &ctx, Text("north: 102 units")).await;
+    check(
+        &report,
+        json!({"verbose": true}),
+        &ctx,
+        Text("north: 102 units (bolt=99, widget-7=3)"),
+    )
+    .await;
+    // The model may not set the host's preset.
+    check(&report, json!({"warehouse": "south"}), &ctx, Invalid(BAD)).await;
+
+    // `run` without `validate_input` parses by itself.
+    let direct = stock
+        .run(
+            iris_tools_core::ToolInput::new(json!({"sku": "bolt"})),
+            &ctx,
+        )
+        .await;
+    assert_eq!(direct.model_content(), "99");
+
+    // The methods stay callable, and plain methods are untouched.
+    inventory.restock("nut", 4);
+    assert_eq!(inventory.count_items(), 3);
+    assert_eq!(inventory.stock_level("nut".into()).await.unwrap(), 4);
+    assert_eq!(
+        Inventory::stock_level_definition().group,
+        "inventory",
+        "the definition is available without any state"
+    );
 }

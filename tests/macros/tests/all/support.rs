@@ -1,6 +1,6 @@
 //! Shared helpers: run a tool through the `Tool` trait the way the executor does.
 
-use iris_tools_core::{Tool, ToolExecutionContext, ToolResult};
+use iris_tools_core::{Tool, ToolExecutionContext, ToolOutput};
 use serde_json::Value;
 
 /// What a call should produce.
@@ -21,7 +21,7 @@ pub(crate) async fn call(
     tool: &dyn Tool,
     input: Value,
     ctx: &ToolExecutionContext,
-) -> Result<ToolResult, iris_tools_core::ToolErrorInfo> {
+) -> Result<ToolOutput, iris_tools_core::ToolErrorInfo> {
     let input = tool.validate_input(input)?;
     Ok(tool.run(input, ctx).await)
 }
@@ -37,11 +37,11 @@ pub(crate) async fn check(
     let outcome = call(tool, input.clone(), ctx).await;
     match (outcome, expect) {
         (Ok(result), Expect::Text(text)) => {
-            assert!(!result.is_error, "{name}({input}): {result:?}");
+            assert!(!result.is_error(), "{name}({input}): {result:?}");
             assert_eq!(result.model_content(), text, "{name}({input})");
         }
         (Ok(result), Expect::Contains(text)) => {
-            assert!(!result.is_error, "{name}({input}): {result:?}");
+            assert!(!result.is_error(), "{name}({input}): {result:?}");
             assert!(
                 result.model_content().contains(text),
                 "{name}({input}): `{text}` not in {}",
@@ -52,7 +52,7 @@ pub(crate) async fn check(
             assert_eq!(error.code, code, "{name}({input}): {error}");
         }
         (Ok(result), Expect::Failed(code)) => {
-            assert!(result.is_error, "{name}({input}) should fail: {result:?}");
+            assert!(result.is_error(), "{name}({input}) should fail: {result:?}");
             assert_eq!(
                 result.error_code(),
                 Some(code),

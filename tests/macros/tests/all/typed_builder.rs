@@ -97,7 +97,9 @@ async fn a_built_tool_parses_typed_input_and_hides_presets() {
 
     // Re-binding after build goes through the same checks.
     let rebound = tool.preset("tenant", "globex").unwrap();
-    let result = rebound.run(json!({"id": 1}), &ctx).await;
+    let result = rebound
+        .run(iris_tools_core::ToolInput::new(json!({"id": 1})), &ctx)
+        .await;
     assert!(result.model_content().contains("globex"));
 }
 

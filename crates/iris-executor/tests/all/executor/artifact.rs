@@ -1,0 +1,122 @@
+//! Long results become artifacts: the whole body saved, a preview returned.
+
+use iris_executor::ToolExecutor;
+use iris_tools_core::{
+    PreviewMode, ToolCapability as Cap, ToolExecutionContext, ToolOutput, ToolRegistry, ToolUse,
+};
+use serde_json::json;
+
+use super::fixtures::{def, register};
+
+fn long_body(n: usize) -> String {
+    (0..n).map(|i| char::from(b'a' + (i % 26) as u8)).collect()
+}
+
+fn executor(max_chars: usize, preview: usize) -> ToolExecutor {
+    let registry = ToolRegistry::new();
+    let definition = def("dump", &[Cap::Read])
+        .with_max_result_chars(max_chars)
+        .with_preview(preview, PreviewMode::Head);
+    register(&registry, definition, |input, _| async move {
+        ToolOutput::text(long_body(input["n"].as_u64().unwrap_or(0) as usize))
+    });
+    ToolExecutor::new(registry)
+}
+
+/// (body length, threshold, whether it becomes an artifact)
+#[tokio::test]
+async fn long_results_are_saved_whole_short_ones_untouched() {
+    let table = [
+        (10, 1_000, false),
+        (1_000, 1_000, false),
+        (1_001, 1_000, true),
+        (50_000, 1_000, true),
+    ];
+    for (n, max_chars, saved) in table {
+        let workspace = tempfile::tempdir().unwrap();
+        let ctx = ToolExecutionContext::new(workspace.path()).session_id("s-1");
+        let result = executor(max_chars, 100)
+            .execute_one(&ToolUse::new("call_1", "dump", json!({"n": n})), &ctx, None)
+            .await;
+        assert_eq!(result.error_code(), None, "n={n}");
+        assert_eq!(result.tool_use_id, "call_1");
+        let body = long_body(n);
+        match (&result.output.artifact, saved) {
+            (None, false) => assert_eq!(result.model_content(), body, "n={n}: unchanged"),
+            (Some(artifact), true) => {
+                let path = artifact
+                    .text_path
+                    .as_ref()
+                    .expect("text_path of a saved body");
+                let session_dir = workspace.path().join(".iris/tool-results/s-1");
+                assert!(
+                    path.starts_with(&session_dir),
+                    "n={n}: {} under the session dir",
+                    path.display()
+                );
+                assert_eq!(
+                    std::fs::read_to_string(path).unwrap(),
+                    body,
+                    "n={n}: whole body saved"
+                );
+                assert!(
+                    result.output.model_chars() < n,
+                    "n={n}: the model sees a preview"
+                );
+                assert!(
+                    result.model_content().starts_with(&body[..100]),
+                    "n={n}: head preview"
+                );
+            }
+            (artifact, _) => panic!("n={n}: artifact {artifact:?}, expected saved={saved}"),
+        }
+    }
+}
+
+/// The model chooses call ids; an id with path syntax cannot place the file outside
+/// the session's directory, and the result keeps the real id.
+#[tokio::test]
+async fn hostile_call_ids_stay_inside_the_store() {
+    let workspace = tempfile::tempdir().unwrap();
+    let ctx = ToolExecutionContext::new(workspace.path()).session_id("s-1");
+    let id = "../../escape";
+    let result = executor(10, 5)
+        .execute_one(&ToolUse::new(id, "dump", json!({"n": 100})), &ctx, None)
+        .await;
+    assert_eq!(result.tool_use_id, id);
+    let path = result
+        .output
+        .artifact
+        .and_then(|a| a.text_path)
+        .expect("saved");
+    let session_dir = workspace.path().join(".iris/tool-results/s-1");
+    assert_eq!(path.parent(), Some(session_dir.as_path()));
+}
+
+/// When the artifact cannot be written, nothing is lost: the whole body stays in the
+/// result and the failure is reported in `output.artifact_error`.
+#[tokio::test]
+async fn an_artifact_failure_keeps_the_whole_body() {
+    let dir = tempfile::tempdir().unwrap();
+    // A workspace "root" that is a regular file: no directory can be created under it.
+    let not_a_dir = dir.path().join("file");
+    std::fs::write(&not_a_dir, "x").unwrap();
+    let ctx = ToolExecutionContext::new(&not_a_dir).session_id("s-1");
+    let result = executor(10, 5)
+        .execute_one(
+            &ToolUse::new("call_1", "dump", json!({"n": 100})),
+            &ctx,
+            None,
+        )
+        .await;
+    assert_eq!(result.model_content(), long_body(100));
+    assert!(result.output.artifact.is_none());
+    assert!(!result.is_error());
+    let error = result
+        .output
+        .artifact_error
+        .as_ref()
+        .expect("artifact_error");
+    assert_eq!(error.code, "ARTIFACT_ERROR");
+    assert!(!error.message.is_empty(), "{error:?}");
+}

@@ -1,0 +1,8 @@
+//! Integration tests of iris-executor: one binary, one module per area.
+
+mod artifact;
+mod breaker;
+mod executor;
+mod permission;
+mod support;
+mod workspace;
