@@ -1,4 +1,5 @@
-//! Each check against small fixture workspaces, passing and failing.
+//! Each check against small fixture workspaces (passing and failing), and every check
+//! against the real workspace.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly on purpose.
 
 use super::*;
@@ -557,4 +558,26 @@ fn manifests_are_read_in_every_spelling() {
         ]
     );
     assert_eq!(manifest::strings("[ \"p\", 'q', ]"), ["p", "q"]);
+}
+
+// The real workspace.
+
+#[test]
+fn the_workspace_is_tidy() {
+    let root = crate::root();
+    let report = check(&root);
+    let listed: Vec<String> = report
+        .violations
+        .iter()
+        .map(|v| format!("  tidy: {v}"))
+        .collect();
+    assert!(
+        report.violations.is_empty(),
+        "`cargo xtask tidy` finds {} violation(s) in {} (core: {} non-test lines, budget \
+         {CORE_BUDGET}):\n{}\n",
+        report.violations.len(),
+        root.display(),
+        report.core_lines,
+        listed.join("\n")
+    );
 }
