@@ -2,7 +2,7 @@
 //!
 //! Commands:
 //! - `ci [--no-setup]`: everything CI runs — `.ci/setup` (Docker engine, offline command
-//!   image, MCP test venv), formatting, clippy with `-D warnings`, every test (unit,
+//!   image, MCP test venv), formatting, `tidy`, clippy with `-D warnings`, every test (unit,
 //!   integration, doctests, trybuild, snapshot checks) of the whole workspace, and the
 //!   quickstart with its milestones checked.
 //! - `tidy`: fast text-only checks of the workspace's structural rules (core's dependency
@@ -25,8 +25,8 @@ const USAGE: &str = "\
 usage: cargo xtask <command>
 
 commands:
-  ci [--no-setup]    .ci/setup (unless --no-setup), fmt --check, clippy -D warnings, every
-                     test, then the quickstart with its milestones
+  ci [--no-setup]    .ci/setup (unless --no-setup), fmt --check, tidy, clippy -D warnings,
+                     every test, then the quickstart with its milestones
   tidy               structural checks: core's dependency allow-list (tokio: sync only),
                      no fs/process/net in core, core's non-test line budget, an
                      architecture invariant per crate, the exact iris-tools-macros pin,
@@ -87,8 +87,8 @@ fn run(mut cmd: Command) -> Result<(), String> {
     }
 }
 
-/// The services the tests need (`.ci/setup`), formatting, lints, every test, then the
-/// quickstart.
+/// The services the tests need (`.ci/setup`), formatting, tidy, lints, every test, then
+/// the quickstart.
 fn ci(setup: bool) -> Result<(), String> {
     if setup {
         let mut cmd = Command::new("bash");
@@ -98,6 +98,8 @@ fn ci(setup: bool) -> Result<(), String> {
     let mut fmt = cargo();
     fmt.args(["fmt", "--all", "--check"]);
     run(fmt)?;
+    eprintln!("xtask: running tidy");
+    tidy::run(&root())?;
     let mut clippy = cargo();
     clippy.args([
         "clippy",
