@@ -2,27 +2,53 @@
 //!
 //! Commands:
 //! - `ci [--no-setup]`: everything CI runs — `.ci/setup` (Docker engine, offline command
-//!   image, MCP test venv), formatting, clippy with `-D warnings`, every test (unit,
+//!   image, MCP test venv), formatting, `tidy`, clippy with `-D warnings`, every test (unit,
 //!   integration, doctests, trybuild, snapshot checks) of the whole workspace, and the
 //!   quickstart with its milestones checked.
+//! - `tidy`: fast text-only checks of the workspace's structural rules (core's dependency
+//!   allow-list and size budget, no file system in core, one architecture invariant per
+//!   crate, the exact macros pin, READMEs as doctests, no skipped tests); see `tidy.rs`.
+//! - `test`: every test of the workspace.
 //! - `schemas [--check]`: regenerate (or check) the `#[tool]` schema snapshots.
 //! - `bench`: the divan benchmarks plus the Python reference measurements.
 //!
 //! It depends on nothing but the standard library so it builds in seconds.
 
+mod tidy;
+
 use std::env;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
+
+/// What `--help` and a wrong command print.
+const USAGE: &str = "\
+usage: cargo xtask <command>
+
+commands:
+  ci [--no-setup]    .ci/setup (unless --no-setup), fmt --check, tidy, clippy -D warnings,
+                     every test, then the quickstart with its milestones
+  tidy               structural checks: core's dependency allow-list (tokio: sync only),
+                     no fs/process/net in core, core's non-test line budget, an
+                     architecture invariant per crate, the exact iris-tools-macros pin,
+                     READMEs as doctests, no ignored or should_panic tests
+  test               every test of the workspace
+  schemas [--check]  regenerate (or check) the #[tool] schema snapshots
+  bench              divan benchmarks plus the Python reference measurements";
 
 fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(!args.iter().any(|a| a == "--no-setup")),
+        Some("tidy") => tidy::run(&root()),
         Some("test") => test(),
         Some("schemas") => schemas(args.iter().any(|a| a == "--check")),
         Some("bench") => bench(),
+        Some("help" | "--help" | "-h") => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
         _ => {
-            eprintln!("usage: cargo xtask <ci [--no-setup]|test|schemas [--check]|bench>");
+            eprintln!("{USAGE}");
             return ExitCode::from(2);
         }
     };
@@ -61,8 +87,8 @@ fn run(mut cmd: Command) -> Result<(), String> {
     }
 }
 
-/// The services the tests need (`.ci/setup`), formatting, lints, every test, then the
-/// quickstart.
+/// The services the tests need (`.ci/setup`), formatting, tidy, lints, every test, then
+/// the quickstart.
 fn ci(setup: bool) -> Result<(), String> {
     if setup {
         let mut cmd = Command::new("bash");
@@ -72,6 +98,8 @@ fn ci(setup: bool) -> Result<(), String> {
     let mut fmt = cargo();
     fmt.args(["fmt", "--all", "--check"]);
     run(fmt)?;
+    eprintln!("xtask: running tidy");
+    tidy::run(&root())?;
     let mut clippy = cargo();
     clippy.args([
         "clippy",
