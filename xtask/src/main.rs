@@ -186,11 +186,14 @@ fn schemas(check: bool) -> Result<(), String> {
 /// Divan benchmarks, then the Python reference measurements when Python has them.
 fn bench() -> Result<(), String> {
     let mut bench = cargo();
-    bench.args(["bench", "-p", "iris-tools-core"]);
+    bench.args(["bench", "-p", "iris-executor", "-p", "iris-discovery"]);
     run(bench)?;
-    let script = root().join("crates/iris-tools-core/benches/openai_agents_trivial.py");
+    let script = root().join("crates/iris-executor/benches/openai_agents_trivial.py");
     if script.exists() {
-        let mut py = Command::new("python3");
+        // The reference needs `openai-agents`; IRIS_BENCH_PYTHON names an interpreter
+        // that has it (for example a venv's), else `python3`.
+        let python = std::env::var("IRIS_BENCH_PYTHON").unwrap_or_else(|_| "python3".into());
+        let mut py = Command::new(python);
         py.arg(&script);
         if let Err(e) = run(py) {
             eprintln!("xtask: Python reference skipped: {e} (pip install openai-agents)");
