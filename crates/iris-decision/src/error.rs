@@ -183,14 +183,7 @@ impl Error {
     /// The structured form a tool result carries: code, one-line message (with the
     /// source chain), `retryable`, and details a host may use.
     pub fn to_info(&self) -> ToolErrorInfo {
-        let mut message = self.to_string();
-        let mut source = std::error::Error::source(self);
-        while let Some(s) = source {
-            message.push_str(": ");
-            message.push_str(&s.to_string());
-            source = s.source();
-        }
-        let info = ToolErrorInfo::new(self.code(), message).retryable(self.retryable());
+        let info = ToolErrorInfo::from_error(self.code(), self).retryable(self.retryable());
         match self {
             Error::InvalidRequest { field, .. }
             | Error::InvalidResponse { field, .. }

@@ -43,14 +43,7 @@ impl Error {
 
     /// The structured form a tool output carries: the whole error chain as message.
     pub fn to_info(&self) -> ToolErrorInfo {
-        let mut message = self.to_string();
-        let mut source = std::error::Error::source(self);
-        while let Some(s) = source {
-            message.push_str(": ");
-            message.push_str(&s.to_string());
-            source = s.source();
-        }
-        ToolErrorInfo::new(self.code(), message)
+        ToolErrorInfo::from_error(self.code(), self)
     }
 
     /// The `ARTIFACT_ERROR` an output carries when saving its body failed: the whole

@@ -211,14 +211,7 @@ impl Error {
     /// The structured form a tool result carries: code, one-line message (with the
     /// source chain) and the structured details a host may use.
     pub fn to_info(&self) -> ToolErrorInfo {
-        let mut message = self.to_string();
-        let mut source = std::error::Error::source(self);
-        while let Some(s) = source {
-            message.push_str(": ");
-            message.push_str(&s.to_string());
-            source = s.source();
-        }
-        let info = ToolErrorInfo::new(self.code(), message);
+        let info = ToolErrorInfo::from_error(self.code(), self);
         match self {
             Error::SkillNotFound { name, suggestions } => info
                 .with_detail("name", name.as_str())

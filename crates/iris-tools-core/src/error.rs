@@ -88,6 +88,26 @@ impl ToolErrorInfo {
         }
     }
 
+    /// An error whose message is `error`'s `Display` followed by each of its sources
+    /// (`outer: inner: innermost`), so nothing a chain says is lost on the way to the
+    /// model or host.
+    ///
+    /// ```
+    /// use iris_tools_core::ToolErrorInfo;
+    /// let io = std::io::Error::other("disk full");
+    /// assert_eq!(ToolErrorInfo::from_error("IO_ERROR", &io).message, "disk full");
+    /// ```
+    pub fn from_error(code: impl Into<String>, error: &(dyn std::error::Error + 'static)) -> Self {
+        let mut message = error.to_string();
+        let mut source = error.source();
+        while let Some(s) = source {
+            message.push_str(": ");
+            message.push_str(&s.to_string());
+            source = s.source();
+        }
+        Self::new(code, message)
+    }
+
     /// Marks the error as retryable.
     #[must_use]
     pub fn retryable(mut self, retryable: bool) -> Self {
@@ -148,14 +168,7 @@ impl Error {
 
     /// Converts the error into the structured form a tool result carries.
     pub fn to_info(&self) -> ToolErrorInfo {
-        let mut message = self.to_string();
-        let mut source = std::error::Error::source(self);
-        while let Some(s) = source {
-            message.push_str(": ");
-            message.push_str(&s.to_string());
-            source = s.source();
-        }
-        ToolErrorInfo::new(self.code(), message)
+        ToolErrorInfo::from_error(self.code(), self)
     }
 }
 
