@@ -1,4 +1,4 @@
-//! [`CommandConfig`]: the root command resource (seed 000 "命令环境").
+//! [`CommandConfig`]: the root command resource (seed 000, command environment).
 //!
 //! | field | default | rule |
 //! |---|---|---|

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
-/// The `context_policy` configuration section (seed 000 "工具发现").
+/// The `context_policy` configuration section (seed 000, tool discovery).
 ///
 /// `enabled` defaults to true and `deferred_tools` to false. Turning `deferred_tools`
 /// on installs `tool_search` and publishes connected MCP tools as deferred; it needs

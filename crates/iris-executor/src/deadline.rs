@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use iris_tools_core::{ToolErrorInfo, codes};
 
-/// The seed's default cap (seed 004: "未覆寫時為 1 分鐘"), used when no other bound is set.
+/// The seed's default cap (seed 004: one minute unless overridden), used when no other bound is set.
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How often a running body reports a heartbeat (seed 004: every 30 s).

@@ -162,8 +162,8 @@ async fn assemble(
             BuiltinKey::WebSearch | BuiltinKey::WebFetch => &web_set,
             BuiltinKey::HumanAsk => {
                 notes.push(
-                    "tools.builtin: human.ask (ask_question) is installed only by a runner \
-                     that can wait for a human; the standalone tool layer skips it"
+                    "tools.builtin: human.ask (ask_question) needs a run loop that can wait \
+                     for a human, which this release does not have yet; it is not installed"
                         .into(),
                 );
                 continue;
@@ -218,8 +218,8 @@ async fn assemble(
     let subagents = load_subagents(loaded)?;
     if subagents.is_some() {
         notes.push(
-            "tools.subagent: the catalog is valid; the `subagent` tool is installed by \
-             AgentRunner, which runs child agents"
+            "tools.subagent: the catalog is valid; the `subagent` tool needs a run loop \
+             to run child agents, which this release does not have yet; it is not installed"
                 .into(),
         );
     }

@@ -116,7 +116,7 @@ pub struct HostToolsConfig {
     pub registrars: Vec<String>,
 }
 
-/// A `tools.builtin` key (seed 000, "内置工具目录").
+/// A `tools.builtin` key (seed 000, built-in tool catalog).
 ///
 /// ```
 /// use iris_runner::config::BuiltinKey;
@@ -152,8 +152,9 @@ pub enum BuiltinKey {
     /// `run_python` (iris-command).
     #[serde(rename = "exec.python")]
     ExecPython,
-    /// `ask_question`: accepted, but only a runner that can wait for a human installs
-    /// it; [`build_tool_registry`](crate::build_tool_registry) records a note instead.
+    /// `ask_question`: accepted, but it needs a run loop that can wait for a human,
+    /// which this release does not have; [`build_tool_registry`](crate::build_tool_registry)
+    /// records a note instead of installing it.
     #[serde(rename = "human.ask")]
     HumanAsk,
     /// `web_search` (iris-web, Tavily).

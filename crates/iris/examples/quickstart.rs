@@ -1,4 +1,4 @@
-//! The Iris walkthrough (seed 003 "沿一次读取与修改任务看执行过程"): a scripted model asks
+//! The Iris walkthrough (seed 003, one read-and-edit task followed through): a scripted model asks
 //! to read a config and change the log level from DEBUG to INFO, then summarizes the logs.
 //!
 //! Run it with `cargo run -p iris --example quickstart`. It needs no API key and no

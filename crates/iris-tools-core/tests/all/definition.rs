@@ -373,7 +373,7 @@ fn spec_projection() {
     assert_eq!(spec.input_schema, json!({"type": "object"}));
 }
 
-/// `ToolResult`'s model projection (seed 000, "调用、结果与权限").
+/// `ToolResult`'s model projection (seed 000, calls, results and permission).
 mod result {
     use iris_tools_core::{Approval, ContentBlock, ToolErrorInfo, ToolOutput, ToolResult, codes};
     use serde_json::json;

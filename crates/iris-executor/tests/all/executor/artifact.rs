@@ -120,3 +120,46 @@ async fn an_artifact_failure_keeps_the_whole_body() {
     assert_eq!(error.code, "ARTIFACT_ERROR");
     assert!(!error.message.is_empty(), "{error:?}");
 }
+
+/// Disk work never runs on the async workers: on a current-thread runtime, saving a
+/// long body (and resolving a path parameter for the default policy) happens on a
+/// blocking-pool thread, while a short result and a call without paths start none.
+#[test]
+fn disk_work_runs_on_the_blocking_pool() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use iris_executor::{ApprovalMode, DefaultPermissionPolicy};
+
+    // (body length, whether the call names a path, blocking threads expected)
+    let table = [(10, false, false), (5_000, false, true), (10, true, true)];
+    for (n, with_path, expect_blocking) in table {
+        let started = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&started);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .on_thread_start(move || {
+                counter.fetch_add(1, Ordering::SeqCst);
+            })
+            .build()
+            .unwrap();
+        let workspace = tempfile::tempdir().unwrap();
+        let ctx = ToolExecutionContext::new(workspace.path()).session_id("s-1");
+        let executor = executor(1_000, 100)
+            .with_permission_policy(DefaultPermissionPolicy::new().write_mode(ApprovalMode::Allow));
+        let input = if with_path {
+            json!({"n": n, "path": "notes.txt"})
+        } else {
+            json!({"n": n})
+        };
+        let result =
+            runtime.block_on(executor.execute_one(&ToolUse::new("c1", "dump", input), &ctx, None));
+        assert!(!result.is_error(), "{result:?}");
+        assert_eq!(result.output.artifact.is_some(), n > 1_000, "n = {n}");
+        assert_eq!(
+            started.load(Ordering::SeqCst) > 0,
+            expect_blocking,
+            "n = {n}, path = {with_path}: blocking threads started"
+        );
+    }
+}

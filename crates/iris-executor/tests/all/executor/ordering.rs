@@ -1,4 +1,4 @@
-//! Parallel windows and barriers (seed 003: "并发只用于可并行的调用窗口").
+//! Parallel windows and barriers (seed 003: concurrency only inside parallel windows).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
