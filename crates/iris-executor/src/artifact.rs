@@ -8,18 +8,26 @@
 //! Every write is atomic (temporary file in the same directory, `fsync`, rename), so a
 //! reader never sees half a file, and every file name derived from a model-supplied id is
 //! sanitized so it can neither escape the store nor collide with another id's file.
+//!
+//! A store inside a workspace never follows a symlink the workspace ships: the workspace
+//! root is held open and `.iris/tool-results/<session>` is walked and created from that
+//! handle (`mkdirat`, `openat(O_NOFOLLOW)`, see [`crate::workspace::WorkspaceDir`]), and
+//! the files are written relative to the held session directory. A symlinked `.iris` (or
+//! any symlinked component) is an [`Error::Path`] (`INVALID_PATH`); the executor then
+//! keeps the whole body and reports `ARTIFACT_ERROR` in `artifact_error`.
 
-use std::fs::{self, File};
+use std::ffi::OsStr;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use serde_json::Value;
 
 use iris_tools_core::definition::{DEFAULT_PREVIEW_CHARS, PreviewMode};
 use iris_tools_core::{ContentBlock, ToolArtifact, ToolOutput};
 
-use crate::atomic::{WriteMode, write_atomic as write_file_atomic};
+use crate::atomic::{WriteMode, write_atomic_in};
 use crate::error::{Error, Result};
+use crate::workspace::{WorkspaceDir, open_trusted_file};
 
 /// Where results land, relative to the workspace: `.iris/tool-results/<session>/`.
 pub const TOOL_RESULTS_DIR: &str = ".iris/tool-results";
@@ -171,10 +179,17 @@ impl ToolArtifactStore {
         let dir = self
             .root
             .join(format!("{}.files", sanitize_file_stem(tool_use_id)));
-        let mut input = File::open(source).map_err(|e| io(source, e))?;
+        // Non-blocking open judged by the handle: a FIFO cannot hang the copy.
+        let (mut input, _) = open_trusted_file(source).map_err(|e| match e {
+            crate::workspace::AccessError::Io { source: err, .. } => io(source, err),
+            other => io(
+                source,
+                std::io::Error::new(std::io::ErrorKind::InvalidInput, other.to_string()),
+            ),
+        })?;
         let mut bytes = Vec::new();
         input.read_to_end(&mut bytes).map_err(|e| io(source, e))?;
-        let (path, size_bytes) = write_atomic(&dir, &name, &bytes)?;
+        let (path, size_bytes) = write_atomic(self, &dir, &name, &bytes)?;
         Ok(ToolArtifact {
             path,
             mime_type: mime_type_for_path(source).to_owned(),
@@ -194,7 +209,7 @@ impl ToolArtifactStore {
     ) -> Result<ToolArtifact> {
         let text = serde_json::to_string_pretty(payload)?;
         let name = format!("{}.json", sanitize_file_stem(tool_use_id));
-        let (path, size_bytes) = write_atomic(&self.root, &name, text.as_bytes())?;
+        let (path, size_bytes) = write_atomic(self, &self.root, &name, text.as_bytes())?;
         Ok(ToolArtifact {
             path,
             mime_type: MIME_JSON.to_owned(),
@@ -243,7 +258,7 @@ impl ToolArtifactStore {
     /// [`ToolArtifactStore::persist_if_large`]).
     pub fn save_body(&self, call_id: &str, body: &str) -> Result<SavedBody> {
         let name = format!("{}.txt", sanitize_file_stem(call_id));
-        let (path, size_bytes) = write_atomic(&self.root, &name, body.as_bytes())?;
+        let (path, size_bytes) = write_atomic(self, &self.root, &name, body.as_bytes())?;
         Ok(SavedBody { path, size_bytes })
     }
 
@@ -327,6 +342,49 @@ impl ToolArtifactStore {
             },
         }));
         out
+    }
+
+    /// Opens (creating what is missing) the store directory `dir`, which is `root` or
+    /// below it.
+    ///
+    /// In a workspace (see [`ToolArtifactStore::workspace`]) the workspace root is held
+    /// open and the rest (`.iris/tool-results/<session>/…`) is walked and created from
+    /// it without following any symlink; a symlinked component is an `INVALID_PATH`
+    /// [`Error::Path`]. A store outside a workspace has a host-chosen root, which is
+    /// created and opened as given.
+    fn open_dir(&self, dir: &Path) -> Result<WorkspaceDir> {
+        match self.workspace() {
+            Some(workspace) => {
+                let rel = dir.strip_prefix(workspace).unwrap_or(dir);
+                // `for_session("")` names the current directory, as it always did.
+                let workspace = if workspace.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    workspace
+                };
+                if !rel
+                    .components()
+                    .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+                {
+                    return Err(Error::Path(crate::PathError::Invalid {
+                        path: dir.to_path_buf(),
+                        reason: "the store directory is not a plain path below the workspace"
+                            .into(),
+                    }));
+                }
+                // The workspace root is the host's choice: a missing one is created as
+                // given (as the store always did); everything below it is confined.
+                if !workspace.exists() {
+                    std::fs::create_dir_all(workspace).map_err(|e| io(workspace, e))?;
+                }
+                let root = WorkspaceDir::open_root(workspace)?;
+                Ok(root.create_dir_all(rel)?)
+            }
+            None => {
+                std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+                WorkspaceDir::open_trusted(dir).map_err(|e| io(dir, e))
+            }
+        }
     }
 
     /// The store with its preview budget capped at `max_chars`.
@@ -722,14 +780,20 @@ fn is_regional_indicator(c: char) -> bool {
     ('\u{1F1E6}'..='\u{1F1FF}').contains(&c)
 }
 
-/// Writes `<dir>/<name>` atomically with the shared helper, creating `dir` first.
-/// Returns the destination and the byte count.
-fn write_atomic(dir: &Path, name: &str, content: &[u8]) -> Result<(PathBuf, u64)> {
-    fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+/// Writes `<dir>/<name>` atomically with the shared helper, creating `dir` first
+/// through [`ToolArtifactStore::open_dir`]. Returns the destination and the byte count.
+fn write_atomic(
+    store: &ToolArtifactStore,
+    dir: &Path,
+    name: &str,
+    content: &[u8],
+) -> Result<(PathBuf, u64)> {
+    let held = store.open_dir(dir)?;
     let dest = dir.join(name);
     let shown = dest.display().to_string();
-    write_file_atomic(
-        &dest,
+    write_atomic_in(
+        &held,
+        OsStr::new(name),
         &shown,
         content,
         WriteMode::Replace { verify: &|| Ok(()) },

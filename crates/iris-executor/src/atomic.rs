@@ -6,13 +6,22 @@
 //! partial write. Replacing keeps the old file's permissions (and, where allowed,
 //! its owner); creating never overwrites a file that appeared in the meantime. The
 //! functions block: call them inside [`crate::blocking::run_blocking`].
+//!
+//! [`write_atomic_in`] works relative to a held directory handle (a
+//! [`WorkspaceDir`]): the temporary file is created with `openat(O_CREAT | O_EXCL |
+//! O_NOFOLLOW)` in that directory and renamed or linked into place with
+//! `renameat` / `linkat` relative to the same handle, so a directory swapped for a
+//! symlink after the target was resolved cannot redirect the write. Workspace writes
+//! use it; [`write_atomic`] is the same for a host-chosen path.
 
-use std::fs::{self, File, OpenOptions};
+use std::ffi::{OsStr, OsString};
 use std::io::{ErrorKind, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use iris_tools_core::{ToolErrorInfo, codes as core_codes};
+
+use crate::workspace::WorkspaceDir;
 
 /// How the target is treated.
 #[allow(missing_debug_implementations)] // Holds callbacks; nothing to show.
@@ -34,17 +43,18 @@ pub enum WriteMode<'a> {
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// Removes the temporary file unless it was renamed into place.
-struct TempFile {
-    path: PathBuf,
+/// Removes the temporary file unless it was put in place.
+struct TempFile<'d> {
+    dir: &'d WorkspaceDir,
+    name: OsString,
     armed: bool,
 }
 
-impl Drop for TempFile {
+impl Drop for TempFile<'_> {
     fn drop(&mut self) {
         if self.armed {
             // Best effort: a leftover temporary file is harmless and hidden.
-            let _ = fs::remove_file(&self.path);
+            let _ = self.dir.remove_file(&self.name);
         }
     }
 }
@@ -54,23 +64,28 @@ fn io_error(rel: &str, what: &str, e: &std::io::Error) -> ToolErrorInfo {
         .with_detail("path", rel)
 }
 
-/// Creates a fresh temporary file next to `target`.
-fn create_temp(target: &Path, rel: &str) -> Result<(TempFile, File), ToolErrorInfo> {
-    let dir = target.parent().unwrap_or_else(|| Path::new("."));
+/// Creates a fresh temporary file for the entry `name` of `dir`, in `dir`.
+fn create_temp<'d>(
+    dir: &'d WorkspaceDir,
+    name: &OsStr,
+    rel: &str,
+) -> Result<(TempFile<'d>, std::fs::File), ToolErrorInfo> {
     // Keep the temporary name well below the usual 255-byte name limit.
-    let name: String = target
-        .file_name()
-        .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned())
-        .chars()
-        .take(64)
-        .collect();
+    let stem: String = name.to_string_lossy().chars().take(64).collect();
     for _ in 0..16 {
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let path = dir.join(format!(".{name}.iris-{}-{n}.tmp", std::process::id()));
-        // create_new never follows or reuses an existing name, and the default mode
-        // (0666 minus the umask) is what a new file should get.
-        match OpenOptions::new().write(true).create_new(true).open(&path) {
-            Ok(file) => return Ok((TempFile { path, armed: true }, file)),
+        let temp = OsString::from(format!(".{stem}.iris-{}-{n}.tmp", std::process::id()));
+        // O_EXCL never follows or reuses an existing name, and the default mode (0666
+        // minus the umask) is what a new file should get.
+        match dir.create_new(&temp) {
+            Ok(file) => {
+                let guard = TempFile {
+                    dir,
+                    name: temp,
+                    armed: true,
+                };
+                return Ok((guard, file));
+            }
             Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
             Err(e) => return Err(io_error(rel, "create a temporary file for", &e)),
         }
@@ -81,70 +96,85 @@ fn create_temp(target: &Path, rel: &str) -> Result<(TempFile, File), ToolErrorIn
     ))
 }
 
-/// Writes `content` to `target` atomically. `rel` names the target in error messages
-/// (the path as the model wrote it, never a host path the model did not give).
+/// Writes `content` to the entry `name` of the held directory `dir` atomically. `rel`
+/// names the target in error messages (the path as the model wrote it, never a host
+/// path the model did not give).
+///
+/// ```
+/// # #[cfg(unix)] {
+/// use std::ffi::OsStr;
+/// use iris_executor::atomic::{WriteMode, write_atomic_in};
+/// use iris_executor::workspace::WorkspaceDir;
+///
+/// let ws = tempfile::tempdir()?;
+/// let root = WorkspaceDir::open_root(ws.path())?;
+/// let notes = root.create_dir_all("notes".as_ref())?;
+/// let exists = || iris_tools_core::ToolErrorInfo::new("EXISTS", "taken");
+/// write_atomic_in(&notes, OsStr::new("a.md"), "notes/a.md", b"hi", WriteMode::CreateNew { exists: &exists })?;
+/// assert_eq!(std::fs::read_to_string(ws.path().join("notes/a.md"))?, "hi");
+/// # }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn write_atomic_in(
+    dir: &WorkspaceDir,
+    name: &OsStr,
+    rel: &str,
+    content: &[u8],
+    mode: WriteMode<'_>,
+) -> Result<(), ToolErrorInfo> {
+    let (mut temp, mut file) = create_temp(dir, name, rel)?;
+    file.write_all(content)
+        .and_then(|()| file.sync_all())
+        .map_err(|e| io_error(rel, "write", &e))?;
+    match mode {
+        WriteMode::Replace { verify } => {
+            dir.copy_attributes(name, &file)
+                .map_err(|e| io_error(rel, "keep the permissions of", &e))?;
+            drop(file);
+            verify()?;
+            dir.rename(&temp.name, name)
+                .map_err(|e| io_error(rel, "replace", &e))?;
+            temp.armed = false;
+        }
+        WriteMode::CreateNew { exists } => {
+            drop(file);
+            // A hard link (or a no-replace rename) fails if the name exists, so a file
+            // created concurrently is never overwritten; the name appears with the
+            // full content at once.
+            match dir.place_new(&temp.name, name) {
+                Ok(()) => temp.armed = false,
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => return Err(exists()),
+                Err(e) => return Err(io_error(rel, "create", &e)),
+            }
+        }
+    }
+    // Makes the rename durable where the platform allows syncing a directory.
+    let _ = dir.sync();
+    Ok(())
+}
+
+/// Writes `content` to `target` atomically, for a host-chosen path: its parent
+/// directory is opened as given (symlinks in it followed), then [`write_atomic_in`]
+/// does the rest relative to that handle. Workspace paths must use
+/// [`write_atomic_in`] with a directory from [`WorkspaceDir::open_root`].
 pub fn write_atomic(
     target: &Path,
     rel: &str,
     content: &[u8],
     mode: WriteMode<'_>,
 ) -> Result<(), ToolErrorInfo> {
-    let (mut temp, mut file) = create_temp(target, rel)?;
-    file.write_all(content)
-        .and_then(|()| file.sync_all())
-        .map_err(|e| io_error(rel, "write", &e))?;
-    drop(file);
-    match mode {
-        WriteMode::Replace { verify } => {
-            if let Ok(meta) = fs::metadata(target) {
-                fs::set_permissions(&temp.path, meta.permissions())
-                    .map_err(|e| io_error(rel, "keep the permissions of", &e))?;
-                keep_owner(&temp.path, &meta);
-            }
-            verify()?;
-            fs::rename(&temp.path, target).map_err(|e| io_error(rel, "replace", &e))?;
-            temp.armed = false;
-        }
-        WriteMode::CreateNew { exists } => {
-            // A hard link fails if the name exists, so a file created concurrently
-            // is never overwritten; the link appears with the full content at once.
-            match fs::hard_link(&temp.path, target) {
-                Ok(()) => {}
-                Err(e) if e.kind() == ErrorKind::AlreadyExists => {
-                    return Err(exists());
-                }
-                // Filesystems without hard links: fall back to a rename after a
-                // last existence check.
-                Err(_) => {
-                    if target.symlink_metadata().is_ok() {
-                        return Err(exists());
-                    }
-                    fs::rename(&temp.path, target).map_err(|e| io_error(rel, "create", &e))?;
-                    temp.armed = false;
-                }
-            }
-        }
-    }
-    sync_parent(target);
-    Ok(())
-}
-
-#[cfg(unix)]
-fn keep_owner(path: &Path, meta: &fs::Metadata) {
-    use std::os::unix::fs::MetadataExt;
-    // Only a privileged process may give a file away; otherwise the new file keeps
-    // the writer's owner, which is the best that can be done.
-    let _ = std::os::unix::fs::chown(path, Some(meta.uid()), Some(meta.gid()));
-}
-
-#[cfg(not(unix))]
-fn keep_owner(_path: &Path, _meta: &fs::Metadata) {}
-
-/// Makes the rename durable where the platform allows syncing a directory.
-fn sync_parent(target: &Path) {
-    if let Some(dir) = target.parent()
-        && let Ok(d) = File::open(dir)
-    {
-        let _ = d.sync_all();
-    }
+    let parent = match target.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let name = target.file_name().ok_or_else(|| {
+        ToolErrorInfo::new(
+            core_codes::INVALID_PATH,
+            format!("`{rel}` does not name a file"),
+        )
+        .with_detail("path", rel)
+    })?;
+    let dir = WorkspaceDir::open_trusted(parent)
+        .map_err(|e| io_error(rel, "open the directory of", &e))?;
+    write_atomic_in(&dir, name, rel, content, mode)
 }

@@ -3,6 +3,8 @@
 pub mod artifact;
 pub mod atomic;
 pub mod blocking;
+#[cfg(unix)]
+pub mod bounded_read;
 pub mod breaker;
 pub mod deadline;
 pub mod error;

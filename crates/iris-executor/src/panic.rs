@@ -53,14 +53,29 @@ pub fn catch_sync<T>(f: impl FnOnce() -> T) -> Result<T, PanicPayload> {
     catch_unwind(AssertUnwindSafe(f))
 }
 
+/// Longest panic message kept, in characters: a panic can quote arbitrary input (a
+/// 2 MB pattern, say), and the message travels to the model and the host's logs.
+pub const MAX_PANIC_MESSAGE_CHARS: usize = 500;
+
 /// The human-readable message of a panic payload (`panic!("…")` carries a `&str` or a
-/// `String`; anything else is reported generically).
+/// `String`; anything else is reported generically), cut to
+/// [`MAX_PANIC_MESSAGE_CHARS`] characters with a `…` when longer.
+///
+/// ```
+/// use iris_executor::panic_message;
+/// let payload: Box<dyn std::any::Any + Send> = Box::new("x".repeat(10_000));
+/// assert_eq!(panic_message(&payload).chars().count(), 501);
+/// ```
 pub fn panic_message(payload: &PanicPayload) -> String {
-    if let Some(s) = payload.downcast_ref::<&'static str>() {
-        (*s).to_owned()
+    let message = if let Some(s) = payload.downcast_ref::<&'static str>() {
+        *s
     } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
+        s.as_str()
     } else {
-        "a non-string panic payload".to_owned()
+        "a non-string panic payload"
+    };
+    match message.char_indices().nth(MAX_PANIC_MESSAGE_CHARS) {
+        None => message.to_owned(),
+        Some((cut, _)) => format!("{}…", &message[..cut]),
     }
 }

@@ -19,6 +19,16 @@ pub const DEFAULT_MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
 pub const DEFAULT_GREP_LINE_CHARS: usize = 300;
 /// Smallest allowed `grep_line_chars`.
 pub const MIN_GREP_LINE_CHARS: usize = 20;
+/// Default longest line `grep_search` searches (1 MiB): a file with a longer line is
+/// skipped and counted in `skipped_long_lines`. One line is the unit a regex search
+/// cannot be interrupted in, so this bounds how long a cancelled or timed-out search
+/// keeps running.
+pub const DEFAULT_GREP_MAX_LINE_BYTES: usize = 1 << 20;
+/// Smallest allowed `grep_max_line_bytes` (4 KiB).
+pub const MIN_GREP_MAX_LINE_BYTES: usize = 4 << 10;
+/// Default largest file `publish_artifact` copies (256 MiB, apparent size: a sparse
+/// file counts with its holes).
+pub const DEFAULT_MAX_PUBLISH_BYTES: u64 = 256 * 1024 * 1024;
 /// Directory names `list_files` and `grep_search` never descend into by default:
 /// version-control internals and Iris's own tool-result and published-copy store.
 pub const DEFAULT_SKIP_DIRS: [&str; 2] = [".git", ".iris"];
@@ -47,6 +57,14 @@ pub struct FileToolsConfig {
     /// Characters of one matching line `grep_search` keeps (longer lines are clipped
     /// around the match).
     pub grep_line_chars: usize,
+    /// Longest line, in bytes, `grep_search` searches (at least
+    /// [`MIN_GREP_MAX_LINE_BYTES`]); a file with a longer line is skipped and counted in
+    /// `data.skipped_long_lines`.
+    pub grep_max_line_bytes: usize,
+    /// Largest file `publish_artifact` copies, in bytes of apparent size (a sparse
+    /// file's holes count, but are not expanded in the copy); a larger one is
+    /// `FILE_TOO_LARGE`.
+    pub max_publish_bytes: u64,
     /// Whether `.gitignore`, `.ignore` and `.git/info/exclude` rules hide files from
     /// `list_files` and `grep_search` (they apply also outside git repositories).
     pub respect_ignore_files: bool,
@@ -64,6 +82,8 @@ impl Default for FileToolsConfig {
             max_text_bytes: DEFAULT_MAX_TEXT_BYTES,
             max_image_bytes: DEFAULT_MAX_IMAGE_BYTES,
             grep_line_chars: DEFAULT_GREP_LINE_CHARS,
+            grep_max_line_bytes: DEFAULT_GREP_MAX_LINE_BYTES,
+            max_publish_bytes: DEFAULT_MAX_PUBLISH_BYTES,
             respect_ignore_files: true,
             skip_dirs: DEFAULT_SKIP_DIRS.iter().map(|s| (*s).to_owned()).collect(),
             threads: 0,
@@ -97,6 +117,20 @@ impl FileToolsConfig {
     #[must_use]
     pub fn with_grep_line_chars(mut self, chars: usize) -> Self {
         self.grep_line_chars = chars;
+        self
+    }
+
+    /// Sets the longest line `grep_search` searches, in bytes.
+    #[must_use]
+    pub fn with_grep_max_line_bytes(mut self, bytes: usize) -> Self {
+        self.grep_max_line_bytes = bytes;
+        self
+    }
+
+    /// Sets the largest file `publish_artifact` copies, in bytes.
+    #[must_use]
+    pub fn with_max_publish_bytes(mut self, bytes: u64) -> Self {
+        self.max_publish_bytes = bytes;
         self
     }
 
@@ -142,9 +176,15 @@ impl FileToolsConfig {
                 self.grep_line_chars
             )));
         }
-        if self.max_text_bytes == 0 || self.max_image_bytes == 0 {
+        if self.grep_max_line_bytes < MIN_GREP_MAX_LINE_BYTES {
+            return Err(Error::InvalidConfig(format!(
+                "grep_max_line_bytes must be at least {MIN_GREP_MAX_LINE_BYTES}, got {}",
+                self.grep_max_line_bytes
+            )));
+        }
+        if self.max_text_bytes == 0 || self.max_image_bytes == 0 || self.max_publish_bytes == 0 {
             return Err(Error::InvalidConfig(
-                "max_text_bytes and max_image_bytes must be positive".into(),
+                "max_text_bytes, max_image_bytes and max_publish_bytes must be positive".into(),
             ));
         }
         Ok(())

@@ -1,12 +1,15 @@
 //! Loading a file for the tools: size limits, and the text-or-binary decision.
 
+use std::ffi::OsStr;
 use std::fs::{File, Metadata};
 use std::io::Read;
 use std::path::Path;
 
+use iris_executor::workspace::WorkspaceDir;
 use iris_tools_core::{ToolErrorInfo, codes as core_codes};
 
 use crate::codes;
+use crate::service::{Fault, Resolved, access_fault};
 
 /// A file's bytes with the metadata of the handle they were read from.
 #[derive(Debug)]
@@ -38,24 +41,35 @@ pub(crate) fn too_large(rel: &str, size: u64, limit: u64, hint: &str) -> ToolErr
     .with_detail("limit_bytes", limit)
 }
 
-/// Checks that `path` is a regular file (before opening it, so a FIFO never blocks
-/// the call) and returns its metadata.
-pub(crate) fn regular_file(path: &Path, rel: &str) -> Result<Metadata, ToolErrorInfo> {
-    let meta = path.metadata().map_err(|e| io_error(rel, &e))?;
-    if meta.is_file() {
-        Ok(meta)
-    } else {
-        Err(not_a_file(rel))
-    }
+/// Reads at most `limit` bytes of the regular file `name` of the held directory `dir`
+/// (opened without following a symlink, non-blocking and judged by its handle, so a
+/// FIFO swapped in cannot block the call); a longer file is `FILE_TOO_LARGE`. The size
+/// is judged by what was read, not by an earlier stat, so a file growing meanwhile
+/// cannot slip past the limit.
+pub(crate) fn load_in(
+    dir: &WorkspaceDir,
+    name: &OsStr,
+    rel: &str,
+    limit: u64,
+) -> Result<Loaded, Fault> {
+    let (file, meta) = dir
+        .open_file(Path::new(name))
+        .map_err(|e| access_fault(rel, e))?;
+    read_limited(file, meta, rel, limit).map_err(Fault::Fail)
 }
 
-/// Reads at most `limit` bytes of a regular file; a longer file is
-/// `FILE_TOO_LARGE`. The size is judged by what was read, not by an earlier stat,
-/// so a file growing meanwhile cannot slip past the limit.
-pub(crate) fn load(path: &Path, rel: &str, limit: u64) -> Result<Loaded, ToolErrorInfo> {
-    regular_file(path, rel)?;
-    let file = File::open(path).map_err(|e| io_error(rel, &e))?;
-    let meta = file.metadata().map_err(|e| io_error(rel, &e))?;
+/// [`load_in`] for a resolved target, walked from the held workspace root.
+pub(crate) fn load(target: &Resolved, limit: u64) -> Result<Loaded, Fault> {
+    let (file, meta) = target.open_file()?;
+    read_limited(file, meta, &target.rel, limit).map_err(Fault::Fail)
+}
+
+fn read_limited(
+    file: File,
+    meta: Metadata,
+    rel: &str,
+    limit: u64,
+) -> Result<Loaded, ToolErrorInfo> {
     let mut bytes = Vec::with_capacity(usize::try_from(meta.len().min(limit)).unwrap_or(0));
     file.take(limit.saturating_add(1))
         .read_to_end(&mut bytes)

@@ -61,8 +61,57 @@ impl JsonSchema for NonEmptyString {
     }
 }
 
-/// A whole number from 0 to `MAX` (`"type": "integer", "minimum": 0`, plus
-/// `"maximum"` below `u64::MAX`).
+/// A string of at most `MAX` characters (Unicode scalar values, as JSON Schema's
+/// `maxLength` counts them): `"type": "string", "maxLength": MAX`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BoundedString<const MAX: usize>(String);
+
+impl<const MAX: usize> BoundedString<MAX> {
+    /// The text.
+    pub(crate) fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<const MAX: usize> Serialize for BoundedString<MAX> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
+impl<'de, const MAX: usize> Deserialize<'de> for BoundedString<MAX> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        let chars = text.chars().count();
+        if chars > MAX {
+            return Err(de::Error::invalid_length(
+                chars,
+                &format!("a string of at most {MAX} characters").as_str(),
+            ));
+        }
+        Ok(Self(text))
+    }
+}
+
+impl<const MAX: usize> JsonSchema for BoundedString<MAX> {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        format!("StringAtMost{MAX}").into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "string", "maxLength": MAX})
+    }
+}
+
+/// A whole number from 0 to `MAX` (`"type": "integer", "minimum": 0, "maximum": MAX`).
+///
+/// The maximum is published even for `u64::MAX`: a number past it (JSON allows
+/// `18446744073709551616`) is refused by the schema and by the parse alike, with the
+/// real bound in the message.
 ///
 /// Integral floats such as `3.0` are accepted, because JSON Schema counts them as
 /// integers too; `1.5`, negative numbers and anything above `MAX` are not.
@@ -113,11 +162,7 @@ impl<const MAX: u64> Visitor<'_> for UIntVisitor<MAX> {
     type Value = UInt<MAX>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if MAX == u64::MAX {
-            f.write_str("an integer of at least 0")
-        } else {
-            write!(f, "an integer between 0 and {MAX}")
-        }
+        write!(f, "an integer between 0 and {MAX}")
     }
 
     fn visit_u64<E: de::Error>(self, value: u64) -> Result<Self::Value, E> {
@@ -157,16 +202,14 @@ impl<const MAX: u64> JsonSchema for UInt<MAX> {
     }
 
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        if MAX == u64::MAX {
-            json_schema!({"type": "integer", "minimum": 0})
-        } else {
-            json_schema!({"type": "integer", "minimum": 0, "maximum": MAX})
-        }
+        json_schema!({"type": "integer", "minimum": 0, "maximum": MAX})
     }
 }
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use serde_json::{Value, json};
 
     use super::*;
@@ -205,6 +248,32 @@ mod tests {
     }
 
     #[test]
+    fn bounded_string_verdicts() {
+        let ok = |v: Value| parse::<BoundedString<3>>(v).map(|s| s.as_str().to_owned());
+        assert_eq!(ok(json!("abc")).as_deref(), Some("abc"));
+        assert_eq!(ok(json!("日本語")).as_deref(), Some("日本語"));
+        assert_eq!(ok(json!("")).as_deref(), Some(""));
+        assert_eq!(ok(json!("abcd")), None);
+        assert_eq!(ok(json!(3)), None);
+        let err = BoundedString::<3>::deserialize(&json!("abcd")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid length 4, expected a string of at most 3 characters"
+        );
+    }
+
+    #[test]
+    fn past_u64_the_message_names_the_real_bound() {
+        let huge: Value = serde_json::from_str("18446744073709551616").unwrap();
+        let err = UInt::<{ u64::MAX }>::deserialize(&huge).unwrap_err();
+        let message = err.to_string();
+        assert!(
+            message.ends_with("expected an integer between 0 and 18446744073709551615"),
+            "{message}"
+        );
+    }
+
+    #[test]
     fn non_empty_verdicts() {
         assert_eq!(
             parse::<NonEmptyString>(json!("a"))
@@ -227,11 +296,15 @@ mod tests {
         );
         assert_eq!(
             schema(UInt::<{ u64::MAX }>::json_schema(&mut generator)),
-            json!({"type": "integer", "minimum": 0})
+            json!({"type": "integer", "minimum": 0, "maximum": u64::MAX})
         );
         assert_eq!(
             schema(generator.subschema_for::<Option<UInt>>()),
-            json!({"type": ["integer", "null"], "minimum": 0})
+            json!({"type": ["integer", "null"], "minimum": 0, "maximum": u64::MAX})
+        );
+        assert_eq!(
+            schema(generator.subschema_for::<Option<BoundedString<5>>>()),
+            json!({"type": ["string", "null"], "maxLength": 5})
         );
     }
 }

@@ -30,8 +30,18 @@ impl ContentHash {
 
     /// Hashes a file by streaming it; returns the hash and the number of bytes.
     pub fn of_file(path: &Path) -> std::io::Result<(Self, u64)> {
-        use std::io::Read;
-        let mut file = std::fs::File::open(path)?;
+        Self::of_reader(std::fs::File::open(path)?)
+    }
+
+    /// Hashes everything `reader` yields (an open file, say) by streaming it; returns
+    /// the hash and the number of bytes.
+    ///
+    /// ```
+    /// use iris_files::ContentHash;
+    /// assert_eq!(ContentHash::of_reader(&b"abc"[..])?, (ContentHash::of(b"abc"), 3));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn of_reader(mut file: impl std::io::Read) -> std::io::Result<(Self, u64)> {
         let mut hasher = Sha256::new();
         let mut buf = vec![0u8; 64 * 1024];
         let mut size = 0u64;

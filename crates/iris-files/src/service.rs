@@ -3,12 +3,14 @@
 
 use std::collections::HashMap;
 use std::ffi::OsString;
+use std::fs::{File, Metadata};
 use std::hash::{Hash, Hasher};
 use std::io::ErrorKind;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use iris_executor::PathError;
+use iris_executor::workspace::{AccessError, EntryKind, WorkspaceDir};
 use iris_tools_core::{ToolErrorInfo, ToolExecutionContext, codes as core_codes};
 
 use crate::codes;
@@ -57,7 +59,16 @@ impl Default for FileService {
     }
 }
 
+/// How many times a call resolves its path again when the tree changed between the
+/// resolution and the use (a directory on the path became a symlink, the file vanished).
+const MAX_ATTEMPTS: usize = 8;
+
 /// A path resolved inside the workspace.
+///
+/// `abs` is only a name for messages, read observations and locks: the file itself is
+/// always reached through [`Resolved::ws`], the workspace root held open, by a walk of
+/// the canonical relative path that never follows a symlink (see
+/// [`iris_executor::workspace`]).
 #[derive(Debug, Clone)]
 pub(crate) struct Resolved {
     /// The canonical absolute path (for a missing target: its would-be path under a
@@ -67,6 +78,97 @@ pub(crate) struct Resolved {
     pub(crate) rel: String,
     /// The canonical workspace root.
     pub(crate) root: PathBuf,
+    /// The workspace root, held open.
+    pub(crate) ws: Arc<WorkspaceDir>,
+}
+
+/// Why an operation on a resolved path did not complete.
+#[derive(Debug)]
+pub(crate) enum Fault {
+    /// The tree changed since the resolution (a component is now a symlink, or gone):
+    /// resolve again.
+    Changed,
+    /// A final answer for the model.
+    Fail(ToolErrorInfo),
+}
+
+impl From<ToolErrorInfo> for Fault {
+    fn from(info: ToolErrorInfo) -> Self {
+        Fault::Fail(info)
+    }
+}
+
+impl Resolved {
+    /// The path below the workspace root (`""` for the root itself).
+    pub(crate) fn below(&self) -> &Path {
+        self.abs.strip_prefix(&self.root).unwrap_or(Path::new(""))
+    }
+
+    /// Opens the target as a regular file for reading (non-blocking open, judged by the
+    /// handle).
+    pub(crate) fn open_file(&self) -> Result<(File, Metadata), Fault> {
+        self.ws
+            .open_file(self.below())
+            .map_err(|e| access_fault(&self.rel, e))
+    }
+
+    /// The target's parent directory, held open, and the target's name in it.
+    pub(crate) fn parent(&self) -> Result<(WorkspaceDir, OsString), Fault> {
+        let (parent, name) = self.split()?;
+        let dir = self
+            .ws
+            .open_dir(parent)
+            .map_err(|e| access_fault(&self.rel, e))?;
+        Ok((dir, name))
+    }
+
+    /// Like [`Resolved::parent`], making the missing parent directories first (with
+    /// `mkdirat`, relative to each held parent).
+    pub(crate) fn create_parent(&self) -> Result<(WorkspaceDir, OsString), Fault> {
+        let (parent, name) = self.split()?;
+        let dir = self.ws.create_dir_all(parent).map_err(|e| match e {
+            AccessError::Io { source, .. } if source.kind() != ErrorKind::NotFound => Fault::Fail(
+                ToolErrorInfo::new(
+                    core_codes::IO_ERROR,
+                    format!("cannot create the directories of `{}`: {source}", self.rel),
+                )
+                .with_detail("path", self.rel.clone()),
+            ),
+            other => access_fault(&self.rel, other),
+        })?;
+        Ok((dir, name))
+    }
+
+    fn split(&self) -> Result<(&Path, OsString), Fault> {
+        let below = self.below();
+        match (below.parent(), below.file_name()) {
+            (Some(parent), Some(name)) => Ok((parent, name.to_owned())),
+            _ => Err(Fault::Fail(crate::load::not_a_file(&self.rel))),
+        }
+    }
+}
+
+/// What a failed confined operation means for a call on `rel`.
+pub(crate) fn access_fault(rel: &str, err: AccessError) -> Fault {
+    match err {
+        AccessError::Symlink { .. } | AccessError::NotADirectory { .. } => Fault::Changed,
+        e if e.is_not_found() => Fault::Changed,
+        AccessError::NotAFile { .. } => Fault::Fail(crate::load::not_a_file(rel)),
+        AccessError::Io { source, .. } => Fault::Fail(crate::load::io_error(rel, &source)),
+        other => Fault::Fail(invalid_path(rel, &access_reason(&other))),
+    }
+}
+
+/// Why a confined operation failed, without the host paths the error carries (file tool
+/// messages name paths as the model wrote them).
+pub(crate) fn access_reason(err: &AccessError) -> String {
+    match err {
+        AccessError::Symlink { .. } => "a part of it was replaced by a symbolic link".into(),
+        AccessError::NotADirectory { .. } => "a directory on it was replaced".into(),
+        AccessError::NotAFile { .. } => "it is not a regular file".into(),
+        AccessError::Io { source, .. } => source.to_string(),
+        _ => "it is not a plain path below the workspace".into(),
+    }
 }
 
 /// What a resolution found.
@@ -134,23 +236,40 @@ impl FileService {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Resolves a path that must exist.
-    pub(crate) fn resolve_existing(
+    /// Resolves `raw` and runs `op` on the answer; when `op` finds the tree changed
+    /// under it ([`Fault::Changed`]), resolves again (a bounded number of times), so
+    /// every operation is judged against a fresh resolution and never follows a link
+    /// the resolution did not see.
+    pub(crate) fn with_target<T>(
         &self,
         ctx: &ToolExecutionContext,
         raw: &str,
-    ) -> Result<Resolved, ToolErrorInfo> {
-        match self.resolve(ctx, raw)? {
-            Target::Existing(r) => Ok(r),
-            Target::Missing { resolved, .. } => Err(ToolErrorInfo::new(
-                codes::FILE_NOT_FOUND,
-                format!(
-                    "`{}` does not exist in the workspace; use list_files to find the right path",
-                    resolved.rel
-                ),
-            )
-            .with_detail("path", resolved.rel)),
+        mut op: impl FnMut(Target) -> Result<T, Fault>,
+    ) -> Result<T, ToolErrorInfo> {
+        for _ in 0..MAX_ATTEMPTS {
+            match op(self.resolve(ctx, raw)?) {
+                Ok(value) => return Ok(value),
+                Err(Fault::Fail(info)) => return Err(info),
+                Err(Fault::Changed) => {}
+            }
         }
+        Err(invalid_path(
+            raw,
+            "the path kept changing while it was used (a directory on it was replaced, for example by a symbolic link); try again",
+        ))
+    }
+
+    /// [`FileService::with_target`] for a path that must exist.
+    pub(crate) fn with_existing<T>(
+        &self,
+        ctx: &ToolExecutionContext,
+        raw: &str,
+        mut op: impl FnMut(Resolved) -> Result<T, Fault>,
+    ) -> Result<T, ToolErrorInfo> {
+        self.with_target(ctx, raw, |target| match target {
+            Target::Existing(r) => op(r),
+            Target::Missing { resolved, .. } => Err(Fault::Fail(not_found(&resolved.rel))),
+        })
     }
 
     /// Resolves `raw` through [`iris_executor::WorkspacePolicy::resolve_path`].
@@ -174,18 +293,22 @@ impl FileService {
         if raw.contains('\0') {
             return Err(invalid_path(raw, "the path contains a NUL byte"));
         }
-        let root = ctx.workspace_root.canonicalize().map_err(|e| {
-            ToolErrorInfo::new(
-                core_codes::INVALID_PATH,
-                format!("the workspace root cannot be resolved: {e}"),
-            )
+        let ws = WorkspaceDir::open_root(&ctx.workspace_root).map_err(|e| {
+            let reason = match e {
+                PathError::Invalid { reason, .. } => reason,
+                other => other.to_string(),
+            };
+            ToolErrorInfo::new(core_codes::INVALID_PATH, reason)
         })?;
+        let ws = Arc::new(ws);
+        let root = ws.path().to_path_buf();
         let policy = &self.config.workspace_policy;
         match policy.resolve_path(raw, &root) {
             Ok(abs) => {
-                let resolved = make_resolved(&root, abs);
-                return match resolved.abs.symlink_metadata() {
-                    Err(e) if e.kind() == ErrorKind::NotFound => Ok(Target::Missing {
+                let resolved = make_resolved(&ws, abs);
+                // Existence is judged through the held root, never by the path.
+                return match ws.entry_kind(resolved.below()) {
+                    Err(e) if e.is_not_found() => Ok(Target::Missing {
                         resolved,
                         parent_ok: true,
                     }),
@@ -231,25 +354,39 @@ impl FileService {
             Err(PathError::OutsideWorkspace { .. }) => return Err(outside(raw)),
             Err(e) => return Err(invalid_path(raw, &e.to_string())),
         };
-        let parent_ok = canonical_ancestor.is_dir();
+        let parent_ok = ws
+            .relative(&canonical_ancestor)
+            .and_then(|rel| ws.entry_kind(rel))
+            .is_ok_and(|kind| kind == EntryKind::Dir);
         let mut abs = canonical_ancestor;
         for name in tail.iter().rev() {
             abs.push(name);
         }
         Ok(Target::Missing {
-            resolved: make_resolved(&root, abs),
+            resolved: make_resolved(&ws, abs),
             parent_ok,
         })
     }
 }
 
-fn make_resolved(root: &Path, abs: PathBuf) -> Resolved {
-    let rel = relative_display(root, &abs);
+fn make_resolved(ws: &Arc<WorkspaceDir>, abs: PathBuf) -> Resolved {
+    let root = ws.path().to_path_buf();
+    let rel = relative_display(&root, &abs);
     Resolved {
         abs,
         rel,
-        root: root.to_path_buf(),
+        root,
+        ws: Arc::clone(ws),
     }
+}
+
+/// `FILE_NOT_FOUND` for `rel`.
+pub(crate) fn not_found(rel: &str) -> ToolErrorInfo {
+    ToolErrorInfo::new(
+        codes::FILE_NOT_FOUND,
+        format!("`{rel}` does not exist in the workspace; use list_files to find the right path"),
+    )
+    .with_detail("path", rel)
 }
 
 /// `abs` relative to `root`, with `/` separators; `.` for the root itself.
@@ -275,7 +412,7 @@ fn outside(raw: &str) -> ToolErrorInfo {
     .with_detail("path", raw)
 }
 
-fn invalid_path(raw: &str, reason: &str) -> ToolErrorInfo {
+pub(crate) fn invalid_path(raw: &str, reason: &str) -> ToolErrorInfo {
     ToolErrorInfo::new(
         core_codes::INVALID_PATH,
         format!("`{}` cannot be used: {reason}", raw.escape_debug()),

@@ -11,18 +11,20 @@ use std::io;
 use std::path::Path;
 use std::sync::{Mutex, PoisonError};
 
-use globset::{GlobBuilder, GlobMatcher};
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use grep_matcher::Matcher;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
 use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkBuilder, WalkState};
 
-use iris_tools_core::ToolErrorInfo;
+use iris_executor::blocking::Stop;
+use iris_executor::workspace::{EntryKind, WorkspaceDir};
+use iris_tools_core::{ToolErrorInfo, codes as core_codes};
 
 use crate::codes;
 use crate::config::FileToolsConfig;
 use crate::text::clip_line;
-use iris_executor::blocking::Stop;
+use crate::tools::MAX_GLOB_CHARS;
 
 /// Keeps the `k` smallest items pushed into it.
 #[derive(Debug)]
@@ -75,6 +77,8 @@ pub(crate) struct Tally<T: Ord> {
     pub(crate) files_matched: u64,
     /// Entries that could not be read and were skipped.
     pub(crate) errors: u64,
+    /// Files skipped because a line is longer than the search's line bound.
+    pub(crate) long_lines: u64,
 }
 
 impl<T: Ord> Tally<T> {
@@ -85,6 +89,7 @@ impl<T: Ord> Tally<T> {
             files: 0,
             files_matched: 0,
             errors: 0,
+            long_lines: 0,
         }
     }
 
@@ -94,6 +99,7 @@ impl<T: Ord> Tally<T> {
         self.files += other.files;
         self.files_matched += other.files_matched;
         self.errors += other.errors;
+        self.long_lines += other.long_lines;
     }
 }
 
@@ -230,13 +236,27 @@ where
 /// A compiled `list_files` pattern.
 #[derive(Debug, Clone)]
 pub(crate) struct NameFilter {
-    matcher: GlobMatcher,
+    matcher: GlobSet,
     /// Patterns without `/` match the file name; others the path below the root.
     whole_path: bool,
 }
 
 impl NameFilter {
+    /// Compiles a glob. Too long is `INVALID_INPUT`; a glob that does not parse is
+    /// `INVALID_GLOB`; one whose regex cannot be built (too large) is `INVALID_INPUT`.
+    /// It goes through `GlobSetBuilder::build`, which reports regex failures as errors
+    /// (`Glob::compile_matcher` panics on them).
     pub(crate) fn new(pattern: &str) -> Result<Self, ToolErrorInfo> {
+        let chars = pattern.chars().count();
+        if chars > MAX_GLOB_CHARS {
+            return Err(ToolErrorInfo::new(
+                core_codes::INVALID_INPUT,
+                format!(
+                    "the glob pattern is {chars} characters long; at most {MAX_GLOB_CHARS} are allowed"
+                ),
+            )
+            .with_detail("pattern_chars", chars));
+        }
         let glob = GlobBuilder::new(pattern)
             .literal_separator(true)
             .build()
@@ -247,8 +267,22 @@ impl NameFilter {
                 )
                 .with_detail("pattern", pattern)
             })?;
+        let matcher = GlobSetBuilder::new().add(glob).build().map_err(|e| {
+            let code = match e.kind() {
+                globset::ErrorKind::Regex(_) => core_codes::INVALID_INPUT,
+                _ => codes::INVALID_GLOB,
+            };
+            ToolErrorInfo::new(
+                code,
+                format!(
+                    "the glob pattern cannot be compiled: {}",
+                    one_line(&e.to_string())
+                ),
+            )
+            .with_detail("pattern", pattern)
+        })?;
         Ok(Self {
-            matcher: glob.compile_matcher(),
+            matcher,
             whole_path: pattern.contains('/'),
         })
     }
@@ -262,21 +296,36 @@ impl NameFilter {
     }
 }
 
-/// Files under `root`, as paths relative to `workspace`, the first `k` in order.
+/// Files under `root`, as paths relative to the workspace `ws`, the first `k` in
+/// order.
+///
+/// The walk itself goes by path, so every file it reports is checked through the held
+/// workspace root before it is listed: a file reached through a directory that was
+/// swapped for a symlink meanwhile (its name is then not a real entry below the root)
+/// is skipped, never shown.
 pub(crate) fn list_files(
     root: &Path,
-    workspace: &Path,
+    ws: &WorkspaceDir,
     filter: Option<&NameFilter>,
     k: usize,
     config: &FileToolsConfig,
     stop: &Stop,
 ) -> Result<Tally<String>, ToolErrorInfo> {
+    let workspace = ws.path();
     walk(root, config, k, stop, || {
         move |entry: &DirEntry, tally: &mut Tally<String>| {
             let path = entry.path();
             if let Some(f) = filter
                 && !f.is_match(&rel_string(root, path), entry.file_name())
             {
+                return;
+            }
+            let confined = ws
+                .relative(path)
+                .and_then(|rel| ws.entry_kind(rel))
+                .is_ok_and(|kind| kind == EntryKind::File);
+            if !confined {
+                tally.errors += 1;
                 return;
             }
             tally.total += 1;
@@ -296,21 +345,91 @@ pub(crate) struct LineMatch {
     pub(crate) text: String,
 }
 
-/// Compiles a `grep_search` pattern (Rust `regex` syntax, line by line).
+/// Largest compiled form of a `grep_search` pattern (the regex NFA), 1 MiB: it bounds
+/// the work per searched byte. (The `regex` crate allows 10 MiB, grep-regex 100 MiB.)
+pub(crate) const GREP_REGEX_SIZE_LIMIT: usize = 1 << 20;
+/// Cache of the lazy DFA per search thread, 2 MiB (grep-regex's default of 1000 MiB
+/// let one pathological pattern take a gigabyte).
+pub(crate) const GREP_DFA_SIZE_LIMIT: usize = 2 << 20;
+/// Longest library error message passed on (an error may quote the whole pattern).
+const MAX_ERROR_CHARS: usize = 500;
+
+/// Compiles a `grep_search` pattern (Rust `regex` syntax, line by line), with bounded
+/// compiled size and DFA cache.
 pub(crate) fn compile_regex(pattern: &str) -> Result<RegexMatcher, ToolErrorInfo> {
     RegexMatcherBuilder::new()
         .line_terminator(Some(b'\n'))
+        .size_limit(GREP_REGEX_SIZE_LIMIT)
+        .dfa_size_limit(GREP_DFA_SIZE_LIMIT)
         .build(pattern)
         .map_err(|e| {
+            let message = one_line(&e.to_string());
+            let hint = if message.contains("size limit") {
+                " (the pattern is too large once compiled: use smaller repetition counts, or ASCII classes such as [A-Za-z0-9_] instead of \\w)"
+            } else {
+                ""
+            };
             ToolErrorInfo::new(
                 codes::INVALID_REGEX,
-                format!(
-                    "invalid regex (Rust regex syntax): {}",
-                    one_line(&e.to_string())
-                ),
+                format!("invalid regex (Rust regex syntax): {message}{hint}"),
             )
             .with_detail("pattern", pattern)
         })
+}
+
+/// Why a file's search was cut short by [`SearchReader`].
+#[derive(Debug)]
+enum Cut {
+    /// The call was cancelled or abandoned.
+    Stopped,
+    /// A line is longer than the bound.
+    LongLine,
+}
+
+impl std::fmt::Display for Cut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Cut::Stopped => "the search was stopped",
+            Cut::LongLine => "a line is longer than the search's line bound",
+        })
+    }
+}
+
+impl std::error::Error for Cut {}
+
+/// The reader a file is searched through: it checks the stop flag before every read
+/// (the searcher reads at most a buffer's worth, 64 KiB, between regex runs) and ends
+/// the search once a line grows past `max_line` bytes, so no single regex run covers
+/// more than one bounded line.
+struct SearchReader<'a, R> {
+    inner: R,
+    stop: &'a Stop,
+    max_line: usize,
+    /// Bytes since the last line terminator.
+    line: usize,
+}
+
+impl<R: io::Read> io::Read for SearchReader<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.stop.requested() {
+            return Err(io::Error::other(Cut::Stopped));
+        }
+        let n = self.inner.read(buf)?;
+        let read = &buf[..n];
+        self.line = match memchr::memrchr(b'\n', read) {
+            Some(last) => n - last - 1,
+            None => self.line + n,
+        };
+        if self.line > self.max_line {
+            return Err(io::Error::other(Cut::LongLine));
+        }
+        Ok(n)
+    }
+}
+
+/// The [`Cut`] behind a search error, if it was one.
+fn cut_of(err: &io::Error) -> Option<&Cut> {
+    err.get_ref().and_then(|e| e.downcast_ref::<Cut>())
 }
 
 /// Collects the matches of one file.
@@ -351,16 +470,25 @@ impl Sink for LineSink<'_> {
 }
 
 /// Lines matching `matcher` under `root` (a directory or one file), the first `k`
-/// in (path, line) order, with exact totals. Binary files (a NUL byte) are skipped.
+/// in (path, line) order, with exact totals. Binary files (a NUL byte) are skipped, and
+/// so are files with a line over `grep_max_line_bytes` (counted in `long_lines`).
+///
+/// Every file is opened through the held workspace root `ws` (no symlink followed,
+/// non-blocking, judged by its handle), so a directory swapped for a symlink during
+/// the walk cannot make the search read outside. The stop flag is checked before every
+/// read and at every match, so a cancelled or abandoned search ends within one bounded
+/// line.
 pub(crate) fn grep(
     root: &Path,
-    workspace: &Path,
+    ws: &WorkspaceDir,
     matcher: &RegexMatcher,
     k: usize,
     config: &FileToolsConfig,
     stop: &Stop,
 ) -> Result<Tally<LineMatch>, ToolErrorInfo> {
     let line_chars = config.grep_line_chars;
+    let max_line = config.grep_max_line_bytes;
+    let workspace = ws.path();
     walk(root, config, k, stop, || {
         let matcher = matcher.clone();
         let mut searcher = SearcherBuilder::new()
@@ -368,6 +496,10 @@ pub(crate) fn grep(
             .binary_detection(BinaryDetection::quit(0))
             .build();
         move |entry: &DirEntry, tally: &mut Tally<LineMatch>| {
+            let Ok((file, _)) = ws.relative(entry.path()).and_then(|rel| ws.open_file(rel)) else {
+                tally.errors += 1;
+                return;
+            };
             let path = rel_string(workspace, entry.path());
             let mut sink = LineSink {
                 matcher: &matcher,
@@ -378,11 +510,19 @@ pub(crate) fn grep(
                 count: 0,
                 stop,
             };
-            if searcher
-                .search_path(&matcher, entry.path(), &mut sink)
-                .is_err()
-            {
-                tally.errors += 1;
+            let reader = SearchReader {
+                inner: file,
+                stop,
+                max_line,
+                line: 0,
+            };
+            if let Err(e) = searcher.search_reader(&matcher, reader, &mut sink) {
+                match cut_of(&e) {
+                    // The walk ends at the next entry; `walk` reports the stop.
+                    Some(Cut::Stopped) => {}
+                    Some(Cut::LongLine) => tally.long_lines += 1,
+                    None => tally.errors += 1,
+                }
                 return;
             }
             if sink.count > 0 {
@@ -396,9 +536,16 @@ pub(crate) fn grep(
     })
 }
 
-/// Collapses a multi-line library error into one line.
+/// Collapses a multi-line library error into one line of at most
+/// [`MAX_ERROR_CHARS`] characters (errors may quote the whole, model-sized, pattern).
 fn one_line(message: &str) -> String {
-    message.split_whitespace().collect::<Vec<_>>().join(" ")
+    let line = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.chars().count() <= MAX_ERROR_CHARS {
+        return line;
+    }
+    let mut clipped: String = line.chars().take(MAX_ERROR_CHARS).collect();
+    clipped.push('…');
+    clipped
 }
 
 #[cfg(test)]

@@ -184,7 +184,11 @@ mod opt_duration_secs {
         let secs = Option::<f64>::deserialize(d)?;
         match secs {
             None => Ok(None),
-            Some(s) if s.is_finite() && s > 0.0 => Ok(Some(Duration::from_secs_f64(s))),
+            Some(s) if s.is_finite() && s > 0.0 => {
+                Duration::try_from_secs_f64(s).map(Some).map_err(|_| {
+                    serde::de::Error::custom(format!("timeout of {s} seconds is too large"))
+                })
+            }
             Some(s) => Err(serde::de::Error::custom(format!(
                 "timeout must be a positive finite number of seconds, got {s}"
             ))),

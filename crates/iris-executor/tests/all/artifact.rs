@@ -615,6 +615,38 @@ fn persist_file_copies_independently() {
     );
 }
 
+/// The store itself (as the MCP tools and the executor use it) refuses a symlinked
+/// `.iris` for every kind of write, with a typed error and nothing written outside.
+#[cfg(unix)]
+#[test]
+fn a_symlinked_store_is_refused_for_every_write() {
+    let sandbox = tempfile::tempdir().unwrap();
+    let ws = sandbox.path().join("ws");
+    let outside = sandbox.path().join("outside");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::os::unix::fs::symlink("../outside", ws.join(".iris")).unwrap();
+    let source = ws.join("in.csv");
+    std::fs::write(&source, "a,b\n").unwrap();
+    let store = session_store(&ws, 5, Head);
+    let errors = [
+        store
+            .persist_if_large("call_1", ToolOutput::text("x".repeat(50)), 10)
+            .unwrap_err(),
+        store
+            .persist_json("call_1", &json!({"a": 1}), "")
+            .unwrap_err(),
+        store.persist_file("call_1", &source, "").unwrap_err(),
+    ];
+    for err in errors {
+        assert!(matches!(err, Error::Path(_)), "{err:?}");
+        assert_eq!(err.code(), codes::INVALID_PATH);
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        assert_eq!(err.to_artifact_info().code, codes::ARTIFACT_ERROR);
+    }
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+}
+
 #[test]
 fn mime_types_by_extension() {
     let cases = [

@@ -1,14 +1,14 @@
 //! `edit_file` (`file.edit`): replace one unique snippet.
 
-use iris_executor::atomic::{WriteMode, write_atomic};
+use iris_executor::atomic::{WriteMode, write_atomic_in};
 use iris_tools_core::{ToolErrorInfo, ToolExecutionContext, ToolOutput};
 
 use super::freshness::{require_fresh_bytes, still_unchanged};
-use super::write::{record_written, refuse_protected};
+use super::write::{modified_in, record_written, refuse_protected};
 use crate::codes;
-use crate::load::{as_text, load};
+use crate::load::{as_text, load_in};
 use crate::read_state::ContentHash;
-use crate::service::FileService;
+use crate::service::{Fault, FileService, Resolved};
 use crate::text::count_lines;
 
 /// How many match positions an ambiguity error lists.
@@ -47,12 +47,26 @@ pub(super) fn edit(
             "new_string is identical to old_string; nothing would change",
         ));
     }
-    let target = service.resolve_existing(ctx, file_path)?;
-    refuse_protected(&target)?;
+    service.with_existing(ctx, file_path, |target| {
+        edit_resolved(service, ctx, &target, old_string, new_string)
+    })
+}
+
+/// [`edit`] on a resolved target: loads it through its held parent directory and writes
+/// the result there atomically.
+fn edit_resolved(
+    service: &FileService,
+    ctx: &ToolExecutionContext,
+    target: &Resolved,
+    old_string: &str,
+    new_string: &str,
+) -> Result<ToolOutput, Fault> {
+    refuse_protected(target)?;
     let rel = target.rel.as_str();
+    let (dir, name) = target.parent()?;
     let state = service.read_state(ctx);
     let _lock = service.lock_path(&target.abs);
-    let loaded = load(&target.abs, rel, service.config().max_text_bytes)?;
+    let loaded = load_in(&dir, &name, rel, service.config().max_text_bytes)?;
     require_fresh_bytes(&state, &target.abs, rel, &loaded.bytes)?;
     let text = as_text(&loaded.bytes, rel)?;
 
@@ -67,7 +81,8 @@ pub(super) fn edit(
                 ),
             )
             .with_detail("path", rel)
-            .with_detail("matches", 0));
+            .with_detail("matches", 0)
+            .into());
         }
         many => {
             let lines: Vec<usize> = many
@@ -89,7 +104,8 @@ pub(super) fn edit(
             )
             .with_detail("path", rel)
             .with_detail("matches", many.len())
-            .with_detail("lines", lines));
+            .with_detail("lines", lines)
+            .into());
         }
     };
 
@@ -98,14 +114,16 @@ pub(super) fn edit(
     updated.push_str(new_string);
     updated.push_str(&text[at + old_string.len()..]);
     let checked = (ContentHash::of(&loaded.bytes), loaded.bytes.len() as u64);
-    let verify = || still_unchanged(&target.abs, rel, checked);
-    write_atomic(
-        &target.abs,
+    let verify = || still_unchanged(&dir, &name, rel, checked);
+    write_atomic_in(
+        &dir,
+        &name,
         rel,
         updated.as_bytes(),
         WriteMode::Replace { verify: &verify },
     )?;
-    let hash = record_written(service, ctx, &target, updated.as_bytes());
+    let modified = modified_in(&dir, &name);
+    let hash = record_written(service, ctx, target, updated.as_bytes(), modified);
     let line = line_of(text, at);
     Ok(ToolOutput::text(format!(
         "Edited `{rel}`: replaced 1 occurrence at line {line}."

@@ -1,7 +1,10 @@
 //! The read-before-edit rule shared by `write_file` and `edit_file`.
 
+use std::ffi::OsStr;
+use std::fs::File;
 use std::path::Path;
 
+use iris_executor::workspace::WorkspaceDir;
 use iris_tools_core::{ToolErrorInfo, codes as core_codes};
 
 use crate::codes;
@@ -49,15 +52,16 @@ pub(super) fn require_fresh_bytes(
     }
 }
 
-/// Checks that this session's observation of `path` matches the file on disk,
-/// streaming it (the caller does not need its content).
+/// Checks that this session's observation of `path` matches `file`, the target opened
+/// through its held parent, streaming it (the caller does not need its content).
 pub(super) fn require_fresh_file(
     state: &ReadState,
     path: &Path,
     rel: &str,
+    file: File,
 ) -> Result<(ContentHash, u64), ToolErrorInfo> {
     let observed = state.get(path).ok_or_else(|| read_required(rel))?;
-    let current = ContentHash::of_file(path).map_err(|e| {
+    let current = ContentHash::of_reader(file).map_err(|e| {
         ToolErrorInfo::new(core_codes::IO_ERROR, format!("cannot read `{rel}`: {e}"))
             .with_detail("path", rel)
     })?;
@@ -68,15 +72,20 @@ pub(super) fn require_fresh_file(
     }
 }
 
-/// Verifies, right before an atomic rename, that the file still holds the content
-/// that was checked: a change by someone else in between is reported, never
-/// overwritten.
+/// Verifies, right before an atomic rename, that the entry `name` of the held
+/// directory `dir` still holds the content that was checked: a change by someone else
+/// in between is reported, never overwritten.
 pub(super) fn still_unchanged(
-    path: &Path,
+    dir: &WorkspaceDir,
+    name: &OsStr,
     rel: &str,
     expected: (ContentHash, u64),
 ) -> Result<(), ToolErrorInfo> {
-    match ContentHash::of_file(path) {
+    let now = dir
+        .open_file(Path::new(name))
+        .map_err(|e| crate::service::access_reason(&e))
+        .and_then(|(file, _)| ContentHash::of_reader(file).map_err(|e| e.to_string()));
+    match now {
         Ok(now) if now == expected => Ok(()),
         Ok(now) => Err(ToolErrorInfo::new(
             codes::STALE_READ,

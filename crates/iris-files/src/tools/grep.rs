@@ -18,23 +18,29 @@ pub(super) fn grep(
     stop: &Stop,
 ) -> Result<ToolOutput, ToolErrorInfo> {
     let matcher = compile_regex(pattern)?;
-    let target = service.resolve_existing(ctx, path)?;
-    let tally = search(
-        &target.abs,
-        &target.root,
-        &matcher,
+    let target = service.with_existing(ctx, path, Ok)?;
+    let tally = search(&target.abs, &target.ws, &matcher, k, service.config(), stop)?;
+    Ok(render(
+        &target.rel,
+        pattern,
         k,
-        service.config(),
-        stop,
-    )?;
-    Ok(render(&target.rel, pattern, k, tally))
+        service.config().grep_max_line_bytes,
+        tally,
+    ))
 }
 
-fn render(rel: &str, pattern: &str, k: usize, tally: Tally<LineMatch>) -> ToolOutput {
+fn render(
+    rel: &str,
+    pattern: &str,
+    k: usize,
+    max_line: usize,
+    tally: Tally<LineMatch>,
+) -> ToolOutput {
     let total = tally.total;
     let files_matched = tally.files_matched;
     let files_searched = tally.files;
     let errors = tally.errors;
+    let long_lines = tally.long_lines;
     let matches = tally.top.into_sorted_vec();
     let truncated = (matches.len() as u64) < total;
     let mut text = String::new();
@@ -59,6 +65,14 @@ fn render(rel: &str, pattern: &str, k: usize, tally: Tally<LineMatch>) -> ToolOu
             text.pop();
         }
     }
+    if long_lines > 0 {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&format!(
+            "[{long_lines} files not searched: they have a line longer than {max_line} bytes; use read_file to page them.]"
+        ));
+    }
     let rows: Vec<Value> = matches
         .into_iter()
         .map(|m| json!({"path": m.path, "line": m.line, "text": m.text}))
@@ -71,4 +85,5 @@ fn render(rel: &str, pattern: &str, k: usize, tally: Tally<LineMatch>) -> ToolOu
         .with_data("files_searched", files_searched)
         .with_data("truncated", truncated)
         .with_data("skipped_unreadable", errors)
+        .with_data("skipped_long_lines", long_lines)
 }

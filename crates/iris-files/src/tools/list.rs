@@ -3,8 +3,10 @@
 use iris_executor::blocking::Stop;
 use iris_tools_core::{ToolErrorInfo, ToolExecutionContext, ToolOutput};
 
+use iris_executor::workspace::EntryKind;
+
 use crate::codes;
-use crate::service::FileService;
+use crate::service::{Fault, FileService, access_fault};
 use crate::walk::{NameFilter, list_files};
 
 /// The body of `list_files`: the first `k` files under `path`, optionally filtered by
@@ -18,20 +20,28 @@ pub(super) fn list(
     stop: &Stop,
 ) -> Result<ToolOutput, ToolErrorInfo> {
     let filter = pattern.map(NameFilter::new).transpose()?;
-    let target = service.resolve_existing(ctx, path)?;
-    if !target.abs.is_dir() {
-        return Err(ToolErrorInfo::new(
-            codes::NOT_A_DIRECTORY,
-            format!(
-                "`{}` is a file, not a directory; use read_file to open it",
-                target.rel
-            ),
-        )
-        .with_detail("path", target.rel));
-    }
+    let target = service.with_existing(ctx, path, |target| {
+        // Judged through the held root: the walk below starts only at a directory.
+        match target.ws.entry_kind(target.below()) {
+            Ok(EntryKind::Dir) => Ok(target),
+            // The canonical answer holds no symlink: one now means the tree changed.
+            Ok(EntryKind::Symlink) => Err(Fault::Changed),
+            Ok(_) => Err(Fault::Fail(
+                ToolErrorInfo::new(
+                    codes::NOT_A_DIRECTORY,
+                    format!(
+                        "`{}` is a file, not a directory; use read_file to open it",
+                        target.rel
+                    ),
+                )
+                .with_detail("path", target.rel),
+            )),
+            Err(e) => Err(access_fault(&target.rel, e)),
+        }
+    })?;
     let tally = list_files(
         &target.abs,
-        &target.root,
+        &target.ws,
         filter.as_ref(),
         k,
         service.config(),

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use iris_executor::blocking::{Stop, run_blocking};
 use iris_tools_core::{Tool, ToolErrorInfo, ToolExecutionContext, ToolOutput, tools};
 
-use crate::params::{NonEmptyString, UInt};
+use crate::params::{BoundedString, NonEmptyString, UInt};
 use crate::service::FileService;
 use crate::text::PageRequest;
 
@@ -30,9 +30,16 @@ pub const MAX_READ_LIMIT: u64 = 1000;
 pub const DEFAULT_MAX_RESULTS: u64 = 200;
 /// Largest `max_results` of `list_files` and `grep_search`.
 pub const MAX_RESULTS_LIMIT: u64 = 1000;
+/// Longest `list_files` glob `pattern`, in characters (the schema's `maxLength`, checked
+/// again when the glob is compiled). Far longer globs can outgrow globset's regex size
+/// limit; a 500 KB one used to panic inside globset.
+pub const MAX_GLOB_CHARS: usize = 1000;
 
 /// `max_results` of `list_files` and `grep_search`.
 type MaxResults = UInt<MAX_RESULTS_LIMIT>;
+
+/// The `pattern` of `list_files`.
+type GlobPattern = BoundedString<MAX_GLOB_CHARS>;
 
 /// [`DEFAULT_MAX_RESULTS`], checked against the limit at compile time.
 const DEFAULT_MAX: MaxResults = match UInt::new(DEFAULT_MAX_RESULTS) {
@@ -143,14 +150,15 @@ impl FileService {
         path: NonEmptyString,
         /// Glob filter. Without `/` it matches file names (`*.rs`); with `/` the path below `path` (`src/**/*.rs`). null lists all.
         #[default]
-        pattern: Option<String>,
+        pattern: Option<GlobPattern>,
         /// Most paths to return, 0-1000; the first ones in sorted order. 0 returns only the count, e.g. 50 for a sample.
         #[default = DEFAULT_MAX]
         max_results: MaxResults,
     ) -> ToolOutput {
         self.run_on_service(ctx, move |service, ctx, stop| {
             let k = max_results.to_usize();
-            list::list(service, ctx, path.as_str(), pattern.as_deref(), k, stop)
+            let pattern = pattern.as_ref().map(GlobPattern::as_str);
+            list::list(service, ctx, path.as_str(), pattern, k, stop)
         })
         .await
     }
@@ -328,7 +336,8 @@ tool_type! {
     /// matching `pattern` in the Rust `regex` crate's syntax, returning at most
     /// `max_results` (0–1000, default 200) as path, 1-based line number and text,
     /// sorted by path then line, with exact totals. Long lines are clipped around the
-    /// match; `.git`, `.iris`, gitignored and binary files are skipped.
+    /// match; `.git`, `.iris`, gitignored and binary files are skipped, and so are files
+    /// with a line over `grep_max_line_bytes` (`data.skipped_long_lines`).
     GrepSearchTool = FileServiceGrepSearchTool, grep_search_tool, file_grep, "file.grep"
 }
 
@@ -352,8 +361,10 @@ tool_type! {
     /// `publish_artifact`: copies an existing file to
     /// `<workspace>/.iris/published/<session>/<call id>-<name>` (never overwriting an
     /// earlier publication), marks the copy read-only and returns it as the output's
-    /// [`ToolArtifact`](iris_tools_core::ToolArtifact). It does not refresh read
-    /// observations: publishing is not reading.
+    /// [`ToolArtifact`](iris_tools_core::ToolArtifact). Files over `max_publish_bytes`
+    /// are `FILE_TOO_LARGE`, holes stay holes, and a symlinked `.iris` is refused
+    /// (`ARTIFACT_ERROR`). It does not refresh read observations: publishing is not
+    /// reading.
     PublishArtifactTool = FileServicePublishArtifactTool, publish_artifact_tool, file_publish, "file.publish"
 }
 

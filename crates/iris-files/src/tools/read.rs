@@ -19,10 +19,12 @@ pub(super) fn read(
     req: &PageRequest,
 ) -> Result<ToolOutput, ToolErrorInfo> {
     let config = service.config();
-    let target = service.resolve_existing(ctx, file_path)?;
-    let rel = target.rel.as_str();
     let limit_bytes = config.max_text_bytes.max(config.max_image_bytes);
-    let loaded = load(&target.abs, rel, limit_bytes)?;
+    let (target, loaded) = service.with_existing(ctx, file_path, |target| {
+        let loaded = load(&target, limit_bytes)?;
+        Ok((target, loaded))
+    })?;
+    let rel = target.rel.as_str();
     let bytes = &loaded.bytes;
     let state = service.read_state(ctx);
     let size = bytes.len() as u64;

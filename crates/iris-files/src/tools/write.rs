@@ -1,12 +1,17 @@
 //! `write_file` (`file.write`): create a file or replace its whole content.
 
-use iris_executor::atomic::{WriteMode, write_atomic};
-use iris_tools_core::{ToolErrorInfo, ToolExecutionContext, ToolOutput, codes as core_codes};
+use std::ffi::OsStr;
+use std::path::Path;
+use std::time::SystemTime;
+
+use iris_executor::atomic::{WriteMode, write_atomic_in};
+use iris_executor::workspace::WorkspaceDir;
+use iris_tools_core::{ToolErrorInfo, ToolExecutionContext, ToolOutput};
 
 use super::freshness::{created_meanwhile, require_fresh_file, still_unchanged};
 use crate::codes;
 use crate::read_state::{ContentHash, Observation};
-use crate::service::{FileService, Resolved, Target};
+use crate::service::{Fault, FileService, Resolved, Target, access_fault};
 use crate::text::count_lines;
 
 /// Refuses writes into the published-copies store: a published copy must stay what
@@ -25,6 +30,12 @@ pub(super) fn refuse_protected(target: &Resolved) -> Result<(), ToolErrorInfo> {
 }
 
 /// The body of `write_file`: creates `file_path` or replaces it with `content`.
+///
+/// Every step goes through held directory handles: the parent is walked (or created
+/// with `mkdirat`) from the workspace root without following a symlink, and the file is
+/// written as a temporary file in that held parent, then renamed or linked into place
+/// relative to it. When the tree changed since the resolution, the path is resolved
+/// again.
 pub(super) fn write(
     service: &FileService,
     ctx: &ToolExecutionContext,
@@ -32,58 +43,60 @@ pub(super) fn write(
     content: &str,
 ) -> Result<ToolOutput, ToolErrorInfo> {
     let content = content.as_bytes();
-    let (target, created) = match service.resolve(ctx, file_path)? {
-        Target::Existing(target) => {
-            refuse_protected(&target)?;
-            crate::load::regular_file(&target.abs, &target.rel)?;
-            let state = service.read_state(ctx);
-            let _lock = service.lock_path(&target.abs);
-            let checked = require_fresh_file(&state, &target.abs, &target.rel)?;
-            let verify = || still_unchanged(&target.abs, &target.rel, checked);
-            write_atomic(
-                &target.abs,
-                &target.rel,
-                content,
-                WriteMode::Replace { verify: &verify },
-            )?;
-            (target, false)
-        }
-        Target::Missing {
-            resolved,
-            parent_ok,
-        } => {
-            refuse_protected(&resolved)?;
-            if !parent_ok {
-                return Err(ToolErrorInfo::new(
-                    codes::NOT_A_DIRECTORY,
-                    format!(
-                        "cannot create `{}`: a part of its parent path is a file",
-                        resolved.rel
-                    ),
-                )
-                .with_detail("path", resolved.rel));
+    let (target, created, modified) =
+        service.with_target(ctx, file_path, |target| match target {
+            Target::Existing(target) => {
+                refuse_protected(&target)?;
+                let (dir, name) = target.parent()?;
+                let (file, _) = dir
+                    .open_file(Path::new(&name))
+                    .map_err(|e| access_fault(&target.rel, e))?;
+                let state = service.read_state(ctx);
+                let _lock = service.lock_path(&target.abs);
+                let checked = require_fresh_file(&state, &target.abs, &target.rel, file)?;
+                let verify = || still_unchanged(&dir, &name, &target.rel, checked);
+                write_atomic_in(
+                    &dir,
+                    &name,
+                    &target.rel,
+                    content,
+                    WriteMode::Replace { verify: &verify },
+                )?;
+                let modified = modified_in(&dir, &name);
+                Ok((target, false, modified))
             }
-            if let Some(parent) = resolved.abs.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| {
-                    ToolErrorInfo::new(
-                        core_codes::IO_ERROR,
-                        format!("cannot create the directories of `{}`: {e}", resolved.rel),
-                    )
-                    .with_detail("path", resolved.rel.clone())
-                })?;
+            Target::Missing {
+                resolved,
+                parent_ok,
+            } => {
+                refuse_protected(&resolved)?;
+                if !parent_ok {
+                    return Err(Fault::Fail(
+                        ToolErrorInfo::new(
+                            codes::NOT_A_DIRECTORY,
+                            format!(
+                                "cannot create `{}`: a part of its parent path is a file",
+                                resolved.rel
+                            ),
+                        )
+                        .with_detail("path", resolved.rel),
+                    ));
+                }
+                let (dir, name) = resolved.create_parent()?;
+                let _lock = service.lock_path(&resolved.abs);
+                let exists = || created_meanwhile(&resolved.rel);
+                write_atomic_in(
+                    &dir,
+                    &name,
+                    &resolved.rel,
+                    content,
+                    WriteMode::CreateNew { exists: &exists },
+                )?;
+                let modified = modified_in(&dir, &name);
+                Ok((resolved, true, modified))
             }
-            let _lock = service.lock_path(&resolved.abs);
-            let exists = || created_meanwhile(&resolved.rel);
-            write_atomic(
-                &resolved.abs,
-                &resolved.rel,
-                content,
-                WriteMode::CreateNew { exists: &exists },
-            )?;
-            (resolved, true)
-        }
-    };
-    let hash = record_written(service, ctx, &target, content);
+        })?;
+    let hash = record_written(service, ctx, &target, content, modified);
     let lines = std::str::from_utf8(content).map_or(0, count_lines);
     let verb = if created { "Created" } else { "Wrote" };
     Ok(ToolOutput::text(format!(
@@ -98,6 +111,13 @@ pub(super) fn write(
     .with_data("sha256", hash.to_string()))
 }
 
+/// The modification time of the entry `name` of `dir`, read through the handle.
+pub(super) fn modified_in(dir: &WorkspaceDir, name: &OsStr) -> Option<SystemTime> {
+    dir.open_file(Path::new(name))
+        .ok()
+        .and_then(|(_, meta)| meta.modified().ok())
+}
+
 /// After our own write the model knows the content exactly, so the written bytes
 /// become this session's observation (a later edit needs no extra read). Returns
 /// the content hash.
@@ -106,11 +126,12 @@ pub(super) fn record_written(
     ctx: &ToolExecutionContext,
     target: &Resolved,
     content: &[u8],
+    modified: Option<SystemTime>,
 ) -> ContentHash {
     let observation = Observation {
         content_hash: ContentHash::of(content),
         size: content.len() as u64,
-        modified: target.abs.metadata().and_then(|m| m.modified()).ok(),
+        modified,
     };
     let hash = observation.content_hash;
     service

@@ -120,6 +120,49 @@ fn list_and_grep_bounds() {
     }
 }
 
+/// The bounds added against hostile input: numbers past u64 and over-long globs are
+/// refused by the schema and by the typed parse alike, with the real bound named.
+#[test]
+fn numbers_past_u64_and_long_globs() {
+    let h = Harness::new();
+    let past_u64: Value = serde_json::from_str("18446744073709551616").unwrap();
+    let glob = |n: usize, c: &str| json!({"pattern": c.repeat(n)});
+    let max = iris_files::MAX_GLOB_CHARS;
+    for (tool, input, expect) in [
+        (
+            "read_file",
+            json!({"file_path": "a", "offset": past_u64.clone()}),
+            INVALID_INPUT,
+        ),
+        (
+            "read_file",
+            json!({"file_path": "a", "column": past_u64}),
+            INVALID_INPUT,
+        ),
+        (
+            "read_file",
+            json!({"file_path": "a", "offset": 2e19}),
+            INVALID_INPUT,
+        ),
+        ("list_files", glob(max, "*"), OK),
+        ("list_files", glob(max, "é"), OK),
+        ("list_files", glob(max + 1, "*"), INVALID_INPUT),
+        ("list_files", glob(max + 1, "é"), INVALID_INPUT),
+    ] {
+        check(&h, tool, input, expect);
+    }
+    let err = crate::support::validate(
+        h.tool("read_file").as_ref(),
+        json!({"file_path": "a", "offset": 2e19}),
+    )
+    .unwrap_err();
+    assert!(
+        err.message.contains("between 0 and 18446744073709551615"),
+        "{}",
+        err.message
+    );
+}
+
 #[test]
 fn write_edit_publish_bounds() {
     let h = Harness::new();

@@ -17,5 +17,7 @@ mod inputs;
 mod list;
 mod paging;
 mod publish;
+#[cfg(unix)] // Symlink swaps and FIFOs.
+mod race;
 mod read;
 mod support;

@@ -136,3 +136,99 @@ async fn publish_table() {
         }
     }
 }
+
+/// A workspace that ships `.iris -> ../outside` (or a symlinked `published`) does not
+/// get its published copies written outside: the store refuses the link.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_symlinked_store_directory_is_refused() {
+    use std::os::unix::fs::symlink;
+    for link in [".iris", ".iris/published", ".iris/published/s-1"] {
+        let h = Harness::new();
+        h.put("a.txt", "x\n");
+        let at = h.path(link);
+        std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+        symlink(&h.outside, &at).unwrap();
+        let r = h
+            .call("publish_artifact", json!({"file_path": "a.txt"}))
+            .await;
+        assert_eq!(code(&r), "ARTIFACT_ERROR", "{link}: {}", r.model_content());
+        assert!(
+            r.model_content().contains("is a symbolic link"),
+            "{link}: {}",
+            r.model_content()
+        );
+        assert!(r.artifact.is_none(), "{link}");
+        assert_eq!(
+            std::fs::read_dir(&h.outside).unwrap().count(),
+            0,
+            "{link}: something was written outside"
+        );
+    }
+}
+
+/// Publishing is capped by `max_publish_bytes` (apparent size, so a sparse file counts
+/// with its holes), and nothing is left behind by a refused publish.
+#[tokio::test]
+async fn publishing_is_capped() {
+    const CAP: u64 = 1 << 20;
+    let h =
+        Harness::with_config(iris_files::FileToolsConfig::default().with_max_publish_bytes(CAP));
+    for (name, len, expect) in [
+        ("at-cap.bin", CAP, "OK"),
+        ("over-cap.bin", CAP + 1, codes::FILE_TOO_LARGE),
+        ("sparse-huge.bin", 64 * CAP, codes::FILE_TOO_LARGE),
+    ] {
+        let file = std::fs::File::create(h.path(name)).unwrap();
+        file.set_len(len).unwrap();
+        let r = h.call("publish_artifact", json!({"file_path": name})).await;
+        assert_eq!(code(&r), expect, "{name}: {}", r.model_content());
+        if expect == codes::FILE_TOO_LARGE {
+            let info = r.error_info().unwrap();
+            assert_eq!(info.details["limit_bytes"], CAP, "{name}");
+            assert_eq!(info.details["size_bytes"], len, "{name}");
+        }
+    }
+    // Only the copy within the cap exists; no temporary copy is left behind.
+    let store = h.path(".iris/published/s-1");
+    let names: Vec<String> = std::fs::read_dir(&store)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["at-cap.bin"]);
+}
+
+/// A sparse file under the cap is copied whole (same bytes) without filling its holes,
+/// where the filesystem keeps holes at all.
+#[cfg(unix)]
+#[tokio::test]
+async fn sparse_files_stay_sparse() {
+    use std::io::{Seek, SeekFrom, Write};
+    use std::os::unix::fs::MetadataExt;
+
+    let h = Harness::new();
+    let len = 8 << 20;
+    let mut file = std::fs::File::create(h.path("sparse.bin")).unwrap();
+    file.set_len(len).unwrap();
+    file.write_all(b"head").unwrap();
+    file.seek(SeekFrom::Start(len / 2)).unwrap();
+    file.write_all(b"middle").unwrap();
+    file.sync_all().unwrap();
+    drop(file);
+    let r = h
+        .call("publish_artifact", json!({"file_path": "sparse.bin"}))
+        .await;
+    assert_eq!(code(&r), "OK", "{}", r.model_content());
+    let copy = r.artifact.unwrap().path;
+    assert_eq!(std::fs::read(&copy).unwrap(), h.get("sparse.bin"));
+    let allocated = |p: &std::path::Path| std::fs::metadata(p).unwrap().blocks() * 512;
+    let source = allocated(&h.path("sparse.bin"));
+    if source < len / 2 {
+        // The filesystem keeps holes: the copy must keep them too.
+        assert!(
+            allocated(&copy) <= source + (256 << 10),
+            "the copy allocates {} bytes for a source allocating {source}",
+            allocated(&copy)
+        );
+    }
+}

@@ -324,6 +324,11 @@ fn serde_rejects_bad_timeouts() {
             "timeout must be a positive finite number of seconds, got -1.5",
         ),
         (json!("10"), "invalid type: string \"10\", expected f64"),
+        // Too large for a `Duration`: an error, never a panic.
+        (
+            json!(1e20),
+            "timeout of 100000000000000000000 seconds is too large",
+        ),
     ];
     for (bad, reason) in cases {
         let raw = json!({

@@ -163,3 +163,50 @@ fn disk_work_runs_on_the_blocking_pool() {
         );
     }
 }
+
+/// A workspace that ships `.iris -> ../outside` (or symlinks a deeper component of the
+/// store) does not get tool results written outside: the store refuses the link, the
+/// output keeps its whole body and reports `ARTIFACT_ERROR`.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_symlinked_store_directory_keeps_the_body_and_writes_nothing_outside() {
+    use std::os::unix::fs::symlink;
+
+    for link in [".iris", ".iris/tool-results", ".iris/tool-results/s-1"] {
+        let sandbox = tempfile::tempdir().unwrap();
+        let ws = sandbox.path().join("ws");
+        let outside = sandbox.path().join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        let at = ws.join(link);
+        std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+        symlink(&outside, &at).unwrap();
+        let ctx = ToolExecutionContext::new(&ws).session_id("s-1");
+        let result = executor(10, 5)
+            .execute_one(
+                &ToolUse::new("call_1", "dump", json!({"n": 100})),
+                &ctx,
+                None,
+            )
+            .await;
+        assert!(!result.is_error(), "{link}");
+        assert_eq!(result.model_content(), long_body(100), "{link}: whole body");
+        assert!(result.output.artifact.is_none(), "{link}");
+        let error = result
+            .output
+            .artifact_error
+            .as_ref()
+            .unwrap_or_else(|| panic!("{link}: artifact_error"));
+        assert_eq!(error.code, "ARTIFACT_ERROR", "{link}");
+        assert_eq!(error.details["cause_code"], "INVALID_PATH", "{link}");
+        assert!(
+            error.message.contains("symbolic link"),
+            "{link}: {}",
+            error.message
+        );
+        assert_eq!(
+            std::fs::read_dir(&outside).unwrap().count(),
+            0,
+            "{link}: something was written outside"
+        );
+    }
+}

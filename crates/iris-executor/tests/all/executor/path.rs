@@ -696,3 +696,23 @@ fn the_executor_and_its_futures_are_send_and_sync() {
     send(&executor.execute_one(&call, &ctx, None));
     send(&executor.execute_many(std::slice::from_ref(&call), &ctx));
 }
+
+/// A panic that quotes huge input does not carry it to the model: the message is cut.
+#[tokio::test]
+async fn a_huge_panic_message_is_cut() {
+    let registry = ToolRegistry::new();
+    register(&registry, def("explode", &[Cap::Read]), |_, _| async {
+        panic!("bad pattern: {}", "*".repeat(2_000_000))
+    });
+    let result = ToolExecutor::new(registry)
+        .execute_one(&ToolUse::new("c1", "explode", json!({})), &ctx(), None)
+        .await;
+    assert_eq!(result.error_code(), Some(codes::TOOL_PANICKED));
+    let message = result.model_content();
+    assert!(
+        message.chars().count() < 1_000,
+        "{} chars",
+        message.chars().count()
+    );
+    assert!(message.ends_with('…'), "{message}");
+}
