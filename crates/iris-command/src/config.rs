@@ -11,7 +11,17 @@
 //! | `docker.cpus` | `2.0` | positive finite |
 //! | `docker.memory_mb` | `1024` | positive integer |
 //! | `docker.pids_limit` | `128` | positive integer |
-//! | `docker.environment` | `{}` | names non-empty without `=` or NUL; values without NUL |
+//! | `docker.environment` | `{}` | the container's variables; names non-empty without `=` or NUL, never `IRIS_*`; values without NUL |
+//! | `env` | `{}` | name → value set for every command and command hook (both modes); same name rules |
+//! | `env_passthrough` | `[]` | host variables copied into every command and hook when set on the host (both modes); same name rules |
+//!
+//! A command or hook never sees the host's whole environment (see [`crate::env`]):
+//! natively it gets the [`crate::env::DEFAULT_ENV_ALLOWLIST`] (and `LC_*`) from the host,
+//! then `env_passthrough`, then `env` (later wins); in Docker the container gets
+//! `docker.environment`, then `env_passthrough`, then `env`, and nothing else of the
+//! host. No name starting with `IRIS_` (any case) is accepted in any of these keys:
+//! `IRIS_*` variables hold Iris's own settings and secrets (`IRIS_PROVIDER_API_KEYS__*`),
+//! so they never reach a command, even when listed.
 //!
 //! Deserializing validates (unknown fields are refused), so a config read from YAML or
 //! JSON is always usable; a config built in code is checked by [`CommandConfig::validate`]
@@ -169,25 +179,46 @@ impl DockerConfig {
         if self.pids_limit > i64::MAX as u64 {
             return Err(CommandError::config("docker.pids_limit", "is too large"));
         }
-        for (name, value) in &self.environment {
-            if name.is_empty() || name.contains('=') || name.contains('\0') {
-                return Err(CommandError::config(
-                    "docker.environment",
-                    format!(
-                        "variable name `{}` must be non-empty without `=` or NUL",
-                        name.escape_debug()
-                    ),
-                ));
-            }
-            if value.contains('\0') {
-                return Err(CommandError::config(
-                    "docker.environment",
-                    format!("the value of `{name}` contains a NUL byte"),
-                ));
-            }
-        }
-        Ok(())
+        check_env_map("docker.environment", &self.environment)
     }
+}
+
+/// Checks one variable name of `field`: non-empty, no `=` or NUL, not `IRIS_*`.
+fn check_env_name(field: &str, name: &str) -> Result<(), CommandError> {
+    if name.is_empty() || name.contains('=') || name.contains('\0') {
+        return Err(CommandError::config(
+            field,
+            format!(
+                "variable name `{}` must be non-empty without `=` or NUL",
+                name.escape_debug()
+            ),
+        ));
+    }
+    if crate::env::is_reserved_name(name) {
+        return Err(CommandError::config(
+            field,
+            format!(
+                "`{}` is an Iris variable: IRIS_* variables hold Iris's own settings and secrets and never reach commands or hooks",
+                name.escape_debug()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a name → value map of `field`; values may not contain NUL (and are never
+/// quoted in the error, since they may be secrets).
+fn check_env_map(field: &str, vars: &BTreeMap<String, String>) -> Result<(), CommandError> {
+    for (name, value) in vars {
+        check_env_name(field, name)?;
+        if value.contains('\0') {
+            return Err(CommandError::config(
+                field,
+                format!("the value of `{}` contains a NUL byte", name.escape_debug()),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn check_endpoint(endpoint: &str) -> Result<(), CommandError> {
@@ -215,9 +246,20 @@ fn check_endpoint(endpoint: &str) -> Result<(), CommandError> {
     ))
 }
 
-/// The root command resource: mode, root timeout and Docker settings.
+/// The root command resource: mode, root timeout, the commands' environment and Docker
+/// settings.
 ///
 /// See the [module docs](self) for defaults and rules.
+///
+/// ```
+/// use iris_command::CommandConfig;
+/// let config = CommandConfig::native()
+///     .with_env("CI", "1")
+///     .with_env_passthrough(["SSH_AUTH_SOCK"]);
+/// assert!(config.validate().is_ok());
+/// let secret = CommandConfig::native().with_env_passthrough(["IRIS_PROVIDER_API_KEYS__TAVILY"]);
+/// assert!(secret.validate().unwrap_err().to_string().contains("never reach commands"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "RawCommandConfig")]
 pub struct CommandConfig {
@@ -225,6 +267,12 @@ pub struct CommandConfig {
     pub mode: CommandMode,
     /// Root cap of every call's deadline, in seconds.
     pub timeout_seconds: f64,
+    /// Variables (name → value) set for every command and hook, in both modes; they win
+    /// over the allow-list and `env_passthrough`.
+    pub env: BTreeMap<String, String>,
+    /// Host variables copied into every command and hook when they are set on the host
+    /// (a name that is not set is skipped), in both modes.
+    pub env_passthrough: Vec<String>,
     /// Docker settings; only in Docker mode, `None` meaning every default.
     pub docker: Option<DockerConfig>,
 }
@@ -241,6 +289,8 @@ impl CommandConfig {
         Self {
             mode: CommandMode::Native,
             timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
+            env: BTreeMap::new(),
+            env_passthrough: Vec::new(),
             docker: None,
         }
     }
@@ -256,6 +306,8 @@ impl CommandConfig {
         Self {
             mode: CommandMode::Docker,
             timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
+            env: BTreeMap::new(),
+            env_passthrough: Vec::new(),
             docker: Some(docker),
         }
     }
@@ -264,6 +316,26 @@ impl CommandConfig {
     #[must_use]
     pub fn with_timeout_seconds(mut self, seconds: f64) -> Self {
         self.timeout_seconds = seconds;
+        self
+    }
+
+    /// Sets one variable of every command and hook (see [`CommandConfig::env`]).
+    #[must_use]
+    pub fn with_env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.insert(name.into(), value.into());
+        self
+    }
+
+    /// Adds host variables to copy into every command and hook (see
+    /// [`CommandConfig::env_passthrough`]).
+    #[must_use]
+    pub fn with_env_passthrough<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.env_passthrough
+            .extend(names.into_iter().map(Into::into));
         self
     }
 
@@ -287,6 +359,10 @@ impl CommandConfig {
                 ),
             ));
         }
+        check_env_map("env", &self.env)?;
+        for name in &self.env_passthrough {
+            check_env_name("env_passthrough", name)?;
+        }
         match (self.mode, &self.docker) {
             (CommandMode::Native, Some(_)) => Err(CommandError::config(
                 "docker",
@@ -307,6 +383,10 @@ struct RawCommandConfig {
     #[serde(default = "default_timeout")]
     timeout_seconds: f64,
     #[serde(default)]
+    env: BTreeMap<String, String>,
+    #[serde(default)]
+    env_passthrough: Vec<String>,
+    #[serde(default)]
     docker: Option<DockerConfig>,
 }
 
@@ -321,6 +401,8 @@ impl TryFrom<RawCommandConfig> for CommandConfig {
         let config = CommandConfig {
             mode: raw.mode,
             timeout_seconds: raw.timeout_seconds,
+            env: raw.env,
+            env_passthrough: raw.env_passthrough,
             docker: raw.docker,
         };
         config.validate()?;

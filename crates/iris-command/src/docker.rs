@@ -2,14 +2,14 @@
 //! exec per call.
 //!
 //! # The container
-//! [`DockerBackend::prepare`] connects to the local engine (a unix socket or a Windows
+//! `DockerBackend::prepare` connects to the local engine (a unix socket or a Windows
 //! named pipe, never TCP), negotiates the API version, checks that the image exists
 //! (it never pulls or builds, and never falls back to native), then creates and starts
 //! one container: network `none` or `bridge`, `NanoCpus`, memory (swap disabled so the
 //! limit is real), a pids limit, the workspace bind-mounted at the same path, the
 //! configured environment, Docker's init (`tini`) as PID 1 so orphans are reaped, and
 //! the labels in [`labels`] so leftovers can be found with
-//! `docker ps -a --filter label=io.iris.command`. [`DockerBackend::close`] removes it.
+//! `docker ps -a --filter label=io.iris.command`. `DockerBackend::close` removes it.
 //!
 //! # Killing an exec
 //! The engine has no API to kill an exec. Each call therefore runs under a small
@@ -22,6 +22,20 @@
 //! exits by itself, the wrapper kills what is left of its group (background jobs) and
 //! exits with the payload's code, so nothing outlives a call, exactly as natively.
 //! The image needs `/bin/sh` and `setsid` (util-linux or busybox); `prepare` checks.
+//!
+//! # Detached processes
+//! A process that leaves the payload's group (`setsid`, a double fork) and whose parent
+//! exits is adopted by the container's init (PID 1). Before it exits, the wrapper sweeps
+//! such orphans ([`SWEEP`]): every live child of PID 1 except the container's keep-alive
+//! shell (found at prepare) is killed with its descendants, unless another exec still
+//! running in the container (a process whose parent is outside the container's pid
+//! namespace) started before it — that exec may own it, and its own wrapper sweeps when
+//! it ends. When the wrapper itself did not end normally (killed, or a signal-like exit
+//! code), the backend runs the same sweep as a separate exec ([`SWEEP_SCRIPT`]).
+//!
+//! # Environment
+//! The container's environment is `docker.environment`, then `env_passthrough` (host
+//! values), then `env` (see [`crate::env`]); the host's own environment never enters it.
 //!
 //! A payload killed by a signal *inside* the container is reported with the shell's
 //! `128 + n` code, because that is all the wrapper's `wait` can observe.
@@ -56,17 +70,96 @@ pub mod labels {
     pub const OWNER_PID: &str = "io.iris.command.owner-pid";
 }
 
+/// Kills the container's detached orphans (see the [module docs](self)): `$k` is the
+/// keep-alive shell's pid; the caller's own pid (`$$`) is not a blocker. Passes repeat
+/// (bounded) until nothing is left to kill.
+macro_rules! sweep_script {
+    () => {
+        r#"iris_st() {
+  IFS= read -r l 2>/dev/null < "/proc/$1/stat" || return 1
+  l=${l##*) }
+  set -- $l
+  S=$1 P=$2 T=${20}
+}
+n=0
+while [ "$n" -lt 100 ]; do
+  n=$((n+1))
+  b=
+  for d in /proc/[0-9]*; do
+    q=${d#/proc/}
+    if [ "$q" = 1 ] || [ "$q" = "$$" ]; then continue; fi
+    iris_st "$q" || continue
+    if [ "$P" = 0 ] && { [ -z "$b" ] || [ "$T" -lt "$b" ]; }; then b=$T; fi
+  done
+  v=
+  for d in /proc/[0-9]*; do
+    q=${d#/proc/}
+    if [ "$q" = "$k" ]; then continue; fi
+    iris_st "$q" || continue
+    [ "$P" = 1 ] || continue
+    case $S in Z|X|x) continue ;; esac
+    if [ -n "$b" ] && [ "$b" -le "$T" ]; then continue; fi
+    v="$v $q"
+  done
+  [ -n "$v" ] || break
+  m=0
+  while [ "$m" -lt 20 ]; do
+    m=$((m+1))
+    g=
+    for d in /proc/[0-9]*; do
+      q=${d#/proc/}
+      case "$v " in *" $q "*) continue ;; esac
+      iris_st "$q" || continue
+      case "$v " in *" $P "*) v="$v $q"; g=1 ;; esac
+    done
+    [ -n "$g" ] || break
+  done
+  kill -9 $v 2>/dev/null
+  sleep 0.02
+done
+"#
+    };
+}
+
+/// The orphan sweep shared by [`WRAPPER`] and [`SWEEP_SCRIPT`] (expects `$k`).
+pub const SWEEP: &str = sweep_script!();
+
 /// Runs `"$@"` as the leader of a new session, printing its pid first; kills what is
-/// left of that group after it exits; exits with its code. Stdin (fd 0) is handed to
-/// the payload through fd 3, because an asynchronous list would get `/dev/null`.
-pub const WRAPPER: &str = r#"exec 3<&0
+/// left of that group after it exits, then sweeps detached orphans ([`SWEEP`]); exits
+/// with its code. `$1` is the keep-alive shell's pid. Stdin (fd 0) is handed to the
+/// payload through fd 3, because an asynchronous list would get `/dev/null`.
+pub const WRAPPER: &str = concat!(
+    r#"k=$1
+shift
+exec 3<&0
 setsid /bin/sh -c 'printf "%s\n" "$$"; exec "$@"' iris-call "$@" <&3 3<&- &
 p=$!
 exec 3<&-
 wait "$p"
 rc=$?
 kill -9 "-$p" 2>/dev/null
-exit "$rc""#;
+"#,
+    sweep_script!(),
+    r#"exit "$rc""#
+);
+
+/// Kills process group `$2` and sweeps detached orphans ([`SWEEP`]); `$1` is the
+/// keep-alive shell's pid. Used when a call's wrapper did not end normally.
+pub const SWEEP_SCRIPT: &str = concat!(
+    r#"k=$1
+kill -9 "-$2" 2>/dev/null
+"#,
+    sweep_script!(),
+    "exit 0"
+);
+
+/// Lists the pids whose parent is PID 1 (at prepare: the keep-alive shell).
+const INIT_CHILDREN: &str = r#"for d in /proc/[0-9]*; do
+  IFS= read -r l 2>/dev/null < "$d/stat" || continue
+  l=${l##*) }
+  set -- $l
+  if [ "$2" = 1 ]; then echo "${d#/proc/}"; fi
+done"#;
 
 /// Kills process group `$1` and waits (bounded: 400 checks, 25 ms apart) until no
 /// member is left. Exit 0 when the group is gone, 1 when it is still there.
@@ -107,20 +200,25 @@ type OutputStream = Pin<Box<dyn Stream<Item = Result<LogOutput, bollard::errors:
 pub(crate) struct Prepared {
     docker: Docker,
     container_id: String,
+    /// The keep-alive shell's pid in the container (never swept).
+    keepalive: i64,
 }
 
 /// The Docker backend.
 #[derive(Debug)]
 pub(crate) struct DockerBackend {
     config: DockerConfig,
+    /// The container's whole environment (`NAME=value`).
+    env: Vec<String>,
     workspace: PathBuf,
     prepared: std::sync::Mutex<Option<Arc<Prepared>>>,
 }
 
 impl DockerBackend {
-    pub(crate) fn new(config: DockerConfig, workspace: PathBuf) -> Self {
+    pub(crate) fn new(config: DockerConfig, env: Vec<String>, workspace: PathBuf) -> Self {
         Self {
             config,
+            env,
             workspace,
             prepared: std::sync::Mutex::new(None),
         }
@@ -193,14 +291,23 @@ impl DockerBackend {
             }
         }
         let container_id = self.create_container(&docker).await?;
-        let prepared = Arc::new(Prepared {
+        let mut prepared = Prepared {
             docker,
             container_id,
-        });
-        if let Err(e) = probe(&prepared).await {
-            remove(&prepared).await;
-            return Err(e);
+            keepalive: 0,
+        };
+        let probed = match probe(&prepared).await {
+            Ok(()) => keepalive_pid(&prepared).await,
+            Err(e) => Err(e),
+        };
+        match probed {
+            Ok(pid) => prepared.keepalive = pid,
+            Err(e) => {
+                remove(&prepared).await;
+                return Err(e);
+            }
         }
+        let prepared = Arc::new(prepared);
         let won = {
             let mut slot = self
                 .prepared
@@ -235,12 +342,7 @@ impl DockerBackend {
             (labels::WORKSPACE.to_owned(), ws.clone()),
             (labels::OWNER_PID.to_owned(), std::process::id().to_string()),
         ]);
-        let env = self
-            .config
-            .environment
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
+        let env = self.env.clone();
         let body = ContainerCreateBody {
             image: Some(self.config.image.clone()),
             cmd: Some(vec!["/bin/sh".into(), "-c".into(), KEEP_ALIVE.into()]),
@@ -298,6 +400,7 @@ impl DockerBackend {
             "-c".into(),
             WRAPPER.into(),
             "iris-exec".into(),
+            prepared.keepalive.to_string(),
         ];
         match &job.payload {
             CommandPayload::Shell(line) => {
@@ -346,6 +449,7 @@ impl DockerBackend {
             pid_line: Vec::new(),
             stream_done: false,
             ended: None,
+            released: false,
         })
     }
 
@@ -455,8 +559,44 @@ async fn probe(prepared: &Prepared) -> Result<(), CommandError> {
     }
 }
 
+/// Finds the keep-alive shell: the one child of PID 1 right after the start (asked a few
+/// times, since init forks it a moment after the container starts).
+async fn keepalive_pid(prepared: &Prepared) -> Result<i64, CommandError> {
+    for _ in 0..50 {
+        let (code, stdout) = run_helper_output(
+            prepared,
+            vec!["/bin/sh".into(), "-c".into(), INIT_CHILDREN.into()],
+        )
+        .await
+        .map_err(|e| {
+            CommandError::unavailable(format!("the command container does not run: {e}"))
+        })?;
+        let pids: Vec<i64> = stdout
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect();
+        if code == Some(0)
+            && let Some(pid) = pids.iter().min()
+        {
+            return Ok(*pid);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Err(CommandError::unavailable(
+        "the command container's keep-alive process was not found under its init",
+    ))
+}
+
 /// Runs a short helper exec to its end and returns its exit code.
 async fn run_helper(prepared: &Prepared, cmd: Vec<String>) -> Result<Option<i64>, String> {
+    run_helper_output(prepared, cmd).await.map(|(code, _)| code)
+}
+
+/// Runs a short helper exec to its end; its exit code and stdout (bounded to 64 KiB).
+async fn run_helper_output(
+    prepared: &Prepared,
+    cmd: Vec<String>,
+) -> Result<(Option<i64>, String), String> {
     let exec = prepared
         .docker
         .create_exec(
@@ -475,12 +615,18 @@ async fn run_helper(prepared: &Prepared, cmd: Vec<String>) -> Result<Option<i64>
         .start_exec(&exec.id, Some(attached()))
         .await
         .map_err(|e| e.to_string())?;
+    let mut stdout = Vec::new();
     if let StartExecResults::Attached { mut output, .. } = started {
         while let Some(item) = next(&mut output).await {
-            item.map_err(|e| e.to_string())?;
+            if let LogOutput::StdOut { message } = item.map_err(|e| e.to_string())?
+                && stdout.len() < 64 * 1024
+            {
+                stdout.extend_from_slice(&message);
+            }
         }
     }
-    exit_code(prepared, &exec.id).await
+    let code = exit_code(prepared, &exec.id).await?;
+    Ok((code, String::from_utf8_lossy(&stdout).into_owned()))
 }
 
 /// Why the container cannot run calls any more, or `None` while it runs.
@@ -502,6 +648,18 @@ async fn container_gone(prepared: &Prepared) -> Option<String> {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     None
+}
+
+/// The argv of the sweep exec for one call (its group and the container's orphans).
+fn sweep_command(keepalive: i64, pgid: i64) -> Vec<String> {
+    vec![
+        "/bin/sh".into(),
+        "-c".into(),
+        SWEEP_SCRIPT.into(),
+        "iris-sweep".into(),
+        keepalive.to_string(),
+        pgid.to_string(),
+    ]
 }
 
 /// The argv of the kill exec for one process group.
@@ -548,6 +706,8 @@ pub(crate) struct DockerProcess {
     stream_done: bool,
     /// Set once the stream ended: the exec's exit code (or why it is unknown).
     ended: Option<Result<Option<i64>, String>>,
+    /// Whether [`Process::release`] ran.
+    released: bool,
 }
 
 impl std::fmt::Debug for DockerProcess {
@@ -682,6 +842,38 @@ impl Process for DockerProcess {
             other => Err(format!(
                 "process group {pgid} in the container survived SIGKILL (kill exec exit {other:?})"
             )),
+        }
+    }
+
+    async fn release(&mut self) -> Result<(), String> {
+        self.sweep_if_needed().await
+    }
+}
+
+impl DockerProcess {
+    /// After the call: when the wrapper did not end normally, its sweep may not have
+    /// run, so run it as a separate exec.
+    async fn sweep_if_needed(&mut self) -> Result<(), String> {
+        if self.released {
+            return Ok(());
+        }
+        self.released = true;
+        let needed = match &self.ended {
+            // The wrapper exited and swept; a signal-like code may mean it was killed.
+            Some(Ok(Some(code))) => !(0..128).contains(code),
+            Some(Ok(None)) | None => true,
+            // The stream or the container failed: the kill path already ran.
+            Some(Err(_)) => false,
+        };
+        let Some(pgid) = self.pgid.filter(|_| needed) else {
+            return Ok(());
+        };
+        match run_helper(&self.prepared, sweep_command(self.prepared.keepalive, pgid)).await {
+            Ok(Some(0)) => Ok(()),
+            Ok(other) => Err(format!(
+                "the sweep of detached processes exited with {other:?}"
+            )),
+            Err(e) => Err(format!("the sweep of detached processes failed: {e}")),
         }
     }
 }

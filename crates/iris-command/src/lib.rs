@@ -3,7 +3,9 @@
 mod binding;
 mod capture;
 pub mod config;
+mod contain;
 pub mod docker;
+pub mod env;
 pub mod error;
 pub mod native;
 mod request;
@@ -14,6 +16,7 @@ pub mod tools;
 pub use binding::{CloseOutcome, CommandBinding};
 pub use capture::DEFAULT_OUTPUT_LIMIT_BYTES;
 pub use config::{CommandConfig, CommandMode, DockerConfig, DockerNetwork};
+pub use contain::ProcessContainment;
 pub use error::{CommandError, codes};
 pub use request::{
     CommandOutcome, CommandPayload, CommandRequest, CommandScope, CommandStatus, OutputStats,

@@ -1,17 +1,32 @@
-//! The native backend: `/bin/sh -c` (or the host's Python) in its own process group.
+//! The native backend: `/bin/sh -c` (or the host's Python) in its own process group,
+//! with an allow-listed environment, contained so that nothing it starts outlives it.
 //!
 //! Each call is one process started with `process_group(0)`, so it leads a new process
-//! group that its children and grandchildren inherit. Killing means `SIGKILL` to the
-//! whole group, repeated until no live (non-zombie) member is left; a process that
-//! leaves the group on purpose (`setsid`, `setpgid`) is outside what a group kill
-//! reaches. When the leader exits by itself, the rest of its group is killed too: a
-//! call owns its processes, and background jobs do not outlive it.
+//! group that its children and grandchildren inherit, and with `env_clear()` plus the
+//! environment of [`crate::env`]. Killing means `SIGKILL` to the whole group, repeated
+//! until no live (non-zombie) member is left. When the leader exits by itself, the rest
+//! of its group is killed too: a call owns its processes, and background jobs do not
+//! outlive it.
+//!
+//! Processes that leave the group (`setsid`, `setpgid`, double forks) are contained by
+//! [`crate::ProcessContainment`]: a cgroup per call (the leader starts behind a gate on
+//! its stdin and is moved into the cgroup before it runs the payload; the end of the call
+//! writes `cgroup.kill`) or, without a writable cgroup v2, the subreaper sweep. Either
+//! runs when the leader exits, when the call is killed, and once more before the outcome
+//! is returned.
+//!
+//! When the host has `setpriv` (util-linux), the leader is started as
+//! `setpriv --pdeathsig KILL -- …`, so it is killed if the host process dies without
+//! cleaning up (see the crate README for the limits of that backstop).
 //!
 //! The backend needs a Unix host; on other hosts `prepare` reports
 //! `COMMAND_UNAVAILABLE` (the seed's `cmd.exe` variant is not written yet).
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -19,6 +34,7 @@ use tokio::process::{Child, ChildStderr, ChildStdout, Command};
 use tokio::time::Instant;
 
 use crate::capture::Captures;
+use crate::contain::{self, CallCgroup, CallTicket, ProcessContainment};
 use crate::error::CommandError;
 use crate::request::CommandPayload;
 use crate::run::{Job, Process, WaitOutcome};
@@ -39,16 +55,48 @@ const KILL_CONFIRM: Duration = Duration::from_secs(10);
 /// Pause between two confirmation checks of a kill.
 const KILL_POLL: Duration = Duration::from_millis(5);
 
-/// The native backend (stateless: each call is its own process).
-#[derive(Debug, Default)]
+/// The gate of a contained call: waits for one line on stdin (sent once the leader is in
+/// its cgroup), then becomes the payload with the rest of stdin.
+const GATE: &str = "IFS= read -r iris_gate || exit 125; exec \"$@\"";
+/// The gate of a call without stdin bytes: the payload's stdin is `/dev/null`.
+const GATE_NULL: &str = "IFS= read -r iris_gate || exit 125; exec \"$@\" </dev/null";
+
+/// What `prepare` decided for the calls of this backend.
+#[derive(Debug, Clone)]
+struct Prepared {
+    /// The cgroup directory calls get child cgroups in; `None` for the reaper.
+    cgroup: Option<&'static Path>,
+    /// Whether a cgroup was demanded (no fallback to the reaper).
+    cgroup_required: bool,
+    /// `setpriv` for the parent-death backstop.
+    launcher: Option<PathBuf>,
+}
+
+/// The native backend (stateless apart from its settings: each call is its own process).
+#[derive(Debug)]
 pub(crate) struct NativeBackend {
     /// The interpreter for `run_python`; `None` means [`PYTHON_ENV`] or `python3`.
-    pub(crate) python: std::sync::Mutex<Option<std::path::PathBuf>>,
+    pub(crate) python: Mutex<Option<PathBuf>>,
+    /// The requested containment.
+    pub(crate) containment: Mutex<ProcessContainment>,
+    /// The whole environment of every call.
+    env: BTreeMap<OsString, OsString>,
+    prepared: OnceLock<Prepared>,
 }
 
 impl NativeBackend {
-    /// Checks the shell exists.
-    pub(crate) fn prepare(&self) -> Result<(), CommandError> {
+    /// A backend whose calls get exactly `env`.
+    pub(crate) fn new(env: BTreeMap<OsString, OsString>) -> Self {
+        Self {
+            python: Mutex::new(None),
+            containment: Mutex::new(ProcessContainment::Auto),
+            env,
+            prepared: OnceLock::new(),
+        }
+    }
+
+    /// Checks the shell exists and decides containment and the backstop.
+    pub(crate) async fn prepare(&self) -> Result<(), CommandError> {
         if !cfg!(unix) {
             // Killing a whole process tree is implemented with Unix process groups;
             // a Windows (cmd.exe, job object) variant is not written yet.
@@ -56,64 +104,165 @@ impl NativeBackend {
                 "native commands need a Unix host in this version; use docker mode",
             ));
         }
-        if Path::new(SHELL).exists() {
-            Ok(())
-        } else {
-            Err(CommandError::unavailable(format!(
+        if !Path::new(SHELL).exists() {
+            return Err(CommandError::unavailable(format!(
                 "the host shell {SHELL} does not exist"
-            )))
+            )));
         }
+        if self.prepared.get().is_some() {
+            return Ok(());
+        }
+        let requested = self
+            .containment
+            .lock()
+            .map(|c| *c)
+            .unwrap_or(ProcessContainment::Auto);
+        let cgroup = match requested {
+            ProcessContainment::Reaper => None,
+            ProcessContainment::Auto => contain::cgroup_root(),
+            ProcessContainment::Cgroup => Some(contain::cgroup_root().ok_or_else(|| {
+                CommandError::unavailable(
+                    "process containment `cgroup` needs a writable cgroup v2 hierarchy with cgroup.kill (Linux 5.14+); none was found",
+                )
+            })?),
+        };
+        if cgroup.is_none() {
+            contain::ensure_subreaper();
+        }
+        let launcher = contain::pdeathsig_launcher().await;
+        let _ = self.prepared.set(Prepared {
+            cgroup,
+            cgroup_required: requested == ProcessContainment::Cgroup,
+            launcher,
+        });
+        Ok(())
+    }
+
+    /// The containment in effect, once prepared.
+    pub(crate) fn effective_containment(&self) -> Option<ProcessContainment> {
+        self.prepared.get().map(|p| match p.cgroup {
+            Some(_) => ProcessContainment::Cgroup,
+            None => ProcessContainment::Reaper,
+        })
+    }
+
+    /// The interpreter of `run_python`, resolved on the calls' `PATH`.
+    fn python(&self) -> Result<PathBuf, CommandError> {
+        let chosen = self.python.lock().ok().and_then(|p| p.clone());
+        let python: PathBuf = match chosen {
+            Some(path) => path,
+            None => std::env::var_os(PYTHON_ENV)
+                .filter(|v| !v.is_empty())
+                .map_or_else(|| DEFAULT_PYTHON.into(), Into::into),
+        };
+        let path = self.env.get(&OsString::from("PATH"));
+        contain::resolve_program(&python, path.map(OsString::as_os_str)).ok_or_else(|| {
+            CommandError::unavailable(format!(
+                "the Python interpreter `{}` was not found; install python3 or set {PYTHON_ENV}",
+                python.display()
+            ))
+        })
     }
 
     /// Starts the job's process.
-    pub(crate) fn spawn(&self, job: &Job) -> Result<NativeProcess, CommandError> {
-        let (program, mut command) = match &job.payload {
-            CommandPayload::Shell(line) => {
-                let mut c = Command::new(SHELL);
-                c.arg("-c").arg(line);
-                (SHELL.to_owned(), c)
-            }
+    pub(crate) async fn spawn(&self, job: &Job) -> Result<NativeProcess, CommandError> {
+        let prepared = self
+            .prepared
+            .get()
+            .cloned()
+            .ok_or_else(|| CommandError::unavailable("the native backend is not prepared"))?;
+        let payload: Vec<OsString> = match &job.payload {
+            CommandPayload::Shell(line) => vec![SHELL.into(), "-c".into(), line.into()],
             CommandPayload::Python(code) => {
-                let chosen = self.python.lock().ok().and_then(|p| p.clone());
-                let python = match chosen {
-                    Some(path) => path,
-                    None => std::env::var_os(PYTHON_ENV)
-                        .map_or_else(|| DEFAULT_PYTHON.into(), Into::into),
-                };
-                let mut c = Command::new(&python);
-                c.arg("-c").arg(code);
-                (python.to_string_lossy().into_owned(), c)
+                vec![self.python()?.into_os_string(), "-c".into(), code.into()]
             }
         };
+        let mut ticket = CallTicket::pending();
+        let mut cgroup = match prepared.cgroup.map(CallCgroup::create) {
+            None => None,
+            Some(Ok(cgroup)) => Some(cgroup),
+            Some(Err(e)) if prepared.cgroup_required => {
+                return Err(CommandError::unavailable(format!(
+                    "cannot create the call's cgroup: {e}"
+                )));
+            }
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "cannot create a cgroup for the call; using the reaper");
+                contain::ensure_subreaper();
+                None
+            }
+        };
+        let gated = cgroup.is_some();
+        let mut argv: Vec<OsString> = Vec::new();
+        if let Some(launcher) = &prepared.launcher {
+            argv.extend([
+                launcher.clone().into_os_string(),
+                "--pdeathsig".into(),
+                "KILL".into(),
+                "--".into(),
+            ]);
+        }
+        if gated {
+            let gate = if job.stdin.is_some() { GATE } else { GATE_NULL };
+            argv.extend([SHELL.into(), "-c".into(), gate.into(), "iris-gate".into()]);
+        }
+        argv.extend(payload);
+        let mut command = Command::new(&argv[0]);
+        command.args(&argv[1..]);
         #[cfg(unix)]
         command.process_group(0);
         command
             .current_dir(&job.cwd)
-            .stdin(if job.stdin.is_some() {
+            .env_clear()
+            .envs(&self.env)
+            .stdin(if gated || job.stdin.is_some() {
                 Stdio::piped()
             } else {
                 Stdio::null()
             })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let mut child = command.spawn().map_err(|e| match &job.payload {
-            CommandPayload::Python(_) if e.kind() == std::io::ErrorKind::NotFound => {
-                CommandError::unavailable(format!(
-                    "the Python interpreter `{program}` was not found; install python3 or set {PYTHON_ENV}"
-                ))
+        let program = argv[0].to_string_lossy().into_owned();
+        let mut child = command
+            .spawn()
+            .map_err(|e| CommandError::unavailable(format!("cannot start `{program}`: {e}")))?;
+        let Some(pid) = child.id() else {
+            return Err(CommandError::unavailable("the started process has no pid"));
+        };
+        let pgid = i32::try_from(pid)
+            .map_err(|_| CommandError::unavailable("the started process has no valid pid"))?;
+        if let Some(cg) = &cgroup
+            && let Err(e) = cg.add(pid)
+        {
+            if prepared.cgroup_required {
+                // The gate has not opened: nothing of the payload ran.
+                signal_group(pgid);
+                return Err(CommandError::unavailable(format!(
+                    "cannot move the call into its cgroup: {e}"
+                )));
             }
-            _ => CommandError::unavailable(format!("cannot start `{program}`: {e}")),
-        })?;
-        let pgid = child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .ok_or_else(|| CommandError::unavailable("the started process has no pid"))?;
-        if let (Some(bytes), Some(mut stdin)) = (job.stdin.clone(), child.stdin.take()) {
-            // A writer task, so a process that never reads cannot block the driver; a
-            // process that exits without reading makes the write fail, which is fine.
-            tokio::spawn(async move {
-                let _ = stdin.write_all(&bytes).await;
-            });
+            tracing::warn!(error = %e, "cannot move the call into its cgroup; using the reaper");
+            contain::ensure_subreaper();
+            cgroup = None;
+        }
+        ticket.started(pgid);
+        let mut stdin = child.stdin.take();
+        if gated && let Some(pipe) = stdin.as_mut() {
+            // Opens the gate; a leader that already died makes this fail, and the
+            // driver then sees it exit.
+            let _ = pipe.write_all(b"\n").await;
+        }
+        match (job.stdin.clone(), stdin) {
+            (Some(bytes), Some(mut pipe)) => {
+                // A writer task, so a process that never reads cannot block the driver;
+                // a process that exits without reading makes the write fail, which is
+                // fine.
+                tokio::spawn(async move {
+                    let _ = pipe.write_all(&bytes).await;
+                });
+            }
+            // Closing the pipe ends the gate's stdin.
+            (_, pipe) => drop(pipe),
         }
         Ok(NativeProcess {
             stdout: child.stdout.take(),
@@ -124,6 +273,9 @@ impl NativeBackend {
             drain_until: None,
             out_buf: vec![0; CHUNK].into_boxed_slice(),
             err_buf: vec![0; CHUNK].into_boxed_slice(),
+            cgroup,
+            ticket,
+            released: false,
         })
     }
 }
@@ -139,6 +291,10 @@ pub(crate) struct NativeProcess {
     drain_until: Option<Instant>,
     out_buf: Box<[u8]>,
     err_buf: Box<[u8]>,
+    /// The call's cgroup, when it has one (else the reaper contains it).
+    cgroup: Option<CallCgroup>,
+    ticket: CallTicket,
+    released: bool,
 }
 
 impl Drop for NativeProcess {
@@ -146,6 +302,22 @@ impl Drop for NativeProcess {
         // If the driver is dropped mid-run (runtime shutdown), the tree must not survive.
         if self.status.is_none() {
             signal_group(self.pgid);
+        }
+        // The cgroup and the ticket kill and sweep what is left when they drop.
+    }
+}
+
+/// Kills what left the group once the leader is gone: the cgroup, or one sweep pass
+/// (without waiting; [`Process::release`] confirms).
+fn kill_escaped(cgroup: Option<&CallCgroup>, ticket: &CallTicket) {
+    match cgroup {
+        Some(cg) => cg.kill(),
+        None => {
+            if contain::subreaper_active()
+                && let Some(from) = contain::current_period()
+            {
+                contain::sweep_once(from, Some(ticket.id()));
+            }
         }
     }
 }
@@ -161,6 +333,9 @@ impl Process for NativeProcess {
             drain_until,
             out_buf,
             err_buf,
+            cgroup,
+            ticket,
+            ..
         } = self;
         loop {
             if stdout.is_none() && stderr.is_none() {
@@ -170,6 +345,7 @@ impl Process for NativeProcess {
                         Ok(s) => {
                             *status = Some(s);
                             signal_group(*pgid);
+                            kill_escaped(cgroup.as_ref(), ticket);
                             s
                         }
                         Err(e) => {
@@ -194,8 +370,10 @@ impl Process for NativeProcess {
                 exited = child.wait(), if status.is_none() => match exited {
                     Ok(s) => {
                         *status = Some(s);
-                        // Background jobs of the call die with it (see the module docs).
+                        // Background jobs of the call die with it (see the module docs),
+                        // and so does whatever left the group.
                         signal_group(*pgid);
+                        kill_escaped(cgroup.as_ref(), ticket);
                         *drain_until = Some(Instant::now() + AFTER_EXIT_DRAIN);
                     }
                     Err(e) => return WaitOutcome::Lost(format!("waiting for the process failed: {e}")),
@@ -213,8 +391,13 @@ impl Process for NativeProcess {
         let give_up = Instant::now() + KILL_CONFIRM;
         loop {
             signal_group(self.pgid);
-            if !group_alive(self.pgid) {
-                return Ok(());
+            if let Some(cg) = &self.cgroup {
+                cg.kill();
+            }
+            let left =
+                group_alive(self.pgid) || self.cgroup.as_ref().is_some_and(CallCgroup::populated);
+            if !left {
+                break;
             }
             if Instant::now() >= give_up {
                 return Err(format!(
@@ -225,6 +408,38 @@ impl Process for NativeProcess {
             }
             tokio::time::sleep(KILL_POLL).await;
         }
+        if self.cgroup.is_none()
+            && contain::subreaper_active()
+            && let Some(from) = contain::current_period()
+        {
+            contain::sweep(from, Some(self.ticket.id())).await?;
+        }
+        Ok(())
+    }
+
+    async fn release(&mut self) -> Result<(), String> {
+        if self.released {
+            return Ok(());
+        }
+        self.released = true;
+        let mut result = Ok(());
+        if let Some(cg) = self.cgroup.as_mut() {
+            result = cg.finish(KILL_CONFIRM).await;
+        }
+        let period = self.ticket.finish();
+        if contain::subreaper_active() {
+            // Also for cgroup calls: orphans of reaper calls that this call protected
+            // while it ran are due now. (The sweep reaps adopted zombies too.)
+            match period {
+                Some(from) => {
+                    if let Err(e) = contain::sweep(from, None).await {
+                        result = result.and(Err(e));
+                    }
+                }
+                None => contain::reap_zombies(),
+            }
+        }
+        result
     }
 }
 
@@ -265,23 +480,12 @@ pub(crate) fn signal_group(pgid: i32) {
 pub(crate) fn group_alive(pgid: i32) -> bool {
     #[cfg(target_os = "linux")]
     {
-        let Ok(entries) = std::fs::read_dir("/proc") else {
+        if !Path::new("/proc/self/stat").exists() {
             return probe_group(pgid);
-        };
-        entries.flatten().any(|entry| {
-            let name = entry.file_name();
-            let Some(pid) = name
-                .to_str()
-                .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
-            else {
-                return false;
-            };
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                return false;
-            };
-            parse_stat(&stat)
-                .is_some_and(|(state, group)| group == pgid && !matches!(state, 'Z' | 'X' | 'x'))
-        })
+        }
+        contain::snapshot()
+            .iter()
+            .any(|p| p.pgrp == pgid && !matches!(p.state, 'Z' | 'X' | 'x'))
     }
     #[cfg(not(target_os = "linux"))]
     {
@@ -298,15 +502,4 @@ fn probe_group(pgid: i32) -> bool {
         let _ = pgid;
         false
     };
-}
-
-/// `(state, pgrp)` from a `/proc/<pid>/stat` line. The command name (field 2) may hold
-/// spaces and parentheses, so fields are counted from the last `)`.
-pub(crate) fn parse_stat(stat: &str) -> Option<(char, i32)> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let mut fields = rest.split_whitespace();
-    let state = fields.next()?.chars().next()?;
-    let _ppid = fields.next()?;
-    let pgrp = fields.next()?.parse().ok()?;
-    Some((state, pgrp))
 }

@@ -63,6 +63,12 @@ pub(crate) trait Process: Send {
         &'a mut self,
         out: &'a mut Captures,
     ) -> impl Future<Output = Result<(), String>> + Send + 'a;
+
+    /// Runs once at the very end, however the call ended: makes sure nothing the call
+    /// started is left, including processes that left its process group (detached
+    /// processes, double forks), and releases per-call resources. `Err` says what could
+    /// not be confirmed.
+    fn release(&mut self) -> impl Future<Output = Result<(), String>> + Send + '_;
 }
 
 enum End {
@@ -102,7 +108,7 @@ pub(crate) async fn drive<P: Process>(
         reason = entry.stop_requested() => End::Kill(reason.status(), reason.detail()),
         () = cancelled(job.cancellation.as_ref()) => End::Kill(CommandStatus::Cancelled, None),
     };
-    let (status, exit_code, detail, confirmed) = match end {
+    let (status, exit_code, mut detail, mut confirmed) = match end {
         End::Natural(WaitOutcome::Exited(code)) => (CommandStatus::Exited, code, None, true),
         End::Natural(WaitOutcome::Lost(reason)) => {
             // Whatever is left of the tree must still go; the outcome says why it ended.
@@ -134,6 +140,15 @@ pub(crate) async fn drive<P: Process>(
             (status, None, detail, confirmed)
         }
     };
+    // Whatever ended the call, nothing it started may outlive it.
+    if let Err(e) = process.release().await {
+        tracing::warn!(call = %job.call_id, error = %e, "cleaning up the call's processes");
+        confirmed = false;
+        detail = Some(match detail {
+            Some(d) => format!("{d}; {e}"),
+            None => e,
+        });
+    }
     entry.mark_stopped(confirmed);
     let stats = out.stats();
     CommandOutcome {

@@ -25,6 +25,7 @@ use tokio::sync::{Notify, oneshot, watch};
 
 use crate::capture::DEFAULT_OUTPUT_LIMIT_BYTES;
 use crate::config::{CommandConfig, CommandMode};
+use crate::contain::ProcessContainment;
 use crate::docker::DockerBackend;
 use crate::error::CommandError;
 use crate::native::NativeBackend;
@@ -202,9 +203,16 @@ impl CommandService {
                     format!("`{}` is not an existing directory", root.display()),
                 )
             })?;
+        // The host environment is read once; a call only gets what crate::env allows.
         let backend = match config.docker_config() {
-            None => Backend::Native(NativeBackend::default()),
-            Some(docker) => Backend::Docker(DockerBackend::new(docker, workspace.clone())),
+            None => Backend::Native(NativeBackend::new(crate::env::native_env(
+                &config,
+                std::env::vars_os(),
+            ))),
+            Some(docker) => {
+                let env = crate::env::docker_env(&config, &docker, std::env::vars_os());
+                Backend::Docker(DockerBackend::new(docker, env, workspace.clone()))
+            }
         };
         static IDS: AtomicU64 = AtomicU64::new(1);
         Ok(Self {
@@ -237,6 +245,28 @@ impl CommandService {
             *python = Some(interpreter.into());
         }
         self
+    }
+
+    /// Sets how native calls contain the processes they start (default
+    /// [`ProcessContainment::Auto`]); takes effect at [`CommandService::prepare`], so set
+    /// it before. No effect in Docker mode, where the container holds every call.
+    #[must_use]
+    pub fn with_process_containment(self, containment: ProcessContainment) -> Self {
+        if let Backend::Native(native) = &self.inner.backend
+            && let Ok(mut requested) = native.containment.lock()
+        {
+            *requested = containment;
+        }
+        self
+    }
+
+    /// The containment native calls use, once prepared: [`ProcessContainment::Cgroup`]
+    /// or [`ProcessContainment::Reaper`]. `None` before `prepare` and in Docker mode.
+    pub fn process_containment(&self) -> Option<ProcessContainment> {
+        match &self.inner.backend {
+            Backend::Native(native) => native.effective_containment(),
+            Backend::Docker(_) => None,
+        }
     }
 
     /// The per-stream output byte limit.
@@ -287,7 +317,7 @@ impl CommandService {
             return Err(CommandError::unavailable("the command service is closed"));
         }
         match &self.inner.backend {
-            Backend::Native(native) => native.prepare()?,
+            Backend::Native(native) => native.prepare().await?,
             Backend::Docker(docker) => docker.prepare().await?,
         }
         let closed = {
@@ -501,7 +531,7 @@ impl Inner {
         }
         let outcome = match &self.backend {
             Backend::Native(native) => {
-                let process = native.spawn(&job)?;
+                let process = native.spawn(&job).await?;
                 drive(process, &job, entry, mode, limit, started).await
             }
             Backend::Docker(docker) => {

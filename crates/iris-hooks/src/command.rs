@@ -9,7 +9,13 @@
 //! - stderr is diagnostics: it is logged and quoted in error messages, never parsed;
 //! - a non-zero exit is a hook error; the hook's deadline kills the whole process tree
 //!   (the dispatcher drops the call and iris-command kills the process group);
-//! - a `run.finished` event whose run did not complete skips command hooks.
+//! - a `run.finished` event whose run did not complete skips command hooks;
+//! - the hook runs with the command service's environment, never the host's: the
+//!   allow-list (`PATH`, `HOME`, `LANG`, `LC_*`, …), then `command.env_passthrough`, then
+//!   `command.env` (see `iris_command::env`), so a secret such as
+//!   `IRIS_PROVIDER_API_KEYS__*` never reaches it; and like any call, everything it
+//!   starts — detached processes included — dies when it ends (see
+//!   `iris_command::ProcessContainment`).
 
 use iris_command::{CommandBinding, CommandRequest, CommandScope, CommandStatus};
 use iris_tools_core::BoxFuture;

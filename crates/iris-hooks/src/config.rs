@@ -26,7 +26,10 @@ use serde_json::Value;
 
 use crate::error::{HookError, HookErrorKind};
 use crate::event::HookEventKind;
-use crate::registration::{DEFAULT_HOOK_TIMEOUT_SECONDS, HookHandler, HookRegistration};
+use crate::registration::{
+    DEFAULT_HOOK_TIMEOUT_SECONDS, HookHandler, HookRegistration, MAX_HOOK_TIMEOUT_SECONDS,
+    timeout_from_seconds,
+};
 
 /// One item of the YAML `hooks:` list.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -41,7 +44,8 @@ pub struct HookSpec {
     /// For tool events: the tools it applies to.
     #[serde(default)]
     pub tools: Option<Vec<String>>,
-    /// Deadline in seconds (default 10).
+    /// Deadline in seconds (default 10; positive, at most
+    /// [`MAX_HOOK_TIMEOUT_SECONDS`]).
     #[serde(default)]
     pub timeout_seconds: Option<f64>,
 }
@@ -149,6 +153,14 @@ impl HookFactoryRegistry {
                 format!("hooks[{index}] (`{}`): {msg}", spec.name),
             )
         };
+        // Checked before any handler is built, so a bad timeout starts nothing.
+        let timeout_seconds = spec.timeout_seconds.unwrap_or(DEFAULT_HOOK_TIMEOUT_SECONDS);
+        if timeout_from_seconds(timeout_seconds).is_none() {
+            return Err(at(format!(
+                "`timeout_seconds` must be a positive number of seconds no larger than \
+                 {MAX_HOOK_TIMEOUT_SECONDS:e}, got {timeout_seconds:?}"
+            )));
+        }
         let event = HookEventKind::parse(&spec.event).ok_or_else(|| {
             at(format!(
                 "unknown event `{}`; expected run.started, run.finished, tool.before or tool.after",
@@ -180,7 +192,7 @@ impl HookFactoryRegistry {
             }
         };
         let reg = HookRegistration::builder_shared(event, spec.name.clone(), handler)
-            .timeout_seconds(spec.timeout_seconds.unwrap_or(DEFAULT_HOOK_TIMEOUT_SECONDS));
+            .timeout_seconds(timeout_seconds);
         let reg = match &spec.tools {
             Some(tools) => reg.tools(tools.iter().cloned()),
             None => reg,

@@ -14,5 +14,5 @@ pub use event::{
 };
 pub use registration::{
     DEFAULT_HOOK_TIMEOUT_SECONDS, HookHandler, HookRegistration, HookRegistrationBuilder,
-    HookResult, ToolAfterResult, ToolBeforeResult,
+    HookResult, MAX_HOOK_TIMEOUT_SECONDS, ToolAfterResult, ToolBeforeResult,
 };

@@ -14,6 +14,10 @@ use crate::event::{HookEvent, HookEventKind};
 /// Default hook deadline in seconds (seed 000).
 pub const DEFAULT_HOOK_TIMEOUT_SECONDS: f64 = 10.0;
 
+/// The longest hook deadline in seconds (about 31 years): any longer value is a mistake,
+/// and values past `Duration`'s range (1.8e19 s) cannot be represented at all.
+pub const MAX_HOOK_TIMEOUT_SECONDS: f64 = 1e9;
+
 /// What a `tool.before` hook may return.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -177,26 +181,28 @@ impl HookRegistrationBuilder {
         self
     }
 
-    /// Sets the deadline in seconds (positive, finite; default 10).
+    /// Sets the deadline in seconds (positive, at most [`MAX_HOOK_TIMEOUT_SECONDS`];
+    /// default 10).
     #[must_use]
     pub fn timeout_seconds(mut self, seconds: f64) -> Self {
         self.timeout_seconds = seconds;
         self
     }
 
-    /// Validates: non-empty name, positive finite timeout, non-empty `tools` only on
-    /// tool events.
+    /// Validates: non-empty name, a positive timeout of at most
+    /// [`MAX_HOOK_TIMEOUT_SECONDS`], non-empty `tools` only on tool events.
     pub fn build(self) -> Result<HookRegistration, HookError> {
         let invalid = |msg: String| HookError::new(HookErrorKind::InvalidRegistration, msg);
         if self.name.trim().is_empty() {
             return Err(invalid("hook name must not be empty".into()));
         }
-        if !(self.timeout_seconds.is_finite() && self.timeout_seconds > 0.0) {
-            return Err(invalid(format!(
-                "hook `{}`: timeout_seconds must be a positive finite number, got {}",
+        let timeout = timeout_from_seconds(self.timeout_seconds).ok_or_else(|| {
+            invalid(format!(
+                "hook `{}`: timeout_seconds must be a positive finite number no larger than \
+                 {MAX_HOOK_TIMEOUT_SECONDS:e}, got {:?}",
                 self.name, self.timeout_seconds
-            )));
-        }
+            ))
+        })?;
         let tool_names = match self.tool_names {
             None => None,
             Some(names) if names.is_empty() => None,
@@ -215,7 +221,16 @@ impl HookRegistrationBuilder {
             name: self.name,
             handler: self.handler,
             tool_names,
-            timeout: Duration::from_secs_f64(self.timeout_seconds),
+            timeout,
         })
     }
+}
+
+/// A hook deadline from seconds: positive, finite and at most
+/// [`MAX_HOOK_TIMEOUT_SECONDS`] (`Duration::from_secs_f64` panics past its range).
+pub(crate) fn timeout_from_seconds(seconds: f64) -> Option<Duration> {
+    if !(seconds > 0.0 && seconds <= MAX_HOOK_TIMEOUT_SECONDS) {
+        return None;
+    }
+    Duration::try_from_secs_f64(seconds).ok()
 }

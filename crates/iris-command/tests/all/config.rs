@@ -25,24 +25,32 @@ fn config_table() {
     use serde_json::json;
     check(
         "{}",
-        Ok(json!({"mode": "native", "timeout_seconds": 120.0, "docker": null})),
+        Ok(
+            json!({"mode": "native", "timeout_seconds": 120.0, "env": {}, "env_passthrough": [], "docker": null}),
+        ),
     );
     check(
         "mode: native\ntimeout_seconds: 5",
-        Ok(json!({"mode": "native", "timeout_seconds": 5.0, "docker": null})),
+        Ok(
+            json!({"mode": "native", "timeout_seconds": 5.0, "env": {}, "env_passthrough": [], "docker": null}),
+        ),
     );
     check(
         "timeout_seconds: 0.5",
-        Ok(json!({"mode": "native", "timeout_seconds": 0.5, "docker": null})),
+        Ok(
+            json!({"mode": "native", "timeout_seconds": 0.5, "env": {}, "env_passthrough": [], "docker": null}),
+        ),
     );
     check(
         "mode: docker",
-        Ok(json!({"mode": "docker", "timeout_seconds": 120.0, "docker": null})),
+        Ok(
+            json!({"mode": "docker", "timeout_seconds": 120.0, "env": {}, "env_passthrough": [], "docker": null}),
+        ),
     );
     check(
         "mode: docker\ndocker: {}",
         Ok(
-            json!({"mode": "docker", "timeout_seconds": 120.0, "docker": {
+            json!({"mode": "docker", "timeout_seconds": 120.0, "env": {}, "env_passthrough": [], "docker": {
             "image": "iris-command:local", "endpoint": null, "network": "none", "cpus": 2.0,
             "memory_mb": 1024, "pids_limit": 128, "environment": {}}}),
         ),
@@ -50,7 +58,7 @@ fn config_table() {
     check(
         "mode: docker\ndocker: {image: my:tag, endpoint: 'unix:///run/docker.sock', network: bridge, cpus: 0.5, memory_mb: 64, pids_limit: 1, environment: {A: b}}",
         Ok(
-            json!({"mode": "docker", "timeout_seconds": 120.0, "docker": {
+            json!({"mode": "docker", "timeout_seconds": 120.0, "env": {}, "env_passthrough": [], "docker": {
             "image": "my:tag", "endpoint": "unix:///run/docker.sock", "network": "bridge", "cpus": 0.5,
             "memory_mb": 64, "pids_limit": 1, "environment": {"A": "b"}}}),
         ),
@@ -58,7 +66,7 @@ fn config_table() {
     check(
         "mode: docker\ndocker: {endpoint: 'npipe:////./pipe/docker_engine'}",
         Ok(
-            json!({"mode": "docker", "timeout_seconds": 120.0, "docker": {
+            json!({"mode": "docker", "timeout_seconds": 120.0, "env": {}, "env_passthrough": [], "docker": {
             "image": "iris-command:local", "endpoint": "npipe:////./pipe/docker_engine", "network": "none",
             "cpus": 2.0, "memory_mb": 1024, "pids_limit": 128, "environment": {}}}),
         ),
@@ -137,6 +145,65 @@ fn config_table() {
     check(
         "mode: docker\ndocker: {environment: {'': c}}",
         Err("docker.environment"),
+    );
+    // The commands' environment: explicit values and host passthrough, both modes.
+    check(
+        "env: {CI: '1', EMPTY: ''}\nenv_passthrough: [SSH_AUTH_SOCK, LANG]",
+        Ok(json!({"mode": "native", "timeout_seconds": 120.0,
+            "env": {"CI": "1", "EMPTY": ""}, "env_passthrough": ["SSH_AUTH_SOCK", "LANG"], "docker": null})),
+    );
+    check(
+        "mode: docker\nenv: {CI: '1'}\nenv_passthrough: [TOKEN]\ndocker: {environment: {A: b}}",
+        Ok(json!({"mode": "docker", "timeout_seconds": 120.0,
+            "env": {"CI": "1"}, "env_passthrough": ["TOKEN"], "docker": {
+            "image": "iris-command:local", "endpoint": null, "network": "none", "cpus": 2.0,
+            "memory_mb": 1024, "pids_limit": 128, "environment": {"A": "b"}}})),
+    );
+    check(
+        "env: {'A=B': c}",
+        Err("`env`: variable name `A=B` must be non-empty"),
+    );
+    check(
+        "env: {'': c}",
+        Err("`env`: variable name `` must be non-empty"),
+    );
+    check(
+        "env: {A: \"x\\0y\"}",
+        Err("`env`: the value of `A` contains a NUL byte"),
+    );
+    check(
+        "env_passthrough: ['']",
+        Err("`env_passthrough`: variable name"),
+    );
+    check(
+        "env_passthrough: ['A=B']",
+        Err("`env_passthrough`: variable name"),
+    );
+    check("env_passthrough: [A, [b]]", Err("invalid type"));
+    check("env_passthrough: A", Err("invalid type"));
+    // IRIS_* never reaches a command, whichever key lists it and in any case; the
+    // message names the variable, never a value.
+    for yaml in [
+        "env_passthrough: [IRIS_PROVIDER_API_KEYS__TAVILY]",
+        "env_passthrough: [iris_python]",
+        "env: {IRIS_PROVIDER_API_KEYS__TAVILY: tvly-secret-value}",
+        "mode: docker\ndocker: {environment: {Iris_Token: tvly-secret-value}}",
+    ] {
+        check(
+            yaml,
+            Err(
+                "is an Iris variable: IRIS_* variables hold Iris's own settings and secrets and never reach commands or hooks",
+            ),
+        );
+        let message = serde_yaml::from_str::<CommandConfig>(yaml)
+            .unwrap_err()
+            .to_string();
+        assert!(!message.contains("tvly-secret-value"), "{message}");
+    }
+    check(
+        "env: {IRISH: ok}",
+        Ok(json!({"mode": "native", "timeout_seconds": 120.0,
+        "env": {"IRISH": "ok"}, "env_passthrough": [], "docker": null})),
     );
     // Unknown fields are refused at both levels.
     check(

@@ -36,7 +36,7 @@ async fn limits_are_applied_to_the_container() {
         memory_mb: 256,
         pids_limit: 64,
         cpus: 1.5,
-        environment: BTreeMap::from([("IRIS_TEST_VAR".to_owned(), "from config".to_owned())]),
+        environment: BTreeMap::from([("DOCKER_TEST_VAR".to_owned(), "from config".to_owned())]),
         ..DockerConfig::default()
     });
     let h = Harness::with_config(Backend::Docker, config).await;
@@ -57,7 +57,7 @@ async fn limits_are_applied_to_the_container() {
         ),
         // network none: nothing but loopback.
         ("ls /sys/class/net", "lo\n"),
-        ("echo \"$IRIS_TEST_VAR\"", "from config\n"),
+        ("echo \"$DOCKER_TEST_VAR\"", "from config\n"),
         // Docker's init is PID 1, so orphans are reaped.
         ("cat /proc/1/comm", "docker-init\n"),
     ];
@@ -237,5 +237,41 @@ async fn losing_the_container_interrupts_the_call() {
         .await
         .unwrap_err();
     assert_eq!(err.code(), "COMMAND_UNAVAILABLE");
+    h.close().await;
+}
+
+/// A payload that kills its own wrapper (so the wrapper can neither kill its group nor
+/// sweep) still dies with the call: the backend sweeps from a separate exec.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_payload_that_kills_its_wrapper_still_dies() {
+    let h = Harness::new(Backend::Docker).await;
+    let outcome = h
+        .sh("sleep 300 </dev/null >/dev/null 2>&1 & echo $! > survivor; kill -9 $PPID")
+        .await;
+    assert_eq!(outcome.exit_code, Some(137), "{outcome:?}");
+    // Checked with the docker CLI, not with another call (whose own wrapper would sweep
+    // the orphan).
+    let id = h.service.docker_container_id().unwrap();
+    let pid = h.pids("survivor")[0];
+    let alive = || {
+        let out = std::process::Command::new("docker")
+            .args(["exec", &id, "cat", &format!("/proc/{pid}/stat")])
+            .output()
+            .unwrap();
+        let stat = String::from_utf8_lossy(&out.stdout).into_owned();
+        let state = stat
+            .rsplit(')')
+            .next()
+            .and_then(|r| r.split_whitespace().next());
+        out.status.success() && !matches!(state, Some("Z" | "X"))
+    };
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while alive() {
+        assert!(
+            std::time::Instant::now() < give_up,
+            "pid {pid} survived its call"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     h.close().await;
 }

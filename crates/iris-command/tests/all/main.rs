@@ -17,10 +17,34 @@ macro_rules! backend_suite {
     };
 }
 
-/// Every function of the shared suite; both backends run exactly this list.
+/// Instantiates every listed suite function as a test that re-runs itself in a child
+/// process (see `support::run_in_child`), for backends that change the whole process.
+macro_rules! child_suite {
+    ($backend:expr; $($name:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                if crate::support::in_child() {
+                    crate::support::child_runtime().block_on(crate::suite::$name($backend));
+                } else {
+                    crate::support::run_in_child(
+                        &format!("{}::{}", module_path!().trim_start_matches("all::"), stringify!($name)),
+                        &[],
+                    );
+                }
+            }
+        )*
+    };
+}
+
+/// Every function of the shared suite; every backend runs exactly this list
+/// (`whole_suite!(child_suite; …)` runs each in a child process).
 macro_rules! whole_suite {
     ($backend:expr) => {
-        backend_suite!($backend;
+        whole_suite!(backend_suite; $backend);
+    };
+    ($runner:ident; $backend:expr) => {
+        $runner!($backend;
             output_and_exit_codes,
             runs_in_the_workspace_with_the_same_path,
             python_runs_in_the_backend_interpreter,
@@ -38,13 +62,17 @@ macro_rules! whole_suite {
             invalid_requests_are_typed_errors,
             lifecycle_unprepared_and_closed,
             tools_report_the_seed_fields,
+            detached_processes_do_not_outlive_a_call,
+            concurrent_calls_keep_their_detached_processes,
         );
     };
 }
 
 mod config;
 mod docker;
+mod env;
 mod native;
+mod reaper;
 mod suite;
 mod support;
 mod tools;

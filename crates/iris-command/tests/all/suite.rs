@@ -642,7 +642,7 @@ pub(crate) async fn lifecycle_unprepared_and_closed(b: Backend) {
     );
     h.service.close().await.expect("idempotent");
     match b {
-        Backend::Native => {
+        Backend::Native | Backend::NativeReaper => {
             // The service is closed, so check the pids on the host directly.
             for pid in pids {
                 let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
@@ -732,5 +732,104 @@ pub(crate) async fn tools_report_the_seed_fields(b: Backend) {
         .await;
     assert_eq!(py.model_content(), "42\n");
     assert_eq!(py.data["mode"], b.mode().as_str());
+    h.close().await;
+}
+
+/// A Python program that double-forks a sleeper in a new session (the classic daemon
+/// dance), prints the sleeper's pid and exits at once.
+const DOUBLE_FORK: &str = r#"import os, time
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.close(r)
+        os.write(w, b"%d\n" % os.getpid())
+        os.close(w)
+        time.sleep(300)
+    os._exit(0)
+os.close(w)
+print(os.read(r, 64).decode().strip(), flush=True)
+os.waitpid(pid, 0)
+"#;
+
+/// Processes that leave the call's process group (`setsid`, a double fork in Python)
+/// die with the call: when it exits by itself and when its deadline kills it.
+pub(crate) async fn detached_processes_do_not_outlive_a_call(b: Backend) {
+    let h = Harness::new(b).await;
+    let scope = Harness::scope("detached");
+    let outcome = h
+        .sh("setsid sleep 300 & echo $! > detached; echo started")
+        .await;
+    assert_eq!(
+        (outcome.status, outcome.exit_code, outcome.stdout.as_str()),
+        (CommandStatus::Exited, Some(0), "started\n"),
+        "{outcome:?}"
+    );
+    h.assert_dead_eventually(&h.pids("detached")).await;
+
+    let outcome = h
+        .service
+        .execute(&scope, CommandRequest::python("df", DOUBLE_FORK, "."))
+        .await
+        .expect("python runs");
+    assert!(outcome.success(), "{outcome:?}");
+    let grandchild: i64 = outcome.stdout.trim().parse().expect("the sleeper's pid");
+    h.assert_dead_eventually(&[grandchild]).await;
+
+    let outcome = h
+        .service
+        .execute(
+            &scope,
+            CommandRequest::shell(
+                "to",
+                "setsid sleep 300 & echo $! > detached2; sleep 300",
+                ".",
+            )
+            .timeout_seconds(1.0),
+        )
+        .await
+        .expect("runs");
+    assert_eq!(outcome.status, CommandStatus::TimedOut);
+    h.assert_dead_eventually(&h.pids("detached2")).await;
+    h.close().await;
+}
+
+/// A call that ends never kills the detached processes of a call still running; they
+/// die when their own call ends.
+pub(crate) async fn concurrent_calls_keep_their_detached_processes(b: Backend) {
+    let h = Harness::new(b).await;
+    let service = h.service.clone();
+    let long = tokio::spawn(async move {
+        service
+            .execute(
+                &Harness::scope("long"),
+                CommandRequest::shell(
+                    "long",
+                    "setsid sleep 300 & echo $! > long-detached; touch long-ready; sleep 300",
+                    ".",
+                )
+                .timeout_seconds(120.0),
+            )
+            .await
+    });
+    h.wait_for_file("long-ready").await;
+    let short = h
+        .sh("setsid sleep 300 & echo $! > short-detached; echo done")
+        .await;
+    assert!(short.success(), "{short:?}");
+    let long_pids = h.pids("long-detached");
+    assert_eq!(
+        h.alive(&long_pids).await,
+        long_pids,
+        "the end of one call killed a detached process of a call still running"
+    );
+    let stop = h.service.stop(&Harness::scope("long"));
+    let receipt = stop.wait_stopped().await;
+    assert!(receipt.unconfirmed.is_empty(), "{receipt:?}");
+    let outcome = long.await.expect("task").expect("runs");
+    assert_eq!(outcome.status, CommandStatus::EnvironmentInterrupted);
+    h.assert_dead_eventually(&long_pids).await;
+    h.assert_dead_eventually(&h.pids("short-detached")).await;
     h.close().await;
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use iris_command::{
     CommandConfig, CommandMode, CommandOutcome, CommandRequest, CommandScope, CommandService,
-    DockerConfig,
+    DockerConfig, ProcessContainment,
 };
 
 /// How to start a Docker engine and build the image, for failure messages.
@@ -22,7 +22,13 @@ const POLL: Duration = Duration::from_millis(10);
 /// Which backend a suite runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Backend {
+    /// Native with the default containment (a cgroup per call where cgroup v2 is
+    /// writable, as on the CI machine).
     Native,
+    /// Native with the subreaper fallback forced. It makes the whole test process a
+    /// child subreaper, so these tests run in a child process of their own
+    /// (`child_suite!`).
+    NativeReaper,
     Docker,
 }
 
@@ -30,17 +36,74 @@ impl Backend {
     /// A config of this backend with every default.
     pub(crate) fn config(self) -> CommandConfig {
         match self {
-            Backend::Native => CommandConfig::native(),
+            Backend::Native | Backend::NativeReaper => CommandConfig::native(),
             Backend::Docker => CommandConfig::docker(DockerConfig::default()),
         }
     }
 
     pub(crate) fn mode(self) -> CommandMode {
         match self {
-            Backend::Native => CommandMode::Native,
+            Backend::Native | Backend::NativeReaper => CommandMode::Native,
             Backend::Docker => CommandMode::Docker,
         }
     }
+
+    /// The containment a service of this backend must report once prepared.
+    fn containment(self) -> Option<ProcessContainment> {
+        match self {
+            Backend::NativeReaper => Some(ProcessContainment::Reaper),
+            Backend::Native | Backend::Docker => None,
+        }
+    }
+}
+
+/// Set (to the test's name) in the environment of a test re-run as a child process.
+pub(crate) const CHILD_ENV: &str = "IRIS_COMMAND_TEST_CHILD";
+
+/// Whether this process is a child started by [`run_in_child`].
+pub(crate) fn in_child() -> bool {
+    std::env::var_os(CHILD_ENV).is_some()
+}
+
+/// The runtime a child-process test body runs on.
+pub(crate) fn child_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// The command that re-runs exactly one test of this binary as a child process (with
+/// [`CHILD_ENV`] set and the extra variables), for what a test must not do to its own
+/// process: set environment variables (unsafe in Rust 2024, and the workspace forbids
+/// unsafe code), become a subreaper, or be killed.
+pub(crate) fn child_command(test: &str, envs: &[(&str, &str)]) -> std::process::Command {
+    let mut command = std::process::Command::new(std::env::current_exe().expect("test binary"));
+    command
+        .args(["--exact", test, "--nocapture", "--test-threads", "1"])
+        .env(CHILD_ENV, test)
+        .envs(envs.iter().copied())
+        .stdin(std::process::Stdio::null());
+    command
+}
+
+/// Runs one test in a child process (see [`child_command`]); fails unless it passed.
+/// Returns its output.
+pub(crate) fn run_in_child(test: &str, envs: &[(&str, &str)]) -> String {
+    let out = child_command(test, envs)
+        .output()
+        .expect("the child test runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && text.contains("1 passed"),
+        "child test {test} failed:\n{text}"
+    );
+    text
 }
 
 /// A temporary workspace and a prepared service on it.
@@ -64,9 +127,16 @@ impl Harness {
     pub(crate) async fn with_config(backend: Backend, config: CommandConfig) -> Self {
         let dir = tempfile::tempdir().expect("temporary workspace");
         let root = dir.path().canonicalize().expect("canonical workspace");
-        let service = CommandService::new(config, &root).expect("valid config");
+        let mut service = CommandService::new(config, &root).expect("valid config");
+        if backend == Backend::NativeReaper {
+            assert!(in_child(), "reaper tests run in a child process");
+            service = service.with_process_containment(ProcessContainment::Reaper);
+        }
         if let Err(e) = service.prepare().await {
             panic!("preparing the {backend:?} command service failed: {e}\n{DOCKER_HELP}");
+        }
+        if let Some(expected) = backend.containment() {
+            assert_eq!(service.process_containment(), Some(expected));
         }
         Self {
             backend,
@@ -116,8 +186,10 @@ impl Harness {
             .collect()
     }
 
-    /// Which of the pids (in the backend's pid namespace) are alive and not zombies,
-    /// asked through the service itself so the check is the same for both backends.
+    /// Which of the pids (in the backend's pid namespace) are alive and not zombies.
+    /// Asked outside the service — the host's `/proc`, or `docker exec` for the
+    /// container — because a call's own end would sweep detached processes and hide
+    /// whether the call under test did.
     pub(crate) async fn alive(&self, pids: &[i64]) -> Vec<i64> {
         let list = pids
             .iter()
@@ -132,17 +204,25 @@ impl Harness {
                fi; \
              done"
         );
-        let outcome = self
-            .service
-            .execute(
-                &Self::scope("checker"),
-                CommandRequest::shell("call-check", script, "."),
-            )
-            .await
-            .expect("the pid check runs");
-        assert!(outcome.success(), "pid check failed: {outcome:?}");
-        outcome
-            .stdout
+        let mut command = match self.service.docker_container_id() {
+            Some(id) => {
+                let mut c = tokio::process::Command::new("docker");
+                c.args(["exec", &id, "/bin/sh", "-c", &script]);
+                c
+            }
+            None => {
+                let mut c = tokio::process::Command::new("/bin/sh");
+                c.args(["-c", &script]);
+                c
+            }
+        };
+        let out = command.output().await.expect("the pid check runs");
+        assert!(
+            out.status.success(),
+            "pid check failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
             .lines()
             .map(|l| l.trim().parse().expect("a pid per line"))
             .collect()

@@ -336,3 +336,77 @@ async fn a_yaml_command_hook_denies_a_real_exec_command_through_the_executor() {
     tools.close().await.unwrap();
     hooks_binding.close().await.unwrap();
 }
+
+/// A command hook's process gets the command service's allow-listed environment, not
+/// the host's: a secret in the host environment (`IRIS_PROVIDER_API_KEYS__TAVILY`) and
+/// any other host variable stay out; `command.env_passthrough` and `command.env` arrive.
+/// The host environment is set by re-running this test as a child process (edition
+/// 2024 makes `set_var` unsafe, and the workspace forbids unsafe code).
+#[test]
+fn a_command_hook_never_sees_the_hosts_secrets() {
+    const TEST: &str = "command::a_command_hook_never_sees_the_hosts_secrets";
+    if std::env::var_os("IRIS_HOOKS_TEST_CHILD").is_none() {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", TEST, "--nocapture"])
+            .env("IRIS_HOOKS_TEST_CHILD", "1")
+            .env("IRIS_PROVIDER_API_KEYS__TAVILY", "secret-value")
+            .env("HOST_ONLY_VAR_7F3A", "leaked-host-value")
+            .env("PASS_ME", "passed")
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success() && text.contains("1 passed"), "{text}");
+        return;
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let ws = tempfile::tempdir().unwrap();
+            let config = CommandConfig::native()
+                .with_env("EXPLICIT_VAR", "explicit")
+                .with_env_passthrough(["PASS_ME"]);
+            let service = CommandService::new(config, ws.path()).unwrap();
+            service.prepare().await.unwrap();
+            let binding = CommandBinding::owned(service);
+            let yaml = "- name: env-audit\n  event: tool.before\n  tools: [exec_command]\n  handler:\n    type: command\n    command: \"env > hook-env.txt; printf '{}'\"\n";
+            let specs: Vec<HookSpec> = serde_yaml::from_str(yaml).unwrap();
+            let registrations = HookFactoryRegistry::new()
+                .build(&specs, Some(&*command_hooks(&binding)))
+                .unwrap();
+            let registry = ToolRegistry::new();
+            registry.register_many(command_tools(&binding)).unwrap();
+            let executor = ToolExecutor::new(registry)
+                .with_permission_policy(
+                    DefaultPermissionPolicy::new().execute_mode(ApprovalMode::Allow),
+                )
+                .with_hook_dispatcher(HookDispatcher::new(registrations));
+            let ctx = ToolExecutionContext::new(ws.path()).session_id("s-1");
+            let result = executor
+                .execute_one(
+                    &ToolUse::new("c1", "exec_command", json!({"command": "true"})),
+                    &ctx,
+                    None,
+                )
+                .await;
+            assert!(!result.is_error(), "{}", result.model_content());
+            let env = std::fs::read_to_string(ws.path().join("hook-env.txt")).unwrap();
+            assert!(!env.contains("secret-value"), "the hook saw the secret:\n{env}");
+            assert!(!env.contains("IRIS_"), "the hook saw an IRIS_* variable:\n{env}");
+            assert!(
+                !env.contains("HOST_ONLY_VAR_7F3A"),
+                "the hook saw a host variable that is not allow-listed:\n{env}"
+            );
+            let lines: Vec<&str> = env.lines().collect();
+            assert!(lines.contains(&"PASS_ME=passed"), "{env}");
+            assert!(lines.contains(&"EXPLICIT_VAR=explicit"), "{env}");
+            assert!(lines.iter().any(|l| l.starts_with("PATH=")), "{env}");
+            binding.close().await.unwrap();
+        });
+}

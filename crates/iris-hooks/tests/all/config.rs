@@ -87,8 +87,19 @@ fn hooks_yaml_table() {
     );
     check(
         "- {name: x, event: tool.before, timeout_seconds: 0, handler: {type: command, command: a}}",
-        Err("positive finite"),
+        Err("`timeout_seconds` must be a positive number of seconds no larger than 1e9, got 0.0"),
     );
+    // A timeout no `Duration` can hold used to panic every command that built hooks.
+    for huge in ["1e20", "1.9e19", "1e10", ".inf"] {
+        check(
+            &format!(
+                "- {{name: x, event: tool.before, timeout_seconds: {huge}, handler: {{type: command, command: a}}}}"
+            ),
+            Err(
+                "HOOK_INVALID_CONFIG: hooks[0] (`x`): `timeout_seconds` must be a positive number of seconds no larger than 1e9, got ",
+            ),
+        );
+    }
     check(
         "- {name: x, event: run.started, tools: [a], handler: {type: command, command: a}}",
         Err("`tools` only applies to tool events"),

@@ -33,6 +33,10 @@ fn registration_rules() {
     check(ToolBefore, "guard", None, -1.0, bad);
     check(ToolBefore, "guard", None, f64::NAN, bad);
     check(ToolBefore, "guard", None, f64::INFINITY, bad);
+    // Past `Duration`'s range: used to panic in `Duration::from_secs_f64`.
+    check(ToolBefore, "guard", None, 1e20, bad);
+    check(ToolBefore, "guard", None, 1e9, Ok(()));
+    check(ToolBefore, "guard", None, 1.5e9, bad);
     check(ToolBefore, "guard", None, 0.001, Ok(()));
     check(ToolAfter, "audit", Some(vec!["write_file"]), 10.0, Ok(()));
     check(RunStarted, "audit", Some(vec!["write_file"]), 10.0, bad);
