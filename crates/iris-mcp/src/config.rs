@@ -10,6 +10,7 @@
 //! expanded here: the file keeps its raw strings and [`ServerConfig::resolve`] expands
 //! them once, from the host environment at prepare time (see [`crate::env`]).
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -17,8 +18,11 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use iris_executor::bounded_read::{MAX_CONFIG_BYTES, read_regular_text};
+
 use crate::env::{self, HostEnv};
 use crate::error::{McpError, Result};
+use crate::redact;
 
 /// Default `startup_timeout_sec`.
 pub const DEFAULT_STARTUP_TIMEOUT_SEC: f64 = 30.0;
@@ -177,14 +181,61 @@ impl ServerConfig {
     /// `envFile`, a header set twice with different values, an unset
     /// `bearer_token_env_var`).
     pub fn resolve(&self, workspace_root: &Path, host: &HostEnv) -> Result<ResolvedTransport> {
+        self.resolve_with_secrets(workspace_root, host)
+            .map(|(transport, _)| transport)
+    }
+
+    /// [`ServerConfig::resolve`], plus the values that must never be printed: what
+    /// expressions took from the host, passed-through variables, `envFile` values,
+    /// literal `env` values under secret-looking names, header values and the URL's
+    /// userinfo and query values (see `crate::redact`).
+    pub(crate) fn resolve_with_secrets(
+        &self,
+        workspace_root: &Path,
+        host: &HostEnv,
+    ) -> Result<(ResolvedTransport, Vec<String>)> {
+        let secrets = RefCell::new(Vec::new());
+        let transport = self.resolve_inner(workspace_root, host, &secrets)?;
+        let mut secrets = secrets.into_inner();
+        match (&transport, &self.transport) {
+            (ResolvedTransport::Stdio { env, .. }, ServerTransport::Stdio(stdio)) => {
+                for (key, value) in env {
+                    let literal_secret = stdio.env.contains_key(key) && secret_name(key);
+                    if literal_secret {
+                        secrets.push(value.clone());
+                    }
+                }
+            }
+            (ResolvedTransport::Http { url, headers, .. }, _) => {
+                secrets.extend(headers.values().flat_map(|v| redact::header_secrets(v)));
+                secrets.extend(redact::url_secrets(url));
+            }
+            _ => {}
+        }
+        Ok((transport, secrets))
+    }
+
+    fn resolve_inner(
+        &self,
+        workspace_root: &Path,
+        host: &HostEnv,
+        secrets: &RefCell<Vec<String>>,
+    ) -> Result<ResolvedTransport> {
         let err = |field: &str, message: String| {
             McpError::config(&self.source, Some(&self.name), Some(field), message)
         };
-        let expand = |field: &str, raw: &str| env::expand(raw, host).map_err(|m| err(field, m));
+        // Arguments, environment values, the URL and headers may carry credentials;
+        // the program and the paths (`command`, `cwd`, `envFile`) do not, and stay
+        // readable in messages.
+        let expand = |field: &str, raw: &str| {
+            env::expand_recording(raw, host, &mut secrets.borrow_mut()).map_err(|m| err(field, m))
+        };
+        let expand_path =
+            |field: &str, raw: &str| env::expand(raw, host).map_err(|m| err(field, m));
         let base = self.source.parent().unwrap_or(Path::new("."));
         match &self.transport {
             ServerTransport::Stdio(stdio) => {
-                let command = expand("command", &stdio.command)?;
+                let command = expand_path("command", &stdio.command)?;
                 let args = stdio
                     .args
                     .iter()
@@ -193,7 +244,7 @@ impl ServerConfig {
                     .collect::<Result<Vec<_>>>()?;
                 let cwd = match &stdio.cwd {
                     None => workspace_root.to_path_buf(),
-                    Some(raw) => base.join(expand("cwd", raw)?),
+                    Some(raw) => base.join(expand_path("cwd", raw)?),
                 };
                 // Precedence: defaults < env_vars < envFile < env (later wins).
                 let mut vars: BTreeMap<String, String> = env::DEFAULT_INHERITED_ENV_VARS
@@ -202,16 +253,21 @@ impl ServerConfig {
                     .collect();
                 for name in &stdio.env_vars {
                     if let Some(value) = host.get(name) {
+                        if !env::DEFAULT_INHERITED_ENV_VARS.contains(&name.as_str()) {
+                            secrets.borrow_mut().push(value.to_owned());
+                        }
                         vars.insert(name.clone(), value.to_owned());
                     }
                 }
                 if let Some(raw) = &stdio.env_file {
-                    let path = base.join(expand("envFile", raw)?);
-                    let text = std::fs::read_to_string(&path).map_err(|e| {
-                        err("envFile", format!("cannot read {}: {e}", path.display()))
-                    })?;
+                    let path = base.join(expand_path("envFile", raw)?);
+                    // Repository content: a bounded read of a regular file only, so a FIFO
+                    // or /dev/zero named as envFile cannot hang or exhaust the process.
+                    let text = read_regular_text(&path, MAX_CONFIG_BYTES)
+                        .map_err(|e| err("envFile", format!("{} {e}", path.display())))?;
                     let parsed = env::parse_dotenv(&text)
                         .map_err(|m| err("envFile", format!("{}: {m}", path.display())))?;
+                    secrets.borrow_mut().extend(parsed.values().cloned());
                     vars.extend(parsed);
                 }
                 for (key, raw) in &stdio.env {
@@ -271,8 +327,29 @@ impl ServerConfig {
     }
 }
 
+/// Whether an environment variable's name says it holds a credential.
+fn secret_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    [
+        "KEY",
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "PASS",
+        "AUTH",
+        "CREDENTIAL",
+        "COOKIE",
+    ]
+    .iter()
+    .any(|word| upper.contains(word))
+}
+
 /// A transport ready to connect: expressions expanded, paths absolute.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Its `Debug` output shows header and environment *names* and the URL with its
+/// userinfo and query values redacted: the values are the host's secrets.
+#[derive(Clone, PartialEq, Eq)]
 pub enum ResolvedTransport {
     /// A child process.
     Stdio {
@@ -294,6 +371,34 @@ pub enum ResolvedTransport {
         /// Every header, names lower-cased.
         headers: BTreeMap<String, String>,
     },
+}
+
+impl std::fmt::Debug for ResolvedTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let hidden = |map: &BTreeMap<String, String>| -> BTreeMap<String, &'static str> {
+            map.keys().map(|k| (k.clone(), redact::REDACTED)).collect()
+        };
+        match self {
+            ResolvedTransport::Stdio {
+                command,
+                args,
+                cwd,
+                env,
+            } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("args", &format!("[{} arguments]", args.len()))
+                .field("cwd", cwd)
+                .field("env", &hidden(env))
+                .finish(),
+            ResolvedTransport::Http { kind, url, headers } => f
+                .debug_struct("Http")
+                .field("kind", kind)
+                .field("url", &redact::redact_urls(url))
+                .field("headers", &hidden(headers))
+                .finish(),
+        }
+    }
 }
 
 /// Per-server overrides from the agent YAML's `mcp.overrides`, keyed by raw server
@@ -367,8 +472,12 @@ impl MCPConfig {
         overrides: &McpOverrides,
     ) -> Result<Self> {
         let path = path.into();
-        let root = parse_text(text, format, &path)?;
-        build(root, path, overrides)
+        let parsed = parse_text(text, format, &path)?;
+        let mut warnings = Vec::new();
+        check_duplicates(&path, &parsed.duplicates, &mut warnings)?;
+        let mut config = build(parsed.value, path, overrides)?;
+        config.warnings.extend(warnings);
+        Ok(config)
     }
 
     /// The enabled servers.
@@ -420,13 +529,211 @@ impl ConfigFormat {
 /// ```
 pub fn load_mcp_config(path: impl AsRef<Path>, overrides: &McpOverrides) -> Result<MCPConfig> {
     let path = path.as_ref();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| McpError::config(path, None, None, format!("cannot read the file: {e}")))?;
+    let text = read_regular_text(path, MAX_CONFIG_BYTES)
+        .map_err(|e| McpError::config(path, None, None, format!("the file {e}")))?;
     let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     MCPConfig::from_str(&text, ConfigFormat::from_path(&path), path, overrides)
 }
 
-fn parse_text(text: &str, format: ConfigFormat, path: &Path) -> Result<Value> {
+/// A parsed file: its value and the keys that appeared twice in one object (TOML
+/// refuses those itself).
+struct Parsed {
+    value: Value,
+    /// Paths (`[root key, server, field…]`) of repeated keys.
+    duplicates: Vec<Vec<String>>,
+}
+
+/// A JSON value read by a visitor that notes repeated keys instead of silently
+/// keeping the last one, as `serde_json::Value` does.
+struct CheckedJson {
+    value: Value,
+    duplicates: Vec<Vec<String>>,
+}
+
+impl<'de> Deserialize<'de> for CheckedJson {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let mut path = Vec::new();
+        let mut duplicates = Vec::new();
+        let value = serde::de::DeserializeSeed::deserialize(
+            CheckedNode {
+                path: &mut path,
+                duplicates: &mut duplicates,
+            },
+            d,
+        )?;
+        Ok(Self { value, duplicates })
+    }
+}
+
+/// One value at `path`; the parser bounds the nesting depth (512), so the recursion is
+/// bounded too.
+struct CheckedNode<'a> {
+    path: &'a mut Vec<String>,
+    duplicates: &'a mut Vec<Vec<String>>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for CheckedNode<'_> {
+    type Value = Value;
+
+    fn deserialize<D: serde::Deserializer<'de>>(
+        self,
+        d: D,
+    ) -> std::result::Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for CheckedNode<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> std::result::Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> std::result::Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> std::result::Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> std::result::Result<Value, E> {
+        serde_json::Number::from_f64(v)
+            .map(Value::Number)
+            .ok_or_else(|| E::custom(format!("{v} is not a finite number")))
+    }
+
+    fn visit_str<E>(self, v: &str) -> std::result::Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> std::result::Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> std::result::Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> std::result::Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<Value, D::Error> {
+        serde::de::DeserializeSeed::deserialize(self, d)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(
+        self,
+        mut seq: A,
+    ) -> std::result::Result<Value, A::Error> {
+        let mut out = Vec::new();
+        loop {
+            self.path.push(format!("[{}]", out.len()));
+            let next = seq.next_element_seed(CheckedNode {
+                path: &mut *self.path,
+                duplicates: &mut *self.duplicates,
+            });
+            self.path.pop();
+            match next? {
+                Some(v) => out.push(v),
+                None => return Ok(Value::Array(out)),
+            }
+        }
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> std::result::Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            self.path.push(key.clone());
+            let value = map.next_value_seed(CheckedNode {
+                path: &mut *self.path,
+                duplicates: &mut *self.duplicates,
+            });
+            if out.contains_key(&key) {
+                self.duplicates.push(self.path.clone());
+            }
+            self.path.pop();
+            out.insert(key, value?);
+        }
+        Ok(Value::Object(out))
+    }
+}
+
+/// `[a, b, [0], c]` as `a.b[0].c`.
+fn join_path(parts: &[String]) -> String {
+    let mut out = String::new();
+    for part in parts {
+        if !out.is_empty() && !part.starts_with('[') {
+            out.push('.');
+        }
+        out.push_str(part);
+    }
+    out
+}
+
+/// Turns repeated keys into errors where Iris reads the file (the root and the server
+/// mapping) and into warnings inside another tool's root keys.
+fn check_duplicates(
+    path: &Path,
+    duplicates: &[Vec<String>],
+    warnings: &mut Vec<String>,
+) -> Result<()> {
+    for dup in duplicates {
+        let Some(root) = dup.first() else { continue };
+        let key = dup.last().map_or("", String::as_str);
+        let ours = ROOT_KEYS.contains(&root.as_str());
+        if dup.len() == 1 && !ours {
+            warnings.push(format!(
+                "{}: root key `{root}` appears twice",
+                path.display()
+            ));
+            continue;
+        }
+        if !ours {
+            warnings.push(format!(
+                "{}: field `{}`: key `{key}` appears twice",
+                path.display(),
+                join_path(dup)
+            ));
+            continue;
+        }
+        return Err(match dup.as_slice() {
+            [_] => McpError::config(
+                path,
+                None,
+                Some(root),
+                format!("key `{root}` appears twice; keep one (Iris never picks one silently)"),
+            ),
+            [_, server] => McpError::config(
+                path,
+                Some(server),
+                None,
+                format!(
+                    "server `{server}` is declared twice; keep one (Iris never picks one silently)"
+                ),
+            ),
+            [_, server, field @ ..] => McpError::config(
+                path,
+                Some(server),
+                Some(&join_path(field)),
+                format!("key `{key}` appears twice; keep one (Iris never picks one silently)"),
+            ),
+            [] => continue,
+        });
+    }
+    Ok(())
+}
+
+fn parse_text(text: &str, format: ConfigFormat, path: &Path) -> Result<Parsed> {
     match format {
         ConfigFormat::Json => {
             let options = jsonc_parser::ParseOptions {
@@ -441,9 +748,13 @@ fn parse_text(text: &str, format: ConfigFormat, path: &Path) -> Result<Value> {
                 allow_non_finite_numbers: false,
                 allow_extended_string_escapes: false,
             };
-            jsonc_parser::parse_to_serde_value::<Option<Value>>(text, &options)
+            let checked = jsonc_parser::parse_to_serde_value::<Option<CheckedJson>>(text, &options)
                 .map_err(|e| McpError::config(path, None, None, format!("invalid JSON: {e}")))?
-                .ok_or_else(|| McpError::config(path, None, None, "the file is empty"))
+                .ok_or_else(|| McpError::config(path, None, None, "the file is empty"))?;
+            Ok(Parsed {
+                value: checked.value,
+                duplicates: checked.duplicates,
+            })
         }
         ConfigFormat::Toml => toml::from_str::<toml::Value>(text)
             .map_err(|e| {
@@ -451,7 +762,8 @@ fn parse_text(text: &str, format: ConfigFormat, path: &Path) -> Result<Value> {
                 let at = e
                     .span()
                     .map(|s| {
-                        let line = text[..s.start.min(text.len())].lines().count().max(1);
+                        let before = text.get(..s.start).unwrap_or(text);
+                        let line = before.matches('\n').count() + 1;
                         format!(" on line {line}")
                     })
                     .unwrap_or_default();
@@ -464,6 +776,10 @@ fn parse_text(text: &str, format: ConfigFormat, path: &Path) -> Result<Value> {
                     let field = (at.len() > 2).then(|| at[2..].join("."));
                     McpError::config(path, server, field.as_deref(), message)
                 })
+            })
+            .map(|value| Parsed {
+                value,
+                duplicates: Vec::new(),
             }),
     }
 }

@@ -9,17 +9,18 @@ use rmcp::model::{
     DiscoverRequestParams, Implementation, JsonRpcMessage, NumberOrString, PaginatedRequestParams,
     ProtocolVersion, RequestMetaObject, ServerJsonRpcMessage, ServerResult,
 };
-use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
+use rmcp::service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::Transport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{Peer, RoleClient};
+use rmcp::{Peer, RoleClient, ServiceError};
 use serde_json::Value;
 
 use crate::config::{ResolvedTransport, TransportKind};
 use crate::error::codes;
+use crate::redact::Redactor;
 use crate::transport::stdio::{StdioProcess, StdioSpawn};
-use crate::transport::{Diagnostics, sse, stdio};
+use crate::transport::{Diagnostics, sse, stand_in_code, stdio};
 
 /// Pages of `tools/list` followed before giving up on a server that never ends.
 pub(crate) const MAX_TOOL_PAGES: usize = 1000;
@@ -75,6 +76,19 @@ pub(crate) struct Attempt {
 }
 
 impl Attempt {
+    /// An attempt whose messages pass through `redactor`.
+    pub(crate) fn new(redactor: Redactor) -> Self {
+        Self {
+            process: Arc::default(),
+            diagnostics: Diagnostics::new(redactor),
+        }
+    }
+
+    /// The server's redactor.
+    pub(crate) fn redactor(&self) -> &Redactor {
+        self.diagnostics.redactor()
+    }
+
     pub(crate) fn process(&self) -> Option<Arc<StdioProcess>> {
         self.process
             .lock()
@@ -235,7 +249,17 @@ async fn serve<T: Transport<RoleClient> + 'static>(
     client
         .serve_with_lifecycle(transport, mode)
         .await
-        .map_err(|e| StartupError::failed(format!("handshake failed: {e}")))
+        .map_err(|e| match &e {
+            ClientInitializeError::JsonRpcError(data) => match stand_in_code(data) {
+                Some(code) => StartupError {
+                    code,
+                    message: format!("the handshake: {}", data.message),
+                    complete: true,
+                },
+                None => StartupError::failed(format!("handshake failed: {e}")),
+            },
+            _ => StartupError::failed(format!("handshake failed: {e}")),
+        })
 }
 
 /// Connects and negotiates. `attempt` receives the process as soon as it exists.
@@ -269,6 +293,7 @@ pub(crate) async fn connect(
                 max_message_bytes,
             };
             let (transport, process) = stdio::spawn(&spec, diagnostics.clone())
+                .await
                 .map_err(|e| StartupError::failed(format!("cannot start `{command}`: {e}")))?;
             *attempt
                 .process
@@ -342,7 +367,61 @@ fn streamable_http(
     Ok(StreamableHttpClientTransport::from_config(config))
 }
 
+/// The code and message of a request whose answer was dropped before it reached rmcp:
+/// a stand-in error from this crate's transports, or rmcp's streamable HTTP client
+/// refusing a response over the cap or one it could not parse. `None` for any other
+/// failure.
+pub(crate) fn dropped_answer(e: &ServiceError) -> Option<(&'static str, String)> {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    match e {
+        ServiceError::McpError(data) => stand_in_code(data).map(|c| (c, data.message.to_string())),
+        ServiceError::TransportSend(t) => {
+            let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(t.error.as_ref());
+            while let Some(current) = cause {
+                match current.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+                    Some(StreamableHttpError::ResponseBodyTooLarge { max_size }) => {
+                        return Some((
+                            codes::MCP_RESPONSE_TOO_LARGE,
+                            format!(
+                                "the server's answer is larger than {max_size} bytes (the message cap); it was dropped"
+                            ),
+                        ));
+                    }
+                    Some(StreamableHttpError::Deserialize(e)) => {
+                        return Some((
+                            codes::MCP_RESPONSE_INVALID,
+                            format!(
+                                "the server's answer is not valid JSON-RPC ({e}); it was dropped"
+                            ),
+                        ));
+                    }
+                    Some(StreamableHttpError::UnexpectedServerResponse(m))
+                        if m.starts_with("could not parse JSON response") =>
+                    {
+                        let reason = m.split(": ").nth(1).unwrap_or("unreadable");
+                        return Some((
+                            codes::MCP_RESPONSE_INVALID,
+                            format!(
+                                "the server's answer is not valid JSON-RPC ({reason}); it was dropped"
+                            ),
+                        ));
+                    }
+                    _ => {}
+                }
+                cause = current.source();
+            }
+            None
+        }
+        _ => None,
+    }
+}
+
 impl Connection {
+    /// The server's redactor: every message about it passes through this.
+    pub(crate) fn redactor(&self) -> &Redactor {
+        self.diagnostics.redactor()
+    }
+
     /// Every tool of the server as raw JSON, following `nextCursor` to the end.
     pub(crate) async fn list_tools(&self) -> Result<Vec<Value>, StartupError> {
         let mut tools = Vec::new();
@@ -353,9 +432,17 @@ impl Connection {
                 .clone()
                 .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
             let page =
-                self.peer.list_tools(params).await.map_err(|e| {
-                    StartupError::failed(format!("tools/list failed: {e}")).complete()
-                })?;
+                self.peer
+                    .list_tools(params)
+                    .await
+                    .map_err(|e| match dropped_answer(&e) {
+                        Some((code, message)) => StartupError {
+                            code,
+                            message: format!("tools/list: {message}"),
+                            complete: true,
+                        },
+                        None => StartupError::failed(format!("tools/list failed: {e}")).complete(),
+                    })?;
             for tool in &page.tools {
                 tools.push(serde_json::to_value(tool).map_err(|e| {
                     StartupError::failed(format!("tools/list returned a bad tool: {e}"))

@@ -101,6 +101,17 @@ pub fn is_var_name(name: &str) -> bool {
 /// Expands the expressions in `raw` once (see the module docs). The error is a
 /// one-line reason; the caller adds file, server and field.
 pub fn expand(raw: &str, host: &HostEnv) -> Result<String, String> {
+    expand_recording(raw, host, &mut Vec::new())
+}
+
+/// [`expand`], also pushing onto `values` every value a host variable supplied (not
+/// `${VAR:-default}` defaults, which the file holds, nor the variables every stdio
+/// server inherits anyway): what must never be printed back.
+pub(crate) fn expand_recording(
+    raw: &str,
+    host: &HostEnv,
+    values: &mut Vec<String>,
+) -> Result<String, String> {
     let mut out = String::with_capacity(raw.len());
     let mut rest = raw;
     while let Some(start) = rest.find("${") {
@@ -114,7 +125,12 @@ pub fn expand(raw: &str, host: &HostEnv) -> Result<String, String> {
         let inner = &after[..end];
         let whole = &rest[start..start + 2 + end + 1];
         match expand_one(inner, host)? {
-            Some(value) => out.push_str(&value),
+            Some((value, from_host)) => {
+                out.push_str(&value);
+                if from_host {
+                    values.push(value);
+                }
+            }
             None => out.push_str(whole),
         }
         rest = &after[end + 1..];
@@ -123,18 +139,20 @@ pub fn expand(raw: &str, host: &HostEnv) -> Result<String, String> {
     Ok(out)
 }
 
-/// The value of one `${inner}`, or `None` to leave it as written.
-fn expand_one(inner: &str, host: &HostEnv) -> Result<Option<String>, String> {
+/// The value of one `${inner}` and whether it is a host variable's (worth keeping
+/// secret), or `None` to leave it as written.
+fn expand_one(inner: &str, host: &HostEnv) -> Result<Option<(String, bool)>, String> {
+    let secret = |name: &str| !DEFAULT_INHERITED_ENV_VARS.contains(&name);
     if let Some(name) = inner.strip_prefix("env:") {
-        return lookup(name, host).map(Some);
+        return lookup(name, host).map(|v| Some((v, secret(name))));
     }
     if let Some((name, default)) = inner.split_once(":-") {
         if !is_var_name(name) {
             return Err(format!("`${{{inner}}}`: `{name}` is not a variable name"));
         }
         return Ok(Some(match host.get(name) {
-            Some(v) if !v.is_empty() => v.to_owned(),
-            _ => default.to_owned(),
+            Some(v) if !v.is_empty() => (v.to_owned(), secret(name)),
+            _ => (default.to_owned(), false),
         }));
     }
     if CLIENT_PLACEHOLDERS.contains(&inner) || (inner.contains(':') && !inner.contains(":-")) {
@@ -144,7 +162,7 @@ fn expand_one(inner: &str, host: &HostEnv) -> Result<Option<String>, String> {
     if !is_var_name(inner) {
         return Err(format!("`${{{inner}}}` is not a valid expression"));
     }
-    lookup(inner, host).map(Some)
+    lookup(inner, host).map(|v| Some((v, secret(inner))))
 }
 
 fn lookup(name: &str, host: &HostEnv) -> Result<String, String> {

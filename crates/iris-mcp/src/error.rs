@@ -31,6 +31,14 @@ pub mod codes {
     /// The server sent something that is not valid MCP (a non-JSON stdout line, an
     /// oversized message); it was ignored and the session went on.
     pub const MCP_PROTOCOL_WARNING: &str = "MCP_PROTOCOL_WARNING";
+    /// The server's answer to a request was larger than the message cap
+    /// ([`crate::DEFAULT_MAX_MESSAGE_BYTES`] unless the host set another); it was dropped
+    /// and the request failed at once.
+    pub const MCP_RESPONSE_TOO_LARGE: &str = "MCP_RESPONSE_TOO_LARGE";
+    /// The server's answer to a request could not be read as JSON-RPC (not JSON, nested
+    /// deeper than the parser allows, not a valid MCP message); the request failed at
+    /// once.
+    pub const MCP_RESPONSE_INVALID: &str = "MCP_RESPONSE_INVALID";
     /// A tool's input schema is not usable (remote `$ref`, unresolvable `$ref`, not an
     /// object schema).
     pub const MCP_INVALID_SCHEMA: &str = "MCP_INVALID_SCHEMA";
@@ -79,9 +87,12 @@ pub enum McpError {
     Startup {
         /// The raw server name.
         server: String,
-        /// `MCP_STARTUP_FAILED`, `MCP_STARTUP_TIMEOUT` or `MCP_INVALID_CONFIG`.
+        /// `MCP_STARTUP_FAILED`, `MCP_STARTUP_TIMEOUT`, `MCP_INVALID_CONFIG`, or
+        /// `MCP_RESPONSE_TOO_LARGE` / `MCP_RESPONSE_INVALID` when the server's answer
+        /// to `tools/list` had to be dropped.
         code: &'static str,
-        /// Why, in one line (with the stderr tail of a stdio server when there is one).
+        /// Why, in one line (with the stderr tail of a stdio server when there is one),
+        /// with the server's secrets redacted (see the crate docs).
         message: String,
     },
     /// The catalog could not be published into the registry.
@@ -115,7 +126,9 @@ impl McpError {
                 server: server.map(str::to_owned),
                 field: field.map(str::to_owned),
             },
-            message: message.into(),
+            // A config error may quote a value from the file; a URL in it keeps its
+            // shape but not its userinfo or query values.
+            message: crate::redact::redact_urls(&message.into()),
         }
     }
 }

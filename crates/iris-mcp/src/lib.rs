@@ -6,6 +6,7 @@ pub mod env;
 pub mod error;
 pub mod manager;
 pub mod naming;
+mod redact;
 pub mod schema;
 pub mod tool;
 mod transport;

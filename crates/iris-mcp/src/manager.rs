@@ -14,6 +14,7 @@ use crate::connection::{self, Attempt, Connection, StartupError};
 use crate::env::HostEnv;
 use crate::error::{McpError, Result, codes};
 use crate::naming::NameAllocator;
+use crate::redact::Redactor;
 use crate::schema::normalize_input_schema;
 use crate::tool::McpTool;
 use crate::transport::DEFAULT_MAX_MESSAGE_BYTES;
@@ -511,14 +512,24 @@ async fn start_one(
     host: &HostEnv,
     max_message_bytes: usize,
 ) -> Started {
-    let attempt = Attempt::default();
+    let (transport, secrets) = match server.resolve_with_secrets(workspace, host) {
+        Ok(resolved) => resolved,
+        Err(e) => {
+            return Started {
+                server,
+                outcome: Err(StartupError {
+                    code: codes::MCP_INVALID_CONFIG,
+                    message: e.to_string(),
+                    complete: true,
+                }),
+                diagnostics: Vec::new(),
+            };
+        }
+    };
+    // Everything said about this server from here on passes through its redactor.
+    let attempt = Attempt::new(Redactor::new(secrets));
     let timeout = server.startup_timeout;
     let run = async {
-        let transport = server.resolve(workspace, host).map_err(|e| StartupError {
-            code: codes::MCP_INVALID_CONFIG,
-            message: e.to_string(),
-            complete: true,
-        })?;
         let conn = connection::connect(
             &server.name,
             transport,
@@ -560,6 +571,10 @@ async fn start_one(
     {
         process.shutdown().await;
     }
+    let outcome = outcome.map_err(|mut e| {
+        e.message = attempt.redactor().redact(&e.message);
+        e
+    });
     Started {
         server,
         outcome,

@@ -13,7 +13,7 @@ use rmcp::ServiceError;
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Map, Value, json};
 
-use crate::connection::Connection;
+use crate::connection::{Connection, dropped_answer};
 use crate::error::codes;
 
 /// Image types projected to model content; others become a short text note.
@@ -138,22 +138,41 @@ impl McpTool {
         }
     }
 
+    /// A failed call: `message` redacted (no secret of the server's config reaches
+    /// the model or the user).
+    fn failed(&self, code: &str, message: &str) -> ToolErrorInfo {
+        ToolErrorInfo::new(code, self.connection.redactor().redact(message))
+    }
+
     fn closed_error(&self) -> ToolOutput {
+        let stderr = self
+            .connection
+            .redactor()
+            .redact(&self.connection.stderr_tail());
         ToolOutput::error(
-            ToolErrorInfo::new(
+            self.failed(
                 codes::MCP_CONNECTION_CLOSED,
-                format!(
+                &format!(
                     "MCP server `{}` is not connected: {}",
                     self.connection.server,
                     self.connection.describe_closed()
                 ),
             )
             .with_detail("server", self.connection.server.clone())
-            .with_detail("stderr", self.connection.stderr_tail()),
+            .with_detail("stderr", stderr),
         )
     }
 
     async fn service_error(&self, e: &ServiceError) -> ToolOutput {
+        if let Some((code, message)) = dropped_answer(e) {
+            return ToolOutput::error(self.failed(
+                code,
+                &format!(
+                    "MCP tool `{}` on server `{}`: {message}",
+                    self.wire_name, self.connection.server
+                ),
+            ));
+        }
         match e {
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
                 if let Some(process) = &self.connection.process {
@@ -164,9 +183,9 @@ impl McpTool {
                 self.closed_error()
             }
             ServiceError::McpError(data) => ToolOutput::error(
-                ToolErrorInfo::new(
+                self.failed(
                     codes::MCP_REQUEST_FAILED,
-                    format!(
+                    &format!(
                         "MCP server `{}` rejected the call to `{}` (JSON-RPC {}): {}",
                         self.connection.server,
                         self.wire_name,
@@ -176,15 +195,15 @@ impl McpTool {
                 )
                 .with_detail("jsonrpc_code", data.code.0),
             ),
-            other => ToolOutput::err(
+            other => ToolOutput::error(self.failed(
                 codes::MCP_REQUEST_FAILED,
-                format!(
+                &format!(
                     "the call to `{}` on MCP server `{}` failed: {}",
                     self.wire_name,
                     self.connection.server,
                     one_line(&other.to_string())
                 ),
-            ),
+            )),
         }
     }
 

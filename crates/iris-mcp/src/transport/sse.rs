@@ -8,17 +8,20 @@ use std::collections::BTreeMap;
 
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use rmcp::RoleClient;
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, RequestId, ServerJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio::sync::mpsc;
 
-use super::{Diagnostics, MessageSink};
+use super::{Diagnostics, IdScanner, MessageSink, Pending};
 
 /// One server-sent event.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct SseEvent {
     pub(crate) event: String,
     pub(crate) data: String,
+    /// Set when the event's data was over the cap and dropped: its size and the
+    /// JSON-RPC `id` found in it.
+    pub(crate) oversized: Option<(usize, Option<RequestId>)>,
 }
 
 /// Incremental `text/event-stream` parser over a response body.
@@ -31,7 +34,7 @@ struct SseReader {
 impl SseReader {
     async fn next_event(&mut self) -> Result<Option<SseEvent>, String> {
         loop {
-            if let Some(event) = self.parser.next_event()? {
+            if let Some(event) = self.parser.next_event() {
                 return Ok(Some(event));
             }
             match self.response.chunk().await {
@@ -44,6 +47,10 @@ impl SseReader {
 }
 
 /// The pure part of the reader: bytes in, events out.
+///
+/// Memory stays bounded by the cap: an event whose data grows past it is dropped (its
+/// bytes go through an [`IdScanner`] so the request it answers can be failed), and so
+/// is the rest of a line longer than the cap; the stream itself goes on.
 #[derive(Debug, Default)]
 pub(crate) struct SseParser {
     buf: Vec<u8>,
@@ -51,6 +58,11 @@ pub(crate) struct SseParser {
     data: Vec<String>,
     data_bytes: usize,
     max_event_bytes: usize,
+    /// The current event's data went over the cap.
+    oversized: bool,
+    scanner: IdScanner,
+    /// Discarding the rest of a line longer than the cap; `true` for a `data` line.
+    skipping: Option<bool>,
 }
 
 impl SseParser {
@@ -61,27 +73,59 @@ impl SseParser {
         }
     }
 
-    pub(crate) fn feed(&mut self, bytes: &[u8]) {
+    pub(crate) fn feed(&mut self, mut bytes: &[u8]) {
+        if let Some(is_data) = self.skipping {
+            let newline = bytes.iter().position(|b| *b == b'\n');
+            let part = &bytes[..newline.unwrap_or(bytes.len())];
+            if is_data {
+                self.scanner.feed(part);
+                self.data_bytes += part.len();
+            }
+            match newline {
+                None => return,
+                Some(at) => {
+                    self.skipping = None;
+                    bytes = &bytes[at + 1..];
+                }
+            }
+        }
         self.buf.extend_from_slice(bytes);
     }
 
+    /// Starts dropping the current event: what it held so far goes to the scanner.
+    fn overflow(&mut self) {
+        if !self.oversized {
+            self.oversized = true;
+            for (i, line) in self.data.drain(..).enumerate() {
+                if i > 0 {
+                    self.scanner.feed(b"\n");
+                }
+                self.scanner.feed(line.as_bytes());
+            }
+        }
+    }
+
     /// The next complete event, if the buffer holds one.
-    pub(crate) fn next_event(&mut self) -> Result<Option<SseEvent>, String> {
+    pub(crate) fn next_event(&mut self) -> Option<SseEvent> {
         while let Some(pos) = self.buf.iter().position(|b| *b == b'\n') {
             let raw: Vec<u8> = self.buf.drain(..=pos).collect();
             let line = raw.strip_suffix(b"\n").unwrap_or(&raw);
             let line = line.strip_suffix(b"\r").unwrap_or(line);
             let line = String::from_utf8_lossy(line);
             if line.is_empty() {
-                if self.data.is_empty() && self.event.is_empty() {
+                if self.data.is_empty() && self.event.is_empty() && !self.oversized {
                     continue;
                 }
+                let oversized = std::mem::take(&mut self.oversized)
+                    .then(|| (self.data_bytes, std::mem::take(&mut self.scanner).finish()));
                 let event = SseEvent {
                     event: std::mem::take(&mut self.event),
                     data: std::mem::take(&mut self.data).join("\n"),
+                    oversized,
                 };
                 self.data_bytes = 0;
-                return Ok(Some(event));
+                self.scanner = IdScanner::default();
+                return Some(event);
             }
             if line.starts_with(':') {
                 continue; // a comment (keep-alive)
@@ -94,24 +138,35 @@ impl SseParser {
                 "event" => value.clone_into(&mut self.event),
                 "data" => {
                     self.data_bytes += value.len();
-                    if self.data_bytes > self.max_event_bytes {
-                        return Err(format!(
-                            "an event larger than {} bytes arrived",
-                            self.max_event_bytes
-                        ));
+                    if !self.oversized && self.data_bytes > self.max_event_bytes {
+                        self.overflow();
                     }
-                    self.data.push(value.to_owned());
+                    if self.oversized {
+                        self.scanner.feed(b"\n");
+                        self.scanner.feed(value.as_bytes());
+                    } else {
+                        self.data.push(value.to_owned());
+                    }
                 }
                 _ => {} // `id`, `retry` and unknown fields do not matter here
             }
         }
         if self.buf.len() > self.max_event_bytes {
-            return Err(format!(
-                "a line longer than {} bytes arrived",
-                self.max_event_bytes
-            ));
+            // A line longer than the cap: keep none of it.
+            let is_data = self.buf.starts_with(b"data:")
+                || (self.buf.starts_with(b"data") && self.buf.len() == 4);
+            if is_data {
+                self.overflow();
+                let value = self.buf.strip_prefix(b"data:").unwrap_or(&[]);
+                let value = value.strip_prefix(b" ").unwrap_or(value);
+                self.scanner.feed(b"\n");
+                self.scanner.feed(value);
+                self.data_bytes += value.len();
+            }
+            self.buf = Vec::new();
+            self.skipping = Some(is_data);
         }
-        Ok(None)
+        None
     }
 }
 
@@ -123,6 +178,7 @@ pub(crate) struct SseTransport {
     headers: HeaderMap,
     rx: mpsc::Receiver<ServerJsonRpcMessage>,
     reader: tokio::task::JoinHandle<()>,
+    pending: Pending,
 }
 
 impl Drop for SseTransport {
@@ -173,6 +229,11 @@ pub(crate) async fn connect(
     };
     let endpoint = loop {
         match reader.next_event().await? {
+            Some(e) if e.event == "endpoint" && e.oversized.is_some() => {
+                return Err(format!(
+                    "the `endpoint` event is larger than {max_message_bytes} bytes"
+                ));
+            }
             Some(e) if e.event == "endpoint" => break e.data,
             Some(_) => {}
             None => return Err("the event stream ended before the `endpoint` event".into()),
@@ -189,23 +250,31 @@ pub(crate) async fn connect(
     }
 
     let (tx, rx) = mpsc::channel(64);
+    let pending = Pending::default();
     let sink = MessageSink {
         server: server.to_owned(),
         tx,
         diagnostics,
+        pending: pending.clone(),
     };
     let task = tokio::spawn(async move {
         loop {
             match reader.next_event().await {
                 Ok(Some(event)) if event.event.is_empty() || event.event == "message" => {
-                    if !sink.deliver_line(event.data.as_bytes()).await {
+                    let open = match event.oversized {
+                        Some((bytes, id)) => {
+                            sink.deliver_oversized(bytes, max_message_bytes, id).await
+                        }
+                        None => sink.deliver_line(event.data.as_bytes()).await,
+                    };
+                    if !open {
                         break;
                     }
                 }
                 Ok(Some(_)) => {}
                 Ok(None) => break,
                 Err(e) => {
-                    sink.report(e);
+                    sink.report(&e);
                     break;
                 }
             }
@@ -217,6 +286,7 @@ pub(crate) async fn connect(
         headers,
         rx,
         reader: task,
+        pending,
     })
 }
 
@@ -234,19 +304,29 @@ impl Transport<RoleClient> for SseTransport {
                 .header(CONTENT_TYPE, "application/json")
                 .body(body)
         });
+        let pending = self.pending.clone();
         async move {
-            let response = request?
-                .send()
-                .await
-                .map_err(|e| std::io::Error::other(format!("POST failed: {e}")))?;
-            let status = response.status();
-            if status.is_success() {
-                Ok(())
-            } else {
-                Err(std::io::Error::other(format!(
-                    "POST answered HTTP {status}"
-                )))
+            // Before the POST: the answer may arrive on the stream before it returns.
+            pending.on_send(&item);
+            let sent = async {
+                let response = request?
+                    .send()
+                    .await
+                    .map_err(|e| std::io::Error::other(format!("POST failed: {e}")))?;
+                let status = response.status();
+                if status.is_success() {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::other(format!(
+                        "POST answered HTTP {status}"
+                    )))
+                }
             }
+            .await;
+            if sent.is_err() {
+                pending.on_send_failed(&item);
+            }
+            sent
         }
     }
 
@@ -257,5 +337,38 @@ impl Transport<RoleClient> for SseTransport {
     async fn close(&mut self) -> Result<(), Self::Error> {
         self.reader.abort();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_event_over_the_cap_is_dropped_and_the_stream_goes_on() {
+        for chunk in [7, 4096] {
+            let mut parser = SseParser::new(64);
+            let big = format!(
+                "event: message\ndata: {{\"jsonrpc\":\"2.0\",\"id\":4,\ndata: \"result\":\"{}\"}}\n\n",
+                "x".repeat(500)
+            );
+            let stream = format!("{big}data: {{\"small\":1}}\n\n");
+            let mut events = Vec::new();
+            for part in stream.as_bytes().chunks(chunk) {
+                parser.feed(part);
+                while let Some(e) = parser.next_event() {
+                    events.push(e);
+                }
+            }
+            assert_eq!(events.len(), 2, "chunks of {chunk}: {events:?}");
+            let (bytes, id) = events[0].oversized.clone().unwrap();
+            assert!(bytes > 500, "{bytes}");
+            assert_eq!(id, Some(RequestId::Number(4)), "chunks of {chunk}");
+            assert_eq!(events[0].data, "");
+            assert_eq!(events[1].data, "{\"small\":1}");
+            assert_eq!(events[1].oversized, None);
+            assert!(parser.buf.capacity() < 64 * 1024);
+        }
     }
 }

@@ -1,25 +1,41 @@
 //! The stdio transport: a child process in its own process group, newline-delimited
 //! JSON-RPC on stdin/stdout, stderr captured for diagnostics.
 //!
-//! rmcp's `TokioChildProcess` is not used because the MCP layer needs three things it
-//! does not give: a line that is not JSON-RPC must be *reported* (rmcp drops it with a
-//! debug log), a result larger than 16 MiB must still arrive (rmcp's line cap), and the
-//! whole process *group* must be ended on close, not only the direct child.
+//! rmcp's `TokioChildProcess` is not used because the MCP layer needs things it does
+//! not give: a line that is not JSON-RPC must be *reported* (rmcp drops it with a
+//! debug log), a result larger than 16 MiB must still arrive (rmcp's line cap), an
+//! answer dropped for its size must fail its request at once, and the whole process
+//! *group* must be ended on close, not only the direct child.
+//!
+//! **When iris dies.** `close()` (and `Drop`) end the group; a SIGKILLed iris runs
+//! neither. As a backstop the server is started through util-linux's `setpriv
+//! --pdeathsig KILL`, which sets the parent-death signal and then `exec`s the server
+//! in place (same pid, same process group): the kernel kills the server when the
+//! thread that forked it exits. Setting that signal needs code between `fork` and
+//! `exec` (`pre_exec`, which is `unsafe` and forbidden here), hence the helper; and
+//! because the signal follows the forking *thread*, every server is forked from one
+//! dedicated thread that lives as long as the process (a tokio worker or blocking
+//! thread may exit while iris runs on). Without `setpriv` (not Linux, or util-linux
+//! older than 2.33) servers start as before, and only stdin EOF tells them to go.
+//! The signal reaches the server itself, not processes it started; those see their
+//! stdin or parent vanish like any orphan.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::path::PathBuf;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use rmcp::RoleClient;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::Transport;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 
-use super::{Diagnostics, MessageSink};
+use super::{Diagnostics, IdScanner, MessageSink, Pending};
+use crate::redact::Redactor;
 
 /// How long `close` waits for a server to exit after its stdin closed, and again after
 /// SIGTERM, before escalating.
@@ -27,8 +43,12 @@ pub(crate) const EXIT_GRACE: Duration = Duration::from_secs(2);
 
 /// Lines of stderr kept per server.
 const STDERR_TAIL_LINES: usize = 50;
-/// Characters kept per stderr line.
+/// Characters kept per stderr line in the tail.
 const STDERR_LINE_CHARS: usize = 500;
+/// Bytes of one stderr line held while reading it; the rest of a longer line is
+/// counted and dropped, so a server that never ends a line costs this much, not the
+/// line.
+pub(crate) const STDERR_LINE_BYTES: usize = 8 * 1024;
 
 /// What spawning needs.
 #[derive(Debug, Clone)]
@@ -48,12 +68,71 @@ pub(crate) struct StderrTail {
 }
 
 impl StderrTail {
-    fn push(&mut self, line: &str) {
+    /// Keeps `line` (already decoded and redacted), cut to [`STDERR_LINE_CHARS`];
+    /// `total_bytes` is the length of the line as the server wrote it.
+    fn push(&mut self, line: &str, total_bytes: u64) {
         if self.lines.len() == STDERR_TAIL_LINES {
             self.lines.pop_front();
         }
-        self.lines
-            .push_back(line.chars().take(STDERR_LINE_CHARS).collect());
+        let mut kept: String = line.chars().take(STDERR_LINE_CHARS).collect();
+        if kept.len() < line.len() || total_bytes > line.len() as u64 {
+            kept.push_str(&format!("… [line truncated: {total_bytes} bytes]"));
+        }
+        self.lines.push_back(kept);
+    }
+}
+
+/// Reads a server's stderr to its end, whatever it holds: bytes, not text (invalid
+/// UTF-8 is decoded lossily), one bounded line at a time (see [`STDERR_LINE_BYTES`]).
+/// Stopping early would leave the server blocked on a full pipe, or dead of EPIPE.
+async fn drain_stderr<R: AsyncRead + Unpin>(
+    stderr: R,
+    server: String,
+    tail: Arc<Mutex<StderrTail>>,
+    redactor: Redactor,
+) {
+    let mut reader = BufReader::with_capacity(16 * 1024, stderr);
+    let mut line: Vec<u8> = Vec::new();
+    let mut total: u64 = 0;
+    let finish = |line: &mut Vec<u8>, total: &mut u64| {
+        let bytes = line.strip_suffix(b"\r").unwrap_or(line);
+        let text = redactor.redact(&String::from_utf8_lossy(bytes));
+        tracing::debug!(server = %server, "stderr: {text}");
+        tail.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(&text, *total);
+        line.clear();
+        *total = 0;
+    };
+    loop {
+        let (consumed, ended) = match reader.fill_buf().await {
+            Ok([]) => break,
+            Ok(available) => {
+                let newline = available.iter().position(|b| *b == b'\n');
+                let content = &available[..newline.unwrap_or(available.len())];
+                let room = STDERR_LINE_BYTES.saturating_sub(line.len());
+                line.extend_from_slice(&content[..content.len().min(room)]);
+                total += content.len() as u64;
+                (
+                    newline.map_or(available.len(), |i| i + 1),
+                    newline.is_some(),
+                )
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            // A pipe read fails only when the pipe is unusable; there is nothing left
+            // to drain then.
+            Err(e) => {
+                tracing::debug!(server = %server, error = %e, "reading stderr");
+                break;
+            }
+        };
+        reader.consume(consumed);
+        if ended {
+            finish(&mut line, &mut total);
+        }
+    }
+    if total > 0 {
+        finish(&mut line, &mut total);
     }
 }
 
@@ -177,14 +256,105 @@ impl Drop for StdioProcess {
 pub(crate) struct StdioTransport {
     stdin: Arc<tokio::sync::Mutex<Option<ChildStdin>>>,
     rx: mpsc::Receiver<ServerJsonRpcMessage>,
+    pending: Pending,
 }
 
-/// Spawns the server and returns the transport plus the process handle.
-pub(crate) fn spawn(
-    spec: &StdioSpawn,
-    diagnostics: Diagnostics,
-) -> std::io::Result<(StdioTransport, Arc<StdioProcess>)> {
-    let mut cmd = Command::new(&spec.command);
+/// Where util-linux keeps `setpriv` (absolute paths only: the server's `PATH` comes
+/// from the config, and this program runs before the server's own code).
+const SETPRIV_PATHS: [&str; 2] = ["/usr/bin/setpriv", "/bin/setpriv"];
+
+/// The `setpriv` that understands `--pdeathsig`, probed once.
+fn setpriv() -> Option<&'static Path> {
+    static SETPRIV: OnceLock<Option<PathBuf>> = OnceLock::new();
+    SETPRIV
+        .get_or_init(|| {
+            SETPRIV_PATHS.iter().map(PathBuf::from).find(|path| {
+                std::process::Command::new(path)
+                    .arg("--help")
+                    .stdin(Stdio::null())
+                    .stderr(Stdio::null())
+                    .output()
+                    .is_ok_and(|out| {
+                        out.status.success()
+                            && String::from_utf8_lossy(&out.stdout).contains("--pdeathsig")
+                    })
+            })
+        })
+        .as_deref()
+}
+
+type SpawnJob = Box<dyn FnOnce() + Send>;
+
+/// The thread every stdio server is forked from (see the module docs): it waits for
+/// work for as long as the process lives and never exits before it.
+fn spawner() -> Option<&'static std::sync::mpsc::Sender<SpawnJob>> {
+    static SPAWNER: OnceLock<Option<std::sync::mpsc::Sender<SpawnJob>>> = OnceLock::new();
+    SPAWNER
+        .get_or_init(|| {
+            let (tx, rx) = std::sync::mpsc::channel::<SpawnJob>();
+            let started = std::thread::Builder::new()
+                .name("iris-mcp-spawner".into())
+                .spawn(move || {
+                    // The sender lives in this static, so `recv` never fails.
+                    while let Ok(job) = rx.recv() {
+                        job();
+                    }
+                });
+            match started {
+                Ok(_) => Some(tx),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot start the MCP spawner thread; servers will not die with iris");
+                    None
+                }
+            }
+        })
+        .as_ref()
+}
+
+/// Checks that `command` names an executable the way `exec` would find it (through
+/// `PATH` of the server's environment when it has no `/`), so a missing program stays
+/// the spawn error it is without the `setpriv` wrapper.
+fn check_program(command: &str, env: &BTreeMap<String, String>, cwd: &Path) -> std::io::Result<()> {
+    use rustix::io::Errno;
+    let check = |path: &Path| match std::fs::metadata(path) {
+        Ok(m) if m.is_file() && m.permissions().mode() & 0o111 != 0 => Ok(()),
+        Ok(_) => Err(Errno::ACCESS),
+        Err(_) => Err(Errno::NOENT),
+    };
+    let outcome = if command.contains('/') {
+        check(&cwd.join(command))
+    } else {
+        let path = env
+            .get("PATH")
+            .cloned()
+            .or_else(|| std::env::var("PATH").ok())
+            .unwrap_or_default();
+        let mut outcome = Err(Errno::NOENT);
+        for dir in std::env::split_paths(&path) {
+            match check(&cwd.join(dir).join(command)) {
+                Ok(()) => {
+                    outcome = Ok(());
+                    break;
+                }
+                Err(Errno::ACCESS) => outcome = Err(Errno::ACCESS),
+                Err(_) => {}
+            }
+        }
+        outcome
+    };
+    outcome.map_err(|e| std::io::Error::from_raw_os_error(e.raw_os_error()))
+}
+
+/// The command that starts the server, through `setpriv` when one is given.
+fn command(spec: &StdioSpawn, setpriv: Option<&Path>) -> Command {
+    let mut cmd = match setpriv {
+        Some(setpriv) => {
+            let mut cmd = Command::new(setpriv);
+            cmd.args(["--pdeathsig", "KILL", "--"]).arg(&spec.command);
+            cmd
+        }
+        None => Command::new(&spec.command),
+    };
     cmd.args(&spec.args)
         .current_dir(&spec.cwd)
         .env_clear()
@@ -196,7 +366,42 @@ pub(crate) fn spawn(
         // started, and a terminal's Ctrl-C does not reach it behind our back.
         .process_group(0)
         .kill_on_drop(true);
-    let mut child: Child = cmd.spawn()?;
+    cmd
+}
+
+/// Forks the server from the spawner thread, wrapped in `setpriv --pdeathsig KILL`
+/// when that is available (see the module docs); without a spawner, from here.
+async fn spawn_child(spec: &StdioSpawn) -> std::io::Result<Child> {
+    let (Some(spawner), Ok(handle)) = (spawner(), tokio::runtime::Handle::try_current()) else {
+        return command(spec, None).spawn();
+    };
+    let (tx, rx) = oneshot::channel();
+    let job_spec = spec.clone();
+    let job: SpawnJob = Box::new(move || {
+        // The child registers with the caller's runtime, which reaps it.
+        let _runtime = handle.enter();
+        let spec = job_spec;
+        let result = match setpriv() {
+            Some(setpriv) => check_program(&spec.command, &spec.env, &spec.cwd)
+                .and_then(|()| command(&spec, Some(setpriv)).spawn()),
+            None => command(&spec, None).spawn(),
+        };
+        // A caller that gave up drops the child, and `kill_on_drop` ends it.
+        let _ = tx.send(result);
+    });
+    if spawner.send(job).is_err() {
+        return command(spec, None).spawn();
+    }
+    rx.await
+        .unwrap_or_else(|_| Err(std::io::Error::other("the MCP spawner thread is gone")))
+}
+
+/// Spawns the server and returns the transport plus the process handle.
+pub(crate) async fn spawn(
+    spec: &StdioSpawn,
+    diagnostics: Diagnostics,
+) -> std::io::Result<(StdioTransport, Arc<StdioProcess>)> {
+    let mut child: Child = spawn_child(spec).await?;
     let pid = child.id();
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
@@ -223,50 +428,37 @@ pub(crate) fn spawn(
     let tail = Arc::new(Mutex::new(StderrTail::default()));
     let tail_w = Arc::clone(&tail);
     let server = spec.server.clone();
-    tokio::spawn(async move {
-        let mut lines = BufReader::new(stderr).lines();
-        loop {
-            match lines.next_line().await {
-                Ok(Some(line)) => {
-                    tracing::debug!(server = %server, "stderr: {line}");
-                    tail_w
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .push(&line);
-                }
-                Ok(None) => break,
-                // Invalid UTF-8 on stderr: skip the rest of it rather than fail.
-                Err(e) => {
-                    tracing::debug!(server = %server, error = %e, "reading stderr");
-                    break;
-                }
-            }
-        }
-    });
+    let redactor = diagnostics.redactor().clone();
+    tokio::spawn(drain_stderr(stderr, server, tail_w, redactor));
 
     let (tx, rx) = mpsc::channel(64);
+    let pending = Pending::default();
     let sink = MessageSink {
         server: spec.server.clone(),
         tx,
         diagnostics,
+        pending: pending.clone(),
     };
     let max = spec.max_message_bytes;
     tokio::spawn(async move {
         let mut reader = BufReader::with_capacity(64 * 1024, stdout);
         let mut line = Vec::new();
         loop {
-            match read_bounded_line(&mut reader, &mut line, max).await {
+            let mut scanner = IdScanner::default();
+            match read_bounded_line(&mut reader, &mut line, max, &mut scanner).await {
                 LineRead::Line => {
                     if !sink.deliver_line(&line).await {
                         break;
                     }
                 }
-                LineRead::Oversized => sink.report(format!(
-                    "a stdout message larger than {max} bytes was dropped"
-                )),
+                LineRead::Oversized(bytes) => {
+                    if !sink.deliver_oversized(bytes, max, scanner.finish()).await {
+                        break;
+                    }
+                }
                 LineRead::Eof => break,
                 LineRead::Io(e) => {
-                    sink.report(format!("reading stdout failed: {e}"));
+                    sink.report(&format!("reading stdout failed: {e}"));
                     break;
                 }
             }
@@ -282,25 +474,29 @@ pub(crate) fn spawn(
         stderr: tail,
         finished: Mutex::new(false),
     });
-    Ok((StdioTransport { stdin, rx }, process))
+    Ok((StdioTransport { stdin, rx, pending }, process))
 }
 
 enum LineRead {
     Line,
-    Oversized,
+    /// A line over the cap, of this many bytes, consumed and dropped.
+    Oversized(usize),
     Eof,
     Io(std::io::Error),
 }
 
 /// Reads one `\n`-terminated line into `buf` (cleared first) without letting it grow
-/// past `max` bytes; an oversized line is consumed and dropped.
+/// past `max` bytes; an oversized line is consumed and dropped, its bytes fed to
+/// `scanner` on the way so the request it answers can still be failed.
 async fn read_bounded_line<R: AsyncBufRead + Unpin>(
     reader: &mut R,
     buf: &mut Vec<u8>,
     max: usize,
+    scanner: &mut IdScanner,
 ) -> LineRead {
     buf.clear();
     let mut oversized = false;
+    let mut total = 0usize;
     loop {
         let (consumed, done) = {
             let available = match reader.fill_buf().await {
@@ -309,7 +505,9 @@ async fn read_bounded_line<R: AsyncBufRead + Unpin>(
             };
             if available.is_empty() {
                 // A last line without a newline is still a message.
-                return if !buf.is_empty() && !oversized {
+                return if oversized {
+                    LineRead::Oversized(total)
+                } else if !buf.is_empty() {
                     LineRead::Line
                 } else {
                     LineRead::Eof
@@ -317,20 +515,24 @@ async fn read_bounded_line<R: AsyncBufRead + Unpin>(
             }
             let newline = available.iter().position(|b| *b == b'\n');
             let take = newline.map_or(available.len(), |i| i + 1);
-            if !oversized {
-                if buf.len() + take > max {
-                    oversized = true;
-                    buf.clear();
-                } else {
-                    buf.extend_from_slice(&available[..take]);
-                }
+            total += take;
+            if oversized {
+                scanner.feed(&available[..take]);
+            } else if buf.len() + take > max {
+                oversized = true;
+                scanner.feed(buf);
+                scanner.feed(&available[..take]);
+                buf.clear();
+                buf.shrink_to(64 * 1024);
+            } else {
+                buf.extend_from_slice(&available[..take]);
             }
             (take, newline.is_some())
         };
         reader.consume(consumed);
         if done {
             return if oversized {
-                LineRead::Oversized
+                LineRead::Oversized(total)
             } else {
                 LineRead::Line
             };
@@ -346,18 +548,27 @@ impl Transport<RoleClient> for StdioTransport {
         item: ClientJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let stdin = Arc::clone(&self.stdin);
+        let pending = self.pending.clone();
         async move {
             let mut bytes = serde_json::to_vec(&item)?;
             bytes.push(b'\n');
+            // Before the write: the answer may arrive before this task runs again.
+            pending.on_send(&item);
             let mut guard = stdin.lock().await;
-            let Some(w) = guard.as_mut() else {
-                return Err(std::io::Error::new(
+            let written = match guard.as_mut() {
+                None => Err(std::io::Error::new(
                     std::io::ErrorKind::NotConnected,
                     "the server's stdin is closed",
-                ));
+                )),
+                Some(w) => match w.write_all(&bytes).await {
+                    Ok(()) => w.flush().await,
+                    Err(e) => Err(e),
+                },
             };
-            w.write_all(&bytes).await?;
-            w.flush().await
+            if written.is_err() {
+                pending.on_send_failed(&item);
+            }
+            written
         }
     }
 

@@ -693,7 +693,7 @@ fn agent_yaml_mcp_section_and_files_on_disk() {
     assert!(
         missing
             .to_string()
-            .contains("nope.json: cannot read the file"),
+            .contains("nope.json: the file cannot be read"),
         "{missing}"
     );
 }
@@ -837,7 +837,7 @@ fn resolution_expands_expressions_once_at_prepare_time() {
         ),
         (
             r#"{"command": "x", "envFile": "/definitely/missing.env"}"#,
-            Err("server `a`: field `envFile`: cannot read /definitely/missing.env"),
+            Err("server `a`: field `envFile`: /definitely/missing.env cannot be read"),
         ),
     ];
     for (entry, expect) in rows {

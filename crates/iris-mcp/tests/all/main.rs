@@ -7,6 +7,7 @@
 mod config;
 mod executor;
 mod faults;
+mod hardening;
 mod naming;
 mod schema;
 mod servers;

@@ -219,3 +219,64 @@ pub(crate) fn children_of(ppid: u32) -> Vec<u32> {
     }
     out
 }
+
+/// Set in a child that [`run_isolated`] started: the test body runs there.
+pub(crate) const ISOLATED_ENV: &str = "IRIS_MCP_TEST_ISOLATED";
+
+/// Whether this process is the isolated child of a test.
+pub(crate) fn is_isolated_child() -> bool {
+    std::env::var_os(ISOLATED_ENV).is_some()
+}
+
+/// Runs one test of this binary (`module::name`) alone in a child process, with `env`
+/// added, for tests that must measure or kill "the iris process" without the other
+/// tests of this binary in it. The child is returned running; the caller waits.
+pub(crate) fn spawn_isolated(test: &str, env: &[(&str, &std::ffi::OsStr)]) -> Child {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(ISOLATED_ENV, "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.spawn().unwrap()
+}
+
+/// Waits for `child` up to `limit`; on the deadline it is killed. Returns whether it
+/// exited successfully, with its output.
+pub(crate) fn wait_isolated(mut child: Child, limit: Duration) -> (bool, String) {
+    let finished = wait_until(limit, || child.try_wait().unwrap().is_some());
+    if !finished {
+        let _ = child.kill();
+    }
+    let out = child.wait_with_output().unwrap();
+    let text = format!(
+        "status: {}{}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status,
+        if finished {
+            ""
+        } else {
+            " (killed at the deadline)"
+        },
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (finished && out.status.success(), text)
+}
+
+/// A `kB` field of `/proc/self/status` (`VmHWM`, `VmRSS`) in bytes.
+pub(crate) fn self_status_bytes(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status
+        .lines()
+        .find(|l| l.starts_with(&format!("{field}:")))
+        .unwrap_or_else(|| panic!("{field} missing from /proc/self/status"));
+    let kb: u64 = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("bad line {line}"));
+    kb * 1024
+}
