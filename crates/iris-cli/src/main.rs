@@ -1,25 +1,42 @@
 //! `iris`: list, inspect, call and check the tools an agent YAML describes.
 //!
-//! Exit codes (also in `iris --help`):
+//! Exit codes (also in `iris --help` and docs/configuration.md):
 //! - 0: success;
 //! - 1: the command ran and found problems (`check`, `lint`), or the called tool
 //!   returned an error result;
 //! - 2: bad command line or bad call input: input that is not JSON, or JSON the tool's
 //!   schema or parser rejects (an `INVALID_INPUT` result, which is still printed);
-//! - 3: the configuration could not be loaded or assembled, or a feature is not in
-//!   this build;
-//! - 4: the call needs a human's approval and none was given.
+//! - 3: the configuration could not be loaded or assembled, a feature is not in this
+//!   build, a discovered config is in an untrusted folder (`WORKSPACE_UNTRUSTED`), or
+//!   stdout could not be written (a closed pipe is not an error);
+//! - 4: the call needs a human's approval and none was given;
+//! - 129, 130, 143: ended by SIGHUP, SIGINT or SIGTERM, after cancelling the running
+//!   call and closing the tool environment (every process it started is stopped).
+//!
+//! Text output escapes terminal controls ([`output::escape`]); `--json` is exact JSON.
 
-use std::io::{IsTerminal, Read, Write};
-use std::path::PathBuf;
+mod output;
+mod signals;
+
+use std::future::Future;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::{Parser, Subcommand, ValueEnum};
 use iris_providers::adapters::{Provider, Strict, to_provider};
 use iris_providers::lint::lint_definition;
-use iris_runner::{AgentConfig, HostRegistry, LoadedConfig, ToolEnvironment};
-use iris_tools_core::{ToolExecutionContext, ToolUse, ViewFilter, codes};
+use iris_runner::trust::codes as trust_codes;
+use iris_runner::{
+    AgentConfig, HostRegistry, LoadedConfig, ToolEnvironment, TrustError, TrustStore,
+    discover_config,
+};
+use iris_tools_core::{CancellationSignal, ToolExecutionContext, ToolUse, ViewFilter, codes};
 use serde_json::{Value, json};
+
+use crate::output::{Mode, block, err_line, escape, line, print_json};
+use crate::signals::{Caught, Signals};
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -31,19 +48,55 @@ Examples:
   iris call tool_search '{\"queries\": [\"current time\"]}'
   echo '{\"name\": \"greeting\"}' | iris call load_skill -
   iris check                                  validate the config and what it points to
+  iris trust                                  trust this folder's iris.yaml
 
-Configuration: --config, else ./iris.yaml, else .iris/agent.yaml. IRIS_* environment
+Configuration: --config FILE, else ./iris.yaml, else .iris/agent.yaml. IRIS_* environment
 variables override keys (IRIS_PROVIDER_API_KEYS__TAVILY -> provider_api_keys.tavily).
+
+Workspace trust: a discovered config (not named with --config) can start programs (MCP
+servers, command hooks), so it is used only in a trusted folder: `iris trust [DIR]` keeps
+the folder in $XDG_CONFIG_HOME/iris/trusted.json (else ~/.config/iris/trusted.json),
+`--trust` trusts it for one run. Otherwise iris exits 3 (WORKSPACE_UNTRUSTED) and starts
+nothing. A file named with --config is trusted.
+
+Signals: SIGINT (Ctrl-C), SIGTERM and SIGHUP cancel the running call, stop every process
+it, a command hook or an MCP server started, and exit 130, 143 or 129.
+
+Output: text escapes terminal controls (ESC, CR, bidi overrides show as \\x1b, \\r,
+\\u{202e}); --json is exact JSON. A closed stdout (iris ... | head) is not an error.
 
 Exit codes: 0 success; 1 problems found or the tool returned an error; 2 bad command
 line or call input (not JSON, or rejected by the tool's schema: INVALID_INPUT); 3
-configuration or assembly error; 4 approval required but not given.";
+configuration or assembly error, an untrusted folder, or stdout could not be written;
+4 approval required but not given; 129/130/143 ended by SIGHUP/SIGINT/SIGTERM.";
+
+/// How long a cancelled call may take to stop what it started before it is dropped
+/// (its process groups are then killed by their owners' drop).
+const CANCEL_GRACE: Duration = Duration::from_secs(5);
+/// How long closing the tool environment may take.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long the runtime waits at exit for blocking work still running (a timed-out
+/// call's abandoned file walk or regex search) before the process exits without it.
+const SHUTDOWN_GRACE: Duration = Duration::from_millis(200);
+
+/// The session id of every `iris call` (its artifacts land under
+/// `.iris/tool-results/iris-cli/`).
+const SESSION_ID: &str = "iris-cli";
+
+/// Codes only this binary produces.
+mod cli_codes {
+    /// `iris` was ended by SIGINT, SIGTERM or SIGHUP.
+    pub(crate) const INTERRUPTED: &str = "INTERRUPTED";
+    /// Closing the tool environment did not finish in time.
+    pub(crate) const CLOSE_TIMEOUT: &str = "CLOSE_TIMEOUT";
+}
 
 /// The iris command line.
 #[derive(Debug, Parser)]
 #[command(name = "iris", version, about = "Use an Iris agent's tools from a terminal.", after_help = AFTER_HELP)]
 struct Cli {
-    /// The agent YAML (default: ./iris.yaml, else .iris/agent.yaml).
+    /// The agent YAML (default: ./iris.yaml, else .iris/agent.yaml). A file named here
+    /// is trusted.
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Overrides the workspace the YAML names.
@@ -52,6 +105,9 @@ struct Cli {
     /// Machine-readable JSON on stdout.
     #[arg(long, global = true)]
     json: bool,
+    /// Trust the current folder's discovered config for this run (see `iris trust`).
+    #[arg(long, global = true)]
+    trust: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -81,6 +137,10 @@ enum Command {
         /// Approve a call that needs a human without asking.
         #[arg(long)]
         yes: bool,
+        /// The call's deadline in seconds (at most the tool's own); the call ends as
+        /// TOOL_TIMEOUT when it passes.
+        #[arg(long, value_name = "SECONDS", value_parser = parse_timeout)]
+        timeout: Option<Duration>,
     },
     /// MCP servers.
     Mcp {
@@ -93,6 +153,19 @@ enum Command {
     Check,
     /// Check every tool against the tool-design rules (seed 004).
     Lint,
+    /// Trust a folder (default: the current one), so the iris.yaml or .iris/agent.yaml
+    /// found there may start its MCP servers and command hooks.
+    Trust {
+        /// The folder (default: the current folder).
+        #[arg(value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// Stop trusting the folder instead.
+        #[arg(long)]
+        remove: bool,
+        /// List the trusted folders.
+        #[arg(long, conflicts_with_all = ["dir", "remove"])]
+        list: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -117,7 +190,19 @@ enum Format {
     Gemini,
 }
 
+/// `--timeout`: positive, finite seconds that fit a `Duration`.
+fn parse_timeout(text: &str) -> Result<Duration, String> {
+    let seconds: f64 = text
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of seconds"))?;
+    if seconds.is_nan() || seconds <= 0.0 {
+        return Err("the timeout must be more than 0 seconds".into());
+    }
+    Duration::try_from_secs_f64(seconds).map_err(|_| format!("`{text}` seconds is too long"))
+}
+
 /// A failure that ends the command: exit code, stable code, one-line message.
+#[derive(Debug)]
 struct Failure {
     exit: u8,
     code: String,
@@ -132,11 +217,45 @@ impl Failure {
             message: message.into(),
         }
     }
+
+    fn interrupted(caught: Caught) -> Self {
+        Failure::new(
+            caught.exit_code(),
+            cli_codes::INTERRUPTED,
+            format!(
+                "interrupted by {}: the running call was cancelled and the tool environment closed",
+                caught.name()
+            ),
+        )
+    }
+
+    /// A call that stopped because a signal cancelled it; `supervise` replaces it with
+    /// the signal's failure.
+    fn cancelled() -> Self {
+        Failure::new(1, codes::CANCELLED, "the call was cancelled")
+    }
+
+    fn is_interrupted(&self) -> bool {
+        self.code == cli_codes::INTERRUPTED
+    }
 }
 
 impl From<iris_runner::Error> for Failure {
     fn from(e: iris_runner::Error) -> Self {
         Failure::new(3, e.code(), e.to_string())
+    }
+}
+
+impl From<TrustError> for Failure {
+    fn from(e: TrustError) -> Self {
+        // A folder that is not a directory is a bad command line; the rest is the
+        // user's configuration.
+        let exit = if e.code() == trust_codes::TRUST_FOLDER_INVALID {
+            2
+        } else {
+            3
+        };
+        Failure::new(exit, e.code(), e.to_string())
     }
 }
 
@@ -148,67 +267,223 @@ fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error[IO_ERROR]: cannot start the async runtime: {e}");
+            err_line(&format!(
+                "error[{}]: cannot start the async runtime: {e}",
+                codes::IO_ERROR
+            ));
             return ExitCode::from(3);
         }
     };
-    match runtime.block_on(run(&cli)) {
-        Ok(code) => ExitCode::from(code),
+    let code = runtime.block_on(main_async(&cli));
+    // Everything `iris` started is closed by now. What may remain is blocking work a
+    // timed-out or cancelled call abandoned (a search that never checks back, a read
+    // that never returns); the process does not wait for it.
+    runtime.shutdown_timeout(SHUTDOWN_GRACE);
+    ExitCode::from(code)
+}
+
+async fn main_async(cli: &Cli) -> u8 {
+    let result = match Signals::install() {
+        Ok(mut signals) => run(cli, &mut signals).await,
+        Err(e) => Err(Failure::new(
+            3,
+            codes::IO_ERROR,
+            format!("cannot install the signal handlers: {e}"),
+        )),
+    };
+    let code = match result {
+        Ok(code) => code,
         Err(failure) => {
             if cli.json {
                 print_json(&json!({"error": {"code": failure.code, "message": failure.message}}));
             } else {
-                eprintln!("error[{}]: {}", failure.code, failure.message);
+                err_line(&format!("error[{}]: {}", failure.code, failure.message));
             }
-            ExitCode::from(failure.exit)
+            failure.exit
         }
+    };
+    match output::stdout_error() {
+        Some(e) => {
+            err_line(&format!(
+                "error[{}]: cannot write to stdout: {e}",
+                codes::IO_ERROR
+            ));
+            if code == 0 { 3 } else { code }
+        }
+        None => code,
     }
 }
 
-async fn run(cli: &Cli) -> Result<u8, Failure> {
-    if let Command::Check = &cli.command {
-        return check(cli).await;
+async fn run(cli: &Cli, signals: &mut Signals) -> Result<u8, Failure> {
+    if let Command::Trust { dir, remove, list } = &cli.command {
+        return trust_command(cli, dir.as_deref(), *remove, *list);
     }
-    let loaded = load(cli)?;
-    let env = assemble(cli, &loaded).await?;
-    let outcome = match &cli.command {
-        Command::Tools { all } => tools(cli, &env, *all),
-        Command::Schema { tool, format } => schema(&env, tool, *format),
-        Command::Call { tool, input, yes } => call(cli, &env, tool, input.as_deref(), *yes).await,
-        Command::Skills => skills(cli, &env),
-        Command::Lint => lint(cli, &env),
-        Command::Mcp {
-            command: McpCommand::List,
-        } => mcp_list(cli, &env),
-        Command::Check => Ok(0),
-    };
+    // Discovery and the trust gate come before the config is even read.
+    let file = config_file(cli);
+    if let Command::Check = &cli.command {
+        return check(cli, signals, file).await;
+    }
+    let loaded = interruptible(signals, load(cli, file?)).await?;
+    let env = interruptible(signals, assemble(cli, &loaded)).await?;
+    let cancel = CancellationSignal::new();
+    let outcome = supervise(signals, &cancel, dispatch(cli, &env, &cancel)).await;
     // Close even when the command failed; a close error only matters on success.
-    let closed = env.close().await;
+    let closed = close(signals, &env).await;
     let code = outcome?;
     closed?;
     Ok(code)
 }
 
-/// The config file: `--config`, else `./iris.yaml`, else `.iris/agent.yaml`.
-fn config_path(cli: &Cli) -> Result<PathBuf, Failure> {
+async fn dispatch(
+    cli: &Cli,
+    env: &ToolEnvironment,
+    cancel: &CancellationSignal,
+) -> Result<u8, Failure> {
+    match &cli.command {
+        Command::Tools { all } => tools(cli, env, *all),
+        Command::Schema { tool, format } => schema(env, tool, *format),
+        Command::Call {
+            tool,
+            input,
+            yes,
+            timeout,
+        } => {
+            let options = CallOptions {
+                name: tool,
+                input: input.as_deref(),
+                yes: *yes,
+                timeout: *timeout,
+            };
+            call(cli, env, options, cancel).await
+        }
+        Command::Skills => skills(cli, env),
+        Command::Lint => lint(cli, env),
+        Command::Mcp {
+            command: McpCommand::List,
+        } => mcp_list(cli, env),
+        Command::Check | Command::Trust { .. } => Ok(0),
+    }
+}
+
+/// Runs `work` unless a signal comes first; dropping `work` stops what it started (the
+/// command service and MCP processes kill their process groups when dropped).
+async fn interruptible<T>(
+    signals: &mut Signals,
+    work: impl Future<Output = Result<T, Failure>>,
+) -> Result<T, Failure> {
+    tokio::select! {
+        result = work => result,
+        caught = signals.recv() => Err(Failure::interrupted(caught)),
+    }
+}
+
+/// Runs the command; on a signal, cancels the call (the executor hands `cancel` to the
+/// tool and its hooks, which kill their process groups) and gives it [`CANCEL_GRACE`]
+/// (or until a second signal) to finish stopping before it is dropped.
+async fn supervise(
+    signals: &mut Signals,
+    cancel: &CancellationSignal,
+    work: impl Future<Output = Result<u8, Failure>>,
+) -> Result<u8, Failure> {
+    tokio::pin!(work);
+    let caught = tokio::select! {
+        outcome = &mut work => return outcome,
+        caught = signals.recv() => caught,
+    };
+    cancel.cancel();
+    tokio::select! {
+        _ = tokio::time::timeout(CANCEL_GRACE, &mut work) => {}
+        _ = signals.recv() => {}
+    }
+    Err(Failure::interrupted(caught))
+}
+
+/// Closes the environment (MCP servers, the command service and its running commands),
+/// bounded by [`CLOSE_TIMEOUT`]. A signal arriving meanwhile does not stop the close; it
+/// only decides the exit code.
+async fn close(signals: &mut Signals, env: &ToolEnvironment) -> Result<(), Failure> {
+    let closing = tokio::time::timeout(CLOSE_TIMEOUT, env.close());
+    tokio::pin!(closing);
+    let mut caught = None;
+    let closed = loop {
+        tokio::select! {
+            closed = &mut closing => break closed,
+            signal = signals.recv() => { caught.get_or_insert(signal); }
+        }
+    };
+    if let Some(caught) = caught {
+        return Err(Failure::interrupted(caught));
+    }
+    match closed {
+        Ok(closed) => closed.map_err(Failure::from),
+        Err(_) => Err(Failure::new(
+            3,
+            cli_codes::CLOSE_TIMEOUT,
+            format!(
+                "closing the tool environment took longer than {} s",
+                CLOSE_TIMEOUT.as_secs()
+            ),
+        )),
+    }
+}
+
+/// The config file: `--config` (trusted: the user named it), else the first of
+/// `./iris.yaml`, `.iris/agent.yaml` when the current folder is trusted (`--trust`, or
+/// listed in the trusted-folders file).
+fn config_file(cli: &Cli) -> Result<PathBuf, Failure> {
     if let Some(path) = &cli.config {
         return Ok(path.clone());
     }
-    for candidate in ["iris.yaml", ".iris/agent.yaml"] {
-        let path = PathBuf::from(candidate);
-        if path.is_file() {
-            return Ok(path);
-        }
+    let Some(found) = discover_config(Path::new("")) else {
+        return Err(Failure::new(
+            3,
+            iris_runner::codes::CONFIG_NOT_FOUND,
+            "no agent config: pass --config FILE, or create ./iris.yaml or .iris/agent.yaml",
+        ));
+    };
+    if cli.trust {
+        return Ok(found);
     }
+    let folder = std::env::current_dir()
+        .and_then(std::fs::canonicalize)
+        .map_err(|e| {
+            Failure::new(
+                3,
+                codes::IO_ERROR,
+                format!("cannot resolve the current folder: {e}"),
+            )
+        })?;
+    let store_file = TrustStore::default_file();
+    if let Some(file) = &store_file
+        && TrustStore::load(file)?.is_trusted(&folder)
+    {
+        return Ok(found);
+    }
+    let kept = match &store_file {
+        Some(file) => format!("`iris trust` (kept in {})", file.display()),
+        None => "`iris trust` (needs HOME or XDG_CONFIG_HOME)".to_owned(),
+    };
     Err(Failure::new(
         3,
-        iris_runner::codes::CONFIG_NOT_FOUND,
-        "no agent config: pass --config FILE, or create ./iris.yaml or .iris/agent.yaml",
+        trust_codes::WORKSPACE_UNTRUSTED,
+        format!(
+            "{} was found in {}, which is not a trusted folder, so nothing was started: its MCP \
+             servers and command hooks run programs it names. Review it, then trust the folder \
+             with {kept}, or pass --trust for this run, or name the file with --config",
+            found.display(),
+            folder.display()
+        ),
     ))
 }
 
-fn load(cli: &Cli) -> Result<LoadedConfig, Failure> {
-    let mut loaded = AgentConfig::load(config_path(cli)?)?;
+/// Reads the YAML off the async thread (so a signal is still handled while a read
+/// blocks) and applies `--workspace`.
+async fn load(cli: &Cli, file: PathBuf) -> Result<LoadedConfig, Failure> {
+    let mut loaded = tokio::task::spawn_blocking(move || AgentConfig::load(file))
+        .await
+        .map_err(|e| {
+            Failure::new(3, codes::IO_ERROR, format!("the config reader failed: {e}"))
+        })??;
     if let Some(workspace) = &cli.workspace {
         let workspace = std::path::absolute(workspace)
             .map_err(|e| Failure::new(2, codes::INVALID_PATH, format!("--workspace: {e}")))?;
@@ -221,37 +496,37 @@ fn load(cli: &Cli) -> Result<LoadedConfig, Failure> {
 async fn assemble(cli: &Cli, loaded: &LoadedConfig) -> Result<ToolEnvironment, Failure> {
     let progress = !cli.json && std::io::stderr().is_terminal();
     if progress {
-        eprintln!("iris: assembling tools from {} …", loaded.file.display());
+        err_line(&format!(
+            "iris: assembling tools from {} …",
+            loaded.file.display()
+        ));
     }
     // Starting MCP servers is the slow step (seconds per server), so it is announced
     // even off a terminal; --json keeps stderr for errors only.
     let mcp = loaded.config.mcp.as_ref().filter(|_| !cli.json);
     if let Some(section) = mcp {
-        eprintln!(
+        err_line(&format!(
             "iris: starting MCP servers from {} …",
             section.path.display()
-        );
+        ));
     }
     let env = iris_runner::build_tool_registry(loaded, &HostRegistry::new()).await?;
     if let (Some(_), Some(snapshot)) = (mcp, env.mcp_snapshot()) {
-        eprintln!(
+        err_line(&format!(
             "iris: MCP ready: {} servers, {} tools",
             snapshot.servers.len(),
             snapshot.tools.len()
-        );
+        ));
     }
     if progress {
-        eprintln!("iris: {} tools ready", env.registry.len());
+        err_line(&format!("iris: {} tools ready", env.registry.len()));
     }
     Ok(env)
 }
 
-fn print_json(value: &Value) {
-    // Serializing a Value cannot fail; an empty line is the safe fallback.
-    println!(
-        "{}",
-        serde_json::to_string_pretty(value).unwrap_or_default()
-    );
+/// `value` escaped for one table cell or message, owned.
+fn cell(value: &str) -> String {
+    escape(value, Mode::Line).into_owned()
 }
 
 fn tools(cli: &Cli, env: &ToolEnvironment, all: bool) -> Result<u8, Failure> {
@@ -274,34 +549,39 @@ fn tools(cli: &Cli, env: &ToolEnvironment, all: bool) -> Result<u8, Failure> {
         print_json(&json!({"tools": rows}));
         return Ok(0);
     }
+    let rows: Vec<[String; 4]> = rows
+        .iter()
+        .map(|row| {
+            let caps: Vec<&str> = row["capabilities"]
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let caps = if caps.is_empty() {
+                "-".to_owned()
+            } else {
+                caps.join(",")
+            };
+            [
+                cell(row["name"].as_str().unwrap_or_default()),
+                cell(row["group"].as_str().unwrap_or_default()),
+                cell(&caps),
+                (if row["deferred"] == true { "yes" } else { "no" }).to_owned(),
+            ]
+        })
+        .collect();
     // The name column fits the longest name (MCP names are long), at least 20 wide.
     let width = rows
         .iter()
-        .filter_map(|r| r["name"].as_str().map(str::len))
+        .map(|r| r[0].chars().count())
         .max()
         .unwrap_or(0)
         .max(20);
-    println!(
+    line(&format!(
         "{:<width$} {:<10} {:<24} DEFERRED",
         "NAME", "GROUP", "CAPABILITIES"
-    );
-    for row in &rows {
-        let caps: Vec<&str> = row["capabilities"]
-            .as_array()
-            .map(|a| a.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        let caps = if caps.is_empty() {
-            "-".to_owned()
-        } else {
-            caps.join(",")
-        };
-        println!(
-            "{:<width$} {:<10} {:<24} {}",
-            row["name"].as_str().unwrap_or_default(),
-            row["group"].as_str().unwrap_or_default(),
-            caps,
-            if row["deferred"] == true { "yes" } else { "no" }
-        );
+    ));
+    for [name, group, caps, deferred] in &rows {
+        line(&format!("{name:<width$} {group:<10} {caps:<24} {deferred}"));
     }
     Ok(0)
 }
@@ -315,7 +595,7 @@ fn mcp_list(cli: &Cli, env: &ToolEnvironment) -> Result<u8, Failure> {
                 &json!({"configured": false, "servers": [], "tools": [], "diagnostics": []}),
             );
         } else {
-            println!("no MCP servers are configured (set mcp.path)");
+            line("no MCP servers are configured (set mcp.path)");
         }
         return Ok(0);
     };
@@ -327,18 +607,19 @@ fn mcp_list(cli: &Cli, env: &ToolEnvironment) -> Result<u8, Failure> {
         print_json(&value);
         return Ok(0);
     }
+    // Every value may come from the MCP file or the server: escaped before padding.
     let text = |v: &Value| match v {
-        Value::String(s) => s.clone(),
+        Value::String(s) => cell(s),
         Value::Null => "-".to_owned(),
-        other => other.to_string(),
+        other => cell(&other.to_string()),
     };
     let rows = |key: &str| value[key].as_array().cloned().unwrap_or_default();
-    println!(
+    line(&format!(
         "{:<16} {:<10} {:<9} {:<9} {:<12} TOOLS",
         "SERVER", "TRANSPORT", "STATUS", "REQUIRED", "PROTOCOL"
-    );
+    ));
     for s in rows("servers") {
-        println!(
+        line(&format!(
             "{:<16} {:<10} {:<9} {:<9} {:<12} {}",
             text(&s["name"]),
             text(&s["transport"]),
@@ -346,41 +627,43 @@ fn mcp_list(cli: &Cli, env: &ToolEnvironment) -> Result<u8, Failure> {
             if s["required"] == true { "yes" } else { "no" },
             text(&s["protocol_version"]),
             text(&s["tool_count"]),
-        );
+        ));
     }
-    let tools = rows("tools");
-    println!("\ntools ({}):", tools.len());
+    let tools: Vec<(String, String, String)> = rows("tools")
+        .iter()
+        .map(|t| {
+            let mut flags = Vec::new();
+            if t["read_only"] == true {
+                flags.push("read-only");
+            }
+            if t["deferred"] == true {
+                flags.push("deferred");
+            }
+            let wire = format!("{}/{}", text(&t["server"]), text(&t["wire_name"]));
+            (text(&t["name"]), wire, flags.join(","))
+        })
+        .collect();
+    line("");
+    line(&format!("tools ({}):", tools.len()));
     let width = tools
         .iter()
-        .filter_map(|t| t["name"].as_str().map(str::len))
+        .map(|(name, _, _)| name.chars().count())
         .max()
         .unwrap_or(0);
-    for t in &tools {
-        let mut flags = Vec::new();
-        if t["read_only"] == true {
-            flags.push("read-only");
-        }
-        if t["deferred"] == true {
-            flags.push("deferred");
-        }
-        let wire = format!("{}/{}", text(&t["server"]), text(&t["wire_name"]));
-        println!(
-            "  {:<width$}  {:<24}  {}",
-            text(&t["name"]),
-            wire,
-            flags.join(",")
-        );
+    for (name, wire, flags) in &tools {
+        line(&format!("  {name:<width$}  {wire:<24}  {flags}"));
     }
     let diagnostics = rows("diagnostics");
-    println!("\ndiagnostics ({}):", diagnostics.len());
+    line("");
+    line(&format!("diagnostics ({}):", diagnostics.len()));
     for d in &diagnostics {
-        println!(
+        line(&format!(
             "  {} server `{}` {}: {}",
             text(&d["severity"]),
             text(&d["server"]),
             text(&d["code"]),
             text(&d["message"])
-        );
+        ));
     }
     Ok(0)
 }
@@ -420,26 +703,62 @@ fn not_found(env: &ToolEnvironment, name: &str) -> Failure {
     )
 }
 
+/// A call id unique to this `iris` process: the artifact store names a large result's
+/// file after it, so a later call never overwrites the file an earlier preview points
+/// to.
+fn call_id() -> String {
+    let millis = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or_default();
+    format!("cli-{millis}-{}", std::process::id())
+}
+
+/// Runs `read` (a blocking stdin read) on the blocking pool, so signals are still
+/// handled; a cancellation stops waiting (the read is abandoned, and the runtime
+/// does not wait for it at exit).
+async fn read_blocking<T: Send + 'static>(
+    cancel: &CancellationSignal,
+    read: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, Failure> {
+    let task = tokio::task::spawn_blocking(read);
+    tokio::select! {
+        joined = task => joined
+            .map_err(|e| Failure::new(3, codes::IO_ERROR, format!("the stdin reader failed: {e}"))),
+        () = cancel.cancelled() => Err(Failure::cancelled()),
+    }
+}
+
+/// What `iris call` was asked to do.
+#[derive(Debug)]
+struct CallOptions<'a> {
+    name: &'a str,
+    input: Option<&'a str>,
+    yes: bool,
+    timeout: Option<Duration>,
+}
+
 async fn call(
     cli: &Cli,
     env: &ToolEnvironment,
-    name: &str,
-    input: Option<&str>,
-    yes: bool,
+    options: CallOptions<'_>,
+    cancel: &CancellationSignal,
 ) -> Result<u8, Failure> {
+    let CallOptions {
+        name,
+        input,
+        yes,
+        timeout,
+    } = options;
     if !env.registry.contains(name) {
         return Err(not_found(env, name));
     }
     let from_stdin = input == Some("-");
     let text = match input {
         None => "{}".to_owned(),
-        Some("-") => {
-            let mut text = String::new();
-            std::io::stdin()
-                .read_to_string(&mut text)
-                .map_err(|e| Failure::new(2, codes::INVALID_INPUT, format!("stdin: {e}")))?;
-            text
-        }
+        Some("-") => read_blocking(cancel, || std::io::read_to_string(std::io::stdin()))
+            .await?
+            .map_err(|e| Failure::new(2, codes::INVALID_INPUT, format!("stdin: {e}")))?,
         Some(text) => text.to_owned(),
     };
     let arguments: Value = serde_json::from_str(&text).map_err(|e| {
@@ -449,15 +768,23 @@ async fn call(
             format!("the call input is not JSON: {e}"),
         )
     })?;
-    let ctx = ToolExecutionContext::new(&env.workspace).session_id("iris-cli");
-    let tool_use = ToolUse::new("call_1", name, arguments);
+    let mut ctx = ToolExecutionContext::new(&env.workspace)
+        .session_id(SESSION_ID)
+        .cancellation(cancel.clone());
+    if let Some(timeout) = timeout {
+        ctx = ctx.tool_timeout(timeout);
+    }
+    let tool_use = ToolUse::new(call_id(), name, arguments);
     let mut result = env.executor.execute_one(&tool_use, &ctx, None).await;
+    if cancel.requested() {
+        return Err(Failure::cancelled());
+    }
     if let Some(approval) = result.output.approval() {
         let reason = approval.reason.clone();
         let approved = if yes {
             true
         } else if !from_stdin && std::io::stdin().is_terminal() {
-            ask(name, &reason)
+            ask(name, &reason, cancel).await?
         } else {
             return Err(Failure::new(
                 4,
@@ -478,15 +805,14 @@ async fn call(
             .executor
             .execute_one(&tool_use, &ctx, Some(&tool_use.id))
             .await;
+        if cancel.requested() {
+            return Err(Failure::cancelled());
+        }
     }
     if cli.json {
         print_json(&serde_json::to_value(&result).unwrap_or_default());
     } else {
-        let content = result.model_content();
-        print!("{content}");
-        if !content.ends_with('\n') {
-            println!();
-        }
+        block(&result.model_content());
     }
     Ok(match result.error_code() {
         None => 0,
@@ -497,14 +823,16 @@ async fn call(
 }
 
 /// Asks on the terminal; anything but `y`/`yes` declines.
-fn ask(name: &str, reason: &str) -> bool {
-    eprint!("iris: `{name}` needs approval: {reason}. Run it? [y/N] ");
-    let _ = std::io::stderr().flush();
-    let mut answer = String::new();
-    if std::io::stdin().read_line(&mut answer).is_err() {
-        return false;
-    }
-    matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+async fn ask(name: &str, reason: &str, cancel: &CancellationSignal) -> Result<bool, Failure> {
+    output::prompt(&format!(
+        "iris: `{name}` needs approval: {reason}. Run it? [y/N] "
+    ));
+    let answer = read_blocking(cancel, || {
+        let mut answer = String::new();
+        std::io::stdin().read_line(&mut answer).map(|_| answer)
+    })
+    .await?;
+    Ok(answer.is_ok_and(|a| matches!(a.trim().to_ascii_lowercase().as_str(), "y" | "yes")))
 }
 
 fn skills(cli: &Cli, env: &ToolEnvironment) -> Result<u8, Failure> {
@@ -512,7 +840,7 @@ fn skills(cli: &Cli, env: &ToolEnvironment) -> Result<u8, Failure> {
         if cli.json {
             print_json(&json!({"enabled": false, "skills": [], "diagnostics": []}));
         } else {
-            println!("skills are disabled (set skills.enabled: true)");
+            line("skills are disabled (set skills.enabled: true)");
         }
         return Ok(0);
     };
@@ -529,11 +857,16 @@ fn skills(cli: &Cli, env: &ToolEnvironment) -> Result<u8, Failure> {
         }));
         return Ok(0);
     }
+    // Names and descriptions come from SKILL.md files in the workspace.
     for skill in skills.iter() {
-        println!("{:<24} {}", skill.name, skill.description);
+        line(&format!(
+            "{:<24} {}",
+            cell(&skill.name),
+            cell(&skill.description)
+        ));
     }
     for diagnostic in &diagnostics {
-        println!("warning: {diagnostic}");
+        line(&format!("warning: {diagnostic}"));
     }
     Ok(0)
 }
@@ -548,24 +881,39 @@ fn lint(cli: &Cli, env: &ToolEnvironment) -> Result<u8, Failure> {
     if cli.json {
         print_json(&json!({"findings": findings}));
     } else if findings.is_empty() {
-        println!(
+        line(&format!(
             "ok: {} tools follow the tool-design rules",
             env.registry.len()
-        );
+        ));
     } else {
         for finding in &findings {
-            println!("{finding}");
+            line(&finding.to_string());
         }
     }
     Ok(if findings.is_empty() { 0 } else { 1 })
 }
 
-async fn check(cli: &Cli) -> Result<u8, Failure> {
+async fn check(
+    cli: &Cli,
+    signals: &mut Signals,
+    file: Result<PathBuf, Failure>,
+) -> Result<u8, Failure> {
+    // An untrusted folder or an unreadable trust file is not a config problem to list:
+    // nothing may be checked (checking starts the servers).
+    let file = match file {
+        Err(f) if f.code != iris_runner::codes::CONFIG_NOT_FOUND => return Err(f),
+        other => other,
+    };
     let mut problems: Vec<(String, String)> = Vec::new();
     // Notes are not problems (an optional MCP server that did not start, a tool only
     // a runner installs), but a user checking a config wants to see them.
     let mut notes: Vec<String> = Vec::new();
-    match load(cli) {
+    let loaded = match file {
+        Ok(file) => interruptible(signals, load(cli, file)).await,
+        Err(f) => Err(f),
+    };
+    match loaded {
+        Err(failure) if failure.is_interrupted() => return Err(failure),
         Err(failure) => problems.push((failure.code, failure.message)),
         Ok(loaded) => {
             for e in iris_runner::check_config(&loaded, &HostRegistry::new()) {
@@ -574,13 +922,16 @@ async fn check(cli: &Cli) -> Result<u8, Failure> {
             // Nothing static is wrong: start everything once, which also catches
             // environment problems such as a missing Docker engine.
             if problems.is_empty() {
-                match assemble(cli, &loaded).await {
+                match interruptible(signals, assemble(cli, &loaded)).await {
                     Ok(env) => {
                         notes.clone_from(&env.notes);
-                        if let Err(e) = env.close().await {
-                            problems.push((e.code().to_owned(), e.to_string()));
+                        match close(signals, &env).await {
+                            Err(f) if f.is_interrupted() => return Err(f),
+                            Err(f) => problems.push((f.code, f.message)),
+                            Ok(()) => {}
                         }
                     }
+                    Err(f) if f.is_interrupted() => return Err(f),
                     Err(f) => problems.push((f.code, f.message)),
                 }
             }
@@ -594,13 +945,60 @@ async fn check(cli: &Cli) -> Result<u8, Failure> {
         print_json(&json!({"ok": problems.is_empty(), "problems": list, "notes": notes}));
     } else if problems.is_empty() {
         for note in &notes {
-            println!("note: {note}");
+            line(&format!("note: {note}"));
         }
-        println!("ok");
+        line("ok");
     } else {
         for (code, message) in &problems {
-            println!("error[{code}]: {message}");
+            line(&format!("error[{code}]: {message}"));
         }
     }
     Ok(if problems.is_empty() { 0 } else { 1 })
+}
+
+/// `iris trust [DIR] [--remove]` and `iris trust --list`.
+fn trust_command(cli: &Cli, dir: Option<&Path>, remove: bool, list: bool) -> Result<u8, Failure> {
+    let file = TrustStore::default_file().ok_or(TrustError::Unavailable)?;
+    let mut store = TrustStore::load(&file)?;
+    if list {
+        let folders: Vec<String> = store.folders().map(|f| f.display().to_string()).collect();
+        if cli.json {
+            print_json(&json!({"file": file.display().to_string(), "folders": folders}));
+        } else {
+            for folder in &folders {
+                line(folder);
+            }
+        }
+        return Ok(0);
+    }
+    let dir = dir.unwrap_or(Path::new("."));
+    let (folder, changed) = if remove {
+        store.untrust(dir)
+    } else {
+        store.trust(dir)?
+    };
+    if changed {
+        store.save()?;
+    }
+    let state = match (remove, changed) {
+        (false, true) => "trusted",
+        (false, false) => "already trusted",
+        (true, true) => "no longer trusted",
+        (true, false) => "was not trusted",
+    };
+    if cli.json {
+        print_json(&json!({
+            "folder": folder.display().to_string(),
+            "trusted": !remove,
+            "changed": changed,
+            "file": file.display().to_string(),
+        }));
+    } else {
+        line(&format!(
+            "{state}: {} (trusted folders are kept in {})",
+            folder.display(),
+            file.display()
+        ));
+    }
+    Ok(0)
 }

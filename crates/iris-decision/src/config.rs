@@ -184,9 +184,11 @@ fn check_provider(provider: &str) -> Result<()> {
     if provider == PROVIDER_TYPESAFE {
         Ok(())
     } else {
+        // The value is not quoted: a decision file is repository content, and a
+        // misplaced key could sit here.
         Err(Error::config(
             "provider",
-            format!("is `{provider}`; the only supported provider is `{PROVIDER_TYPESAFE}`"),
+            format!("is not supported; the only supported provider is `{PROVIDER_TYPESAFE}`"),
         ))
     }
 }

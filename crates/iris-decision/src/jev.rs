@@ -518,7 +518,7 @@ pub(crate) fn parse_base_url(text: &str) -> Result<Url> {
                 "uses plain http to a non-loopback host; the API key needs https".into(),
             ));
         }
-        other => return Err(invalid(format!("has scheme `{other}`; use https"))),
+        _ => return Err(invalid("has an unsupported scheme; use https".into())),
     }
     if url.host_str().is_none_or(str::is_empty) {
         return Err(invalid("has no host".into()));

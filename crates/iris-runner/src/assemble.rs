@@ -16,17 +16,23 @@ use std::sync::Arc;
 use iris_command::{CommandBinding, CommandService, command_tools};
 use iris_decision::{DecisionConfig, EvaluatorHandle, JevClient, decision_tool_search};
 use iris_discovery::{DisclosureLayer, ToolSearchTool};
+use iris_executor::bounded_read::{
+    MAX_CONFIG_BYTES, MAX_YAML_FLOW_DEPTH, ReadError, check_yaml_nesting, read_regular_text,
+    yaml_error_summary,
+};
 use iris_executor::{DefaultPermissionPolicy, ToolExecutor, ToolMiddleware};
 use iris_hooks::HookDispatcher;
 use iris_hooks::command::command_hooks;
 use iris_hooks::config::HandlerSpec;
-use iris_mcp::{MCPCatalogSnapshot, MCPConfig, MCPManager, McpOverrides, ServerOverride};
+use iris_mcp::{
+    ConfigFormat, MCPCatalogSnapshot, MCPConfig, MCPManager, McpOverrides, ServerOverride,
+};
 use iris_skill::{LoadSkillTool, SkillRegistry, SubagentCatalog};
 use iris_tools_core::{Tool, ToolRegistry, ViewFilter};
 use iris_web::TavilyClient;
 
 use crate::config::{AgentConfig, BuiltinKey, LoadedConfig};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, codes};
 use crate::host::HostRegistry;
 
 /// Everything [`build_tool_registry`] assembled. Call [`ToolEnvironment::close`] once
@@ -354,14 +360,28 @@ fn load_mcp(loaded: &LoadedConfig) -> Result<Option<MCPConfig>> {
             (name.clone(), o)
         })
         .collect();
-    iris_mcp::load_mcp_config(&section.path, &overrides)
+    let reference = |message: String| Error::Reference {
+        file: loaded.file.clone(),
+        key: "mcp.path".into(),
+        target: section.path.clone(),
+        message,
+    };
+    let text = read_reference(&section.path, "an MCP config").map_err(reference)?;
+    let path = std::path::absolute(&section.path).unwrap_or_else(|_| section.path.clone());
+    MCPConfig::from_str(&text, ConfigFormat::from_path(&path), path, &overrides)
         .map(Some)
-        .map_err(|e| Error::Reference {
-            file: loaded.file.clone(),
-            key: "mcp.path".into(),
-            target: section.path.clone(),
-            message: format!("{}: {e}", e.code()),
-        })
+        .map_err(|e| reference(format!("{}: {e}", e.code())))
+}
+
+/// Reads a file the agent YAML points to, bounded and checked on the handle, so a FIFO
+/// or `/dev/zero` is refused at once; `what` names the kind of file for the size error.
+/// The error is the message of an [`Error::Reference`], with its own code in front.
+fn read_reference(path: &Path, what: &str) -> std::result::Result<String, String> {
+    read_regular_text(path, MAX_CONFIG_BYTES).map_err(|e| match e {
+        ReadError::TooLarge { .. } => format!("{}: {e} for {what}", codes::CONFIG_TOO_LARGE),
+        ReadError::NotRegular { .. } => format!("{}: {e}", codes::CONFIG_NOT_A_FILE),
+        e => e.to_string(),
+    })
 }
 
 /// Lists every problem of a loaded config without starting any resource: unknown host
@@ -509,9 +529,18 @@ fn load_decision(loaded: &LoadedConfig) -> Result<Option<DecisionConfig>> {
         target: section.path.clone(),
         message,
     };
-    let text = std::fs::read_to_string(&section.path).map_err(|e| reference(e.to_string()))?;
-    let decision: DecisionConfig = serde_yaml::from_str(&text)
-        .map_err(|e| reference(format!("not a decision config: {e}")))?;
+    let text = read_reference(&section.path, "a decision config").map_err(reference)?;
+    // Deep flow nesting costs libyaml quadratic time: refuse it before parsing. Parse
+    // errors keep their position, key and expected type but never quote the file.
+    check_yaml_nesting(&text, MAX_YAML_FLOW_DEPTH)
+        .map_err(|e| reference(format!("{}: {e}", codes::CONFIG_TOO_LARGE)))?;
+    let decision: DecisionConfig = serde_yaml::from_str(&text).map_err(|e| {
+        let location = e.location().map(|l| (l.line(), l.column()));
+        reference(format!(
+            "not a decision config: {}",
+            yaml_error_summary(&e.to_string(), location)
+        ))
+    })?;
     decision
         .validate(loaded.config.context_policy.deferred_tools)
         .map_err(|e| reference(e.to_string()))?;

@@ -33,6 +33,10 @@ use figment::Figment;
 use figment::providers::{Env, Format, Yaml};
 use iris_command::CommandConfig;
 use iris_executor::ApprovalMode;
+use iris_executor::bounded_read::{
+    MAX_CONFIG_BYTES, MAX_YAML_FLOW_DEPTH, ReadError, check_yaml_nesting, read_regular_text,
+    yaml_error_summary,
+};
 use iris_hooks::config::HookSpec;
 use iris_skill::SkillsConfig;
 use serde::{Deserialize, Serialize};
@@ -320,9 +324,13 @@ impl AgentConfig {
     /// Loads `file` plus `IRIS_` environment overrides, checks the cross-field rules and
     /// resolves every relative path against the file's folder.
     ///
+    /// The file must be a regular file of at most 1 MiB whose YAML flow collections
+    /// (`[`, `{`) nest at most 64 levels deep.
+    ///
     /// # Errors
-    /// [`Error::NotFound`] when the file cannot be read, [`Error::Invalid`] naming the
-    /// key path and expected shape otherwise.
+    /// [`Error::NotFound`] when the file cannot be read, [`Error::NotAFile`] for a FIFO,
+    /// device or directory, [`Error::TooLarge`] past the size or nesting limit, and
+    /// [`Error::Invalid`] naming the key path and expected shape otherwise.
     pub fn load(file: impl AsRef<Path>) -> Result<LoadedConfig> {
         Self::load_with_env(file, true)
     }
@@ -339,19 +347,47 @@ impl AgentConfig {
             reason: e.to_string(),
         })?;
         // Figment treats a missing file as empty, which would silently load defaults.
-        let text = std::fs::read_to_string(&absolute).map_err(|e| Error::NotFound {
-            file: file.clone(),
-            reason: e.to_string(),
+        // The read is bounded and checked on the handle: a FIFO or `/dev/zero` named as
+        // the config is refused instead of blocking or filling memory.
+        let text = read_regular_text(&absolute, MAX_CONFIG_BYTES).map_err(|e| match e {
+            ReadError::TooLarge { .. } => Error::TooLarge {
+                file: file.clone(),
+                message: format!("{e} for an agent config"),
+            },
+            ReadError::NotRegular { .. } => Error::NotAFile {
+                file: file.clone(),
+                message: e.to_string(),
+            },
+            ReadError::Io(e) => Error::NotFound {
+                file: file.clone(),
+                reason: e.to_string(),
+            },
+            ReadError::NotUtf8 => Error::NotFound {
+                file: file.clone(),
+                reason: e.to_string(),
+            },
         })?;
+        // Deep flow nesting costs libyaml quadratic time: refuse it before parsing.
+        if let Err(e) = check_yaml_nesting(&text, MAX_YAML_FLOW_DEPTH) {
+            return Err(Error::TooLarge {
+                file,
+                message: e.to_string(),
+            });
+        }
         if let Err(e) = serde_yaml::from_str::<serde_yaml::Value>(&text) {
+            let location = e.location().map(|l| (l.line(), l.column()));
             return Err(Error::Invalid {
                 file,
                 key: "<root>".into(),
-                message: format!("not valid YAML: {e}"),
+                message: format!(
+                    "not valid YAML: {}",
+                    yaml_error_summary(&e.to_string(), location)
+                ),
             });
         }
         let mut figment = Figment::from(Yaml::string(&text));
         if env {
+            check_env_nesting(&file)?;
             figment = figment.merge(env_provider());
         }
         let config: AgentConfig = figment.extract().map_err(|e| figment_error(&file, e))?;
@@ -438,13 +474,101 @@ fn key_path(path: &[String]) -> String {
 
 /// The environment provider: `IRIS_` prefix, `__` nesting, top-level keys only.
 fn env_provider() -> Env {
-    Env::prefixed(ENV_PREFIX)
-        .filter(|key| {
-            let lower = key.as_str().to_ascii_lowercase();
-            let first = lower.split("__").next().unwrap_or_default();
-            TOP_LEVEL_KEYS.contains(&first)
-        })
-        .split("__")
+    Env::prefixed(ENV_PREFIX).filter(read_env_key).split("__")
+}
+
+/// Whether an environment key (prefix stripped) is read: its first `__` segment is a
+/// top-level key of [`AgentConfig`].
+fn read_env_key(key: &figment::value::UncasedStr) -> bool {
+    let lower = key.as_str().to_ascii_lowercase();
+    let first = lower.split("__").next().unwrap_or_default();
+    TOP_LEVEL_KEYS.contains(&first)
+}
+
+/// figment parses `[` and `{` in an environment value recursively, so a value with
+/// thousands of them overflows the stack. A value that could nest deeper than the YAML
+/// limit (it holds more openers than that) is refused, naming the variable only.
+fn check_env_nesting(file: &Path) -> Result<()> {
+    for (name, value) in std::env::vars_os() {
+        let Some(name) = name.to_str() else { continue };
+        let prefixed = name
+            .get(..ENV_PREFIX.len())
+            .is_some_and(|p| p.eq_ignore_ascii_case(ENV_PREFIX));
+        if !prefixed || !read_env_key(name[ENV_PREFIX.len()..].into()) {
+            continue;
+        }
+        let openers = value
+            .as_encoded_bytes()
+            .iter()
+            .filter(|b| matches!(b, b'[' | b'{'))
+            .count();
+        if openers > MAX_YAML_FLOW_DEPTH {
+            return Err(Error::TooLarge {
+                file: file.to_path_buf(),
+                message: format!(
+                    "environment variable {name} holds more than {MAX_YAML_FLOW_DEPTH} \
+                     `[`/`{{`; its value is not parsed"
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Whether a value at this key path may be a credential: anything under
+/// `provider_api_keys`, or under a key whose name holds `key`, `token`, `secret` or
+/// `password`. Errors never quote such values.
+fn is_secret_path(path: &[String]) -> bool {
+    path.iter().any(|segment| {
+        let segment = segment.to_ascii_lowercase();
+        ["key", "token", "secret", "password"]
+            .iter()
+            .any(|word| segment.contains(word))
+    })
+}
+
+/// What a value was, without the value: `a string`, `an integer`, `a map`.
+fn actual_kind(actual: &figment::error::Actual) -> &'static str {
+    use figment::error::Actual;
+    match actual {
+        Actual::Bool(_) => "a boolean",
+        Actual::Unsigned(_) | Actual::Signed(_) => "an integer",
+        Actual::Float(_) => "a float",
+        Actual::Char(_) => "a character",
+        Actual::Str(_) => "a string",
+        Actual::Bytes(_) => "bytes",
+        Actual::Unit => "null",
+        Actual::Seq => "a sequence",
+        Actual::Map => "a map",
+        _ => "a value",
+    }
+}
+
+/// The message of a figment error whose value must not be shown.
+fn secret_message(kind: &figment::error::Kind) -> String {
+    use figment::error::Kind;
+    const HIDDEN: &str = "(the value is not shown)";
+    match kind {
+        Kind::InvalidType(actual, expected) => format!(
+            "invalid type: found {}, expected {expected} {HIDDEN}",
+            actual_kind(actual)
+        ),
+        Kind::InvalidValue(actual, expected) => format!(
+            "invalid value: found {}, expected {expected} {HIDDEN}",
+            actual_kind(actual)
+        ),
+        Kind::InvalidLength(len, expected) => {
+            format!("invalid length {len}, expected {expected}")
+        }
+        Kind::UnknownField(..) | Kind::MissingField(_) | Kind::DuplicateField(_) => {
+            kind.to_string()
+        }
+        Kind::UnsupportedKey(actual, expected) => format!(
+            "unsupported key: found {}, expected {expected} {HIDDEN}",
+            actual_kind(actual)
+        ),
+        _ => format!("invalid value {HIDDEN}"),
+    }
 }
 
 /// Turns a figment error into one naming the file (or variable), key and expectation.
@@ -462,6 +586,7 @@ fn figment_error(file: &Path, err: figment::Error) -> Error {
             .join(", ")
     };
     let mut message = match &err.kind {
+        kind if is_secret_path(&err.path) => secret_message(kind),
         figment::error::Kind::UnknownVariant(found, expected) => {
             format!(
                 "unknown value `{found}`; expected one of {}",

@@ -8,6 +8,12 @@ pub mod codes {
     pub const CONFIG_NOT_FOUND: &str = "CONFIG_NOT_FOUND";
     /// The agent YAML (or the environment) does not have the expected shape.
     pub const CONFIG_INVALID: &str = "CONFIG_INVALID";
+    /// The agent YAML, or a file it points to, is larger than 1 MiB or nests YAML flow
+    /// collections (`[`, `{`) deeper than 64 levels; it is not parsed.
+    pub const CONFIG_TOO_LARGE: &str = "CONFIG_TOO_LARGE";
+    /// The agent YAML, or a file it points to, is a FIFO, a device, a socket or a
+    /// directory rather than a regular file; it is not read.
+    pub const CONFIG_NOT_A_FILE: &str = "CONFIG_NOT_A_FILE";
     /// A file the agent YAML points to is missing or invalid.
     pub const CONFIG_REFERENCE: &str = "CONFIG_REFERENCE";
     /// The YAML names a function, registrar or factory the host did not register.
@@ -35,7 +41,25 @@ pub enum Error {
         /// The I/O reason.
         reason: String,
     },
-    /// A key has the wrong shape.
+    /// The YAML file is larger than its limit or nests too deeply to parse.
+    #[error("{}: {message}", file.display())]
+    TooLarge {
+        /// The file as given.
+        file: PathBuf,
+        /// Which limit it exceeds.
+        message: String,
+    },
+    /// The YAML path names a FIFO, a device, a socket or a directory.
+    #[error("{}: {message}", file.display())]
+    NotAFile {
+        /// The file as given.
+        file: PathBuf,
+        /// What it is instead.
+        message: String,
+    },
+    /// A key has the wrong shape. The message never quotes a value under
+    /// `provider_api_keys` or any key whose name holds `key`, `token`, `secret` or
+    /// `password`.
     #[error("{}: `{key}`: {message}", file.display())]
     Invalid {
         /// The agent YAML.
@@ -45,7 +69,8 @@ pub enum Error {
         /// What was wrong and what was expected.
         message: String,
     },
-    /// A file the YAML points to is missing or invalid.
+    /// A file the YAML points to is missing or invalid. The message names the file, the
+    /// key and the expected shape, never the file's content.
     #[error("{}: `{key}` -> {}: {message}", file.display(), target.display())]
     Reference {
         /// The agent YAML.
@@ -106,6 +131,8 @@ impl Error {
     pub fn code(&self) -> &'static str {
         match self {
             Error::NotFound { .. } => codes::CONFIG_NOT_FOUND,
+            Error::TooLarge { .. } => codes::CONFIG_TOO_LARGE,
+            Error::NotAFile { .. } => codes::CONFIG_NOT_A_FILE,
             Error::Invalid { .. } => codes::CONFIG_INVALID,
             Error::Reference { .. } => codes::CONFIG_REFERENCE,
             Error::HostKeyUnknown { .. } => codes::HOST_KEY_UNKNOWN,

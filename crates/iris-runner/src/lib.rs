@@ -4,8 +4,10 @@ pub mod assemble;
 pub mod config;
 pub mod error;
 pub mod host;
+pub mod trust;
 
 pub use assemble::{ToolEnvironment, build_tool_registry, check_config};
 pub use config::{AgentConfig, LoadedConfig};
 pub use error::{Error, Result, codes};
 pub use host::HostRegistry;
+pub use trust::{TrustError, TrustStore, discover_config};

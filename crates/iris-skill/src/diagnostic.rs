@@ -31,6 +31,9 @@ pub enum SkillDiagnosticCode {
     /// `SKILL_READ_FAILED`: `SKILL.md` could not be read as UTF-8 text.
     #[serde(rename = "SKILL_READ_FAILED")]
     ReadFailed,
+    /// `SKILL_TOO_LARGE`: `SKILL.md` is larger than the 1 MiB limit; it is not read.
+    #[serde(rename = "SKILL_TOO_LARGE")]
+    TooLarge,
     /// `SKILL_FRONTMATTER_MISSING`: no `---` frontmatter block at the top.
     #[serde(rename = "SKILL_FRONTMATTER_MISSING")]
     FrontmatterMissing,
@@ -69,6 +72,7 @@ impl SkillDiagnosticCode {
             Self::FileMissing => codes::SKILL_FILE_MISSING,
             Self::OutsideWorkspace => codes::SKILL_OUTSIDE_WORKSPACE,
             Self::ReadFailed => codes::SKILL_READ_FAILED,
+            Self::TooLarge => codes::SKILL_TOO_LARGE,
             Self::FrontmatterMissing => codes::SKILL_FRONTMATTER_MISSING,
             Self::FrontmatterInvalid => codes::SKILL_FRONTMATTER_INVALID,
             Self::DescriptionMissing => codes::SKILL_DESCRIPTION_MISSING,

@@ -11,12 +11,13 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use iris_executor::bounded_read::{ReadError, read_regular_text};
 use iris_executor::{PathError, WorkspacePolicy};
 use serde::Serialize;
 
 use crate::diagnostic::{SkillDiagnostic, SkillDiagnosticCode};
 use crate::error::{Error, Result};
-use crate::metadata::{SKILL_FILE, SkillMetadata, parse_skill_file};
+use crate::metadata::{MAX_SKILL_FILE_BYTES, SKILL_FILE, SkillMetadata, parse_skill_file};
 use crate::name::check_kebab_name;
 
 /// The default skills root, relative to the workspace.
@@ -304,11 +305,29 @@ impl Scan {
                 return;
             }
         };
-        let text = match std::fs::read_to_string(&file) {
+        // Bounded and checked on the handle: a file swapped for a FIFO or a device
+        // since the check above is refused, and an oversized one is never read.
+        let text = match read_regular_text(&file, MAX_SKILL_FILE_BYTES) {
             Ok(text) => text,
             Err(e) => {
-                let message = format!("{SKILL_FILE} cannot be read as UTF-8 text: {e}");
-                self.report(file, skill, SkillDiagnosticCode::ReadFailed, message);
+                let (code, message) = match e {
+                    ReadError::TooLarge { .. } => (
+                        SkillDiagnosticCode::TooLarge,
+                        format!("{SKILL_FILE} {e}; the skill is skipped"),
+                    ),
+                    ReadError::NotRegular { .. } => (
+                        SkillDiagnosticCode::FileMissing,
+                        format!("{SKILL_FILE} {e}"),
+                    ),
+                    ReadError::Io(e) => (
+                        SkillDiagnosticCode::ReadFailed,
+                        format!("{SKILL_FILE} cannot be read as UTF-8 text: {e}"),
+                    ),
+                    ReadError::NotUtf8 => {
+                        (SkillDiagnosticCode::ReadFailed, format!("{SKILL_FILE} {e}"))
+                    }
+                };
+                self.report(file, skill, code, message);
                 return;
             }
         };

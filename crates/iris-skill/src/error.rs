@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use iris_executor::bounded_read::ReadError;
 use iris_tools_core::{ToolErrorInfo, codes as core_codes};
 
 /// Stable `SCREAMING_SNAKE` codes of this crate's errors and discovery diagnostics.
@@ -17,6 +18,9 @@ pub mod codes {
     pub const SKILL_UNAVAILABLE: &str = "SKILL_UNAVAILABLE";
     /// A discovered skill's `SKILL.md` no longer has a well-formed frontmatter block.
     pub const SKILL_INVALID: &str = "SKILL_INVALID";
+    /// A `SKILL.md` is larger than the 1 MiB limit (an error of `load_skill`, and the
+    /// diagnostic that leaves the skill out of discovery).
+    pub const SKILL_TOO_LARGE: &str = "SKILL_TOO_LARGE";
     /// Names listed in `skills.require` were not discovered.
     pub const SKILL_REQUIRED_MISSING: &str = "SKILL_REQUIRED_MISSING";
     /// The `skills` configuration or the discovery options break a rule.
@@ -51,8 +55,10 @@ pub mod codes {
 
     /// The subagent catalog file breaks a rule.
     pub const SUBAGENT_CATALOG_INVALID: &str = "SUBAGENT_CATALOG_INVALID";
-    /// The subagent catalog file cannot be read.
+    /// The subagent catalog file cannot be read, or is not a regular file.
     pub const SUBAGENT_CATALOG_UNREADABLE: &str = "SUBAGENT_CATALOG_UNREADABLE";
+    /// The subagent catalog file is larger than the 1 MiB limit.
+    pub const SUBAGENT_CATALOG_TOO_LARGE: &str = "SUBAGENT_CATALOG_TOO_LARGE";
     /// No subagent answers to the requested selector.
     pub const SUBAGENT_NOT_FOUND: &str = "SUBAGENT_NOT_FOUND";
 }
@@ -114,6 +120,17 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A discovered skill's `SKILL.md` is now larger than the 1 MiB limit, or is no
+    /// longer a regular file (a FIFO or device swapped in): refused without reading.
+    #[error("skill `{name}`: `SKILL.md` at `{}` {reason}", path.display())]
+    SkillFileRefused {
+        /// The skill name.
+        name: String,
+        /// The `SKILL.md` path.
+        path: PathBuf,
+        /// Why it was refused.
+        reason: ReadError,
+    },
     /// A discovered skill's `SKILL.md` changed into something that cannot be split.
     #[error("skill `{name}` has an invalid SKILL.md: {reason}")]
     SkillInvalid {
@@ -149,6 +166,15 @@ pub enum Error {
         /// The underlying failure.
         #[source]
         source: std::io::Error,
+    },
+    /// The subagent catalog is larger than the 1 MiB limit, or is not a regular file
+    /// (a FIFO, a device): refused without reading.
+    #[error("subagent catalog `{}` {reason}", path.display())]
+    SubagentCatalogRefused {
+        /// The catalog file.
+        path: PathBuf,
+        /// Why it was refused.
+        reason: ReadError,
     },
     /// No subagent answers to the selector.
     #[error("no subagent `{selector}` in `{}`; available: {}", catalog.display(), list(available))]
@@ -200,10 +226,20 @@ impl Error {
             Error::RootNotDirectory { .. } => codes::SKILL_ROOT_INVALID,
             Error::SkillNotFound { .. } => codes::SKILL_NOT_FOUND,
             Error::SkillUnavailable { .. } => codes::SKILL_UNAVAILABLE,
+            Error::SkillFileRefused {
+                reason: ReadError::TooLarge { .. },
+                ..
+            } => codes::SKILL_TOO_LARGE,
+            Error::SkillFileRefused { .. } => codes::SKILL_UNAVAILABLE,
             Error::SkillInvalid { .. } => codes::SKILL_INVALID,
             Error::RequiredSkillsMissing { .. } => codes::SKILL_REQUIRED_MISSING,
             Error::SubagentCatalog { .. } => codes::SUBAGENT_CATALOG_INVALID,
             Error::SubagentCatalogIo { .. } => codes::SUBAGENT_CATALOG_UNREADABLE,
+            Error::SubagentCatalogRefused {
+                reason: ReadError::TooLarge { .. },
+                ..
+            } => codes::SUBAGENT_CATALOG_TOO_LARGE,
+            Error::SubagentCatalogRefused { .. } => codes::SUBAGENT_CATALOG_UNREADABLE,
             Error::UnknownSubagent { .. } => codes::SUBAGENT_NOT_FOUND,
         }
     }
@@ -217,6 +253,9 @@ impl Error {
                 .with_detail("name", name.as_str())
                 .with_detail("suggestions", suggestions.clone()),
             Error::SkillUnavailable { name, path, .. } => info
+                .with_detail("name", name.as_str())
+                .with_detail("path", path.display().to_string()),
+            Error::SkillFileRefused { name, path, .. } => info
                 .with_detail("name", name.as_str())
                 .with_detail("path", path.display().to_string()),
             Error::SkillInvalid { name, .. } => info.with_detail("name", name.as_str()),

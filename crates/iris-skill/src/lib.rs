@@ -23,7 +23,7 @@ pub use error::{Error, Result, codes};
 pub use load::{
     DEFAULT_MAX_LISTED_FILES, LoadSkillTool, LoadedSkill, SkillTools, SkillToolsLoadSkillTool,
 };
-pub use metadata::{SKILL_FILE, SkillMetadata};
+pub use metadata::{MAX_SKILL_FILE_BYTES, SKILL_FILE, SkillMetadata};
 pub use name::{MAX_NAME_LEN, NAME_PATTERN, check_kebab_name};
 pub use registry::SkillRegistry;
 pub use subagent::{SubagentCatalog, SubagentEntry};

@@ -8,6 +8,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use iris_executor::WorkspacePolicy;
+use iris_executor::bounded_read::{ReadError, read_regular_text};
 use iris_tools_core::{ToolDefinition, ToolErrorInfo, ToolOutput, tools};
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::de::Error as _;
@@ -16,7 +17,7 @@ use serde_json::Value;
 
 use crate::error::{Error, INVALID_INPUT, Result};
 use crate::frontmatter;
-use crate::metadata::SKILL_FILE;
+use crate::metadata::{MAX_SKILL_FILE_BYTES, SKILL_FILE};
 use crate::name::{MAX_NAME_LEN, NAME_PATTERN, check_kebab_name, close_matches};
 use crate::registry::SkillRegistry;
 
@@ -120,7 +121,8 @@ impl SkillTools {
     ///
     /// # Errors
     /// `SKILL_NOT_FOUND` for a name discovery did not find (with close matches),
-    /// `SKILL_UNAVAILABLE` when the file is gone or unreadable, `SKILL_INVALID` when
+    /// `SKILL_UNAVAILABLE` when the file is gone, unreadable or no longer a regular file,
+    /// `SKILL_TOO_LARGE` past [`MAX_SKILL_FILE_BYTES`], `SKILL_INVALID` when
     /// its frontmatter block is no longer well-formed, and `PATH_OUTSIDE_WORKSPACE`
     /// when the folder now resolves outside the workspace.
     pub fn load(&self, name: &str) -> Result<LoadedSkill> {
@@ -141,7 +143,16 @@ impl SkillTools {
         std::fs::symlink_metadata(&file).map_err(unavailable)?;
         let root = self.registry.workspace_root();
         let resolved = WorkspacePolicy::new().resolve_path(&file, root)?;
-        let text = std::fs::read_to_string(&resolved).map_err(unavailable)?;
+        // Bounded and checked on the handle: a FIFO or device swapped in since discovery
+        // cannot block the call, and a file grown past the cap is not read.
+        let text = read_regular_text(&resolved, MAX_SKILL_FILE_BYTES).map_err(|e| match e {
+            ReadError::TooLarge { .. } | ReadError::NotRegular { .. } => Error::SkillFileRefused {
+                name: name.to_owned(),
+                path: resolved.clone(),
+                reason: e,
+            },
+            e => unavailable(e.into()),
+        })?;
         let (_, body) = frontmatter::split(&text).map_err(|e| Error::SkillInvalid {
             name: name.to_owned(),
             reason: e.message().to_owned(),

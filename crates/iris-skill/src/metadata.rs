@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use iris_executor::bounded_read::{MAX_YAML_FLOW_DEPTH, check_yaml_nesting, yaml_error_summary};
 use serde::Serialize;
 use serde_json::Value as Json;
 use serde_yaml::Value as Yaml;
@@ -14,6 +15,10 @@ use crate::frontmatter::{self, key_text, type_name, yaml_to_json};
 
 /// The file every skill folder holds.
 pub const SKILL_FILE: &str = "SKILL.md";
+
+/// The size limit of a `SKILL.md` (1 MiB): discovery leaves a larger one out with a
+/// `SKILL_TOO_LARGE` diagnostic, and `load_skill` refuses one that grew past it.
+pub const MAX_SKILL_FILE_BYTES: u64 = iris_executor::bounded_read::MAX_CONFIG_BYTES;
 
 /// One discovered skill: its identity, its catalog description and the rest of its
 /// frontmatter. The body is not kept: `load_skill` reads it fresh on every call.
@@ -97,7 +102,15 @@ pub(crate) fn parse_skill_file(
             return (None, vec![(code, e.message().to_owned())]);
         }
     };
-    let doc: Yaml = match serde_yaml::from_str(yaml) {
+    let parsed = check_yaml_nesting(yaml, MAX_YAML_FLOW_DEPTH)
+        .map_err(|e| e.to_string())
+        .and_then(|()| {
+            serde_yaml::from_str::<Yaml>(yaml).map_err(|e| {
+                let location = e.location().map(|l| (l.line(), l.column()));
+                yaml_error_summary(&e.to_string(), location)
+            })
+        });
+    let doc = match parsed {
         Ok(doc) => doc,
         Err(e) => {
             let reason = format!("the frontmatter is not valid YAML: {e}");

@@ -17,6 +17,10 @@
 
 use std::path::{Path, PathBuf};
 
+use iris_executor::bounded_read::{
+    MAX_CONFIG_BYTES, MAX_YAML_FLOW_DEPTH, ReadError, check_yaml_nesting, read_regular_text,
+    yaml_error_summary,
+};
 use serde::Serialize;
 use serde_yaml::{Mapping, Value as Yaml};
 
@@ -58,17 +62,26 @@ pub struct SubagentCatalog {
 }
 
 impl SubagentCatalog {
-    /// Reads and validates a catalog file.
+    /// Reads and validates a catalog file (at most 1 MiB, a regular file).
     ///
     /// # Errors
     /// [`Error::SubagentCatalogIo`] when the file cannot be read,
-    /// [`Error::SubagentCatalog`] (naming the file and the field) when it breaks a
-    /// rule.
+    /// [`Error::SubagentCatalogRefused`] when it is larger than 1 MiB or is not a
+    /// regular file (a FIFO, a device), [`Error::SubagentCatalog`] (naming the file and
+    /// the field) when it breaks a rule.
     pub fn load(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| Error::SubagentCatalogIo {
-            path: path.to_path_buf(),
-            source,
+        let text = read_regular_text(path, MAX_CONFIG_BYTES).map_err(|e| match e {
+            ReadError::TooLarge { .. } | ReadError::NotRegular { .. } => {
+                Error::SubagentCatalogRefused {
+                    path: path.to_path_buf(),
+                    reason: e,
+                }
+            }
+            e => Error::SubagentCatalogIo {
+                path: path.to_path_buf(),
+                source: e.into(),
+            },
         })?;
         Self::parse(&text, path)
     }
@@ -109,8 +122,14 @@ impl SubagentCatalog {
             field: field.to_owned(),
             reason,
         };
-        let doc: Yaml = serde_yaml::from_str(text)
-            .map_err(|e| fail("<file>", format!("is not valid YAML: {e}")))?;
+        // Deep flow nesting costs libyaml quadratic time: refuse it before parsing. Parse
+        // errors keep their position and kind but never quote the file.
+        check_yaml_nesting(text, MAX_YAML_FLOW_DEPTH).map_err(|e| fail("<file>", e.to_string()))?;
+        let doc: Yaml = serde_yaml::from_str(text).map_err(|e| {
+            let location = e.location().map(|l| (l.line(), l.column()));
+            let summary = yaml_error_summary(&e.to_string(), location);
+            fail("<file>", format!("is not valid YAML: {summary}"))
+        })?;
         let Yaml::Mapping(doc) = doc else {
             return Err(fail(
                 "<file>",
@@ -185,12 +204,10 @@ impl SubagentCatalog {
                 .iter()
                 .map(|e| format!("`{}`", e.selector))
                 .collect();
+            // The value itself is not quoted: the file may hold anything there.
             return Err(fail(
                 "default",
-                format!(
-                    "`{default}` matches no agent; selectors are {}",
-                    selectors.join(", ")
-                ),
+                format!("matches no agent; selectors are {}", selectors.join(", ")),
             ));
         }
         Ok(Self {

@@ -5,8 +5,12 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::OnceLock;
 
 mod mcp;
+mod output;
+mod signals;
+mod trust;
 
 /// Environment variables added to one run.
 type Vars<'a> = &'a [(&'a str, &'a str)];
@@ -23,13 +27,29 @@ fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
 }
 
+/// An empty folder standing in for the user's HOME and XDG_CONFIG_HOME, so no run
+/// reads or writes the real user's trusted folders. Tests of trust pass their own.
+fn user_home() -> &'static Path {
+    static HOME: OnceLock<tempfile::TempDir> = OnceLock::new();
+    HOME.get_or_init(|| tempfile::tempdir().unwrap()).path()
+}
+
+/// `iris args…` in `cwd` with an isolated home, then `env` added.
+fn command(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_iris"));
+    command
+        .args(args)
+        .current_dir(cwd)
+        .env("HOME", user_home())
+        .env("XDG_CONFIG_HOME", user_home().join("config"))
+        .envs(env.iter().copied());
+    command
+}
+
 /// Runs `iris args…` in `cwd` with `env` added and `stdin` piped in; stdin is never a
 /// TTY here, which is what the approval rows rely on.
 fn iris(cwd: &Path, args: &[&str], env: &[(&str, &str)], stdin: &str) -> Run {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_iris"))
-        .args(args)
-        .current_dir(cwd)
-        .envs(env.iter().copied())
+    let mut child = command(cwd, args, env)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -230,20 +250,27 @@ fn every_subcommand_against_the_example() {
     }
 }
 
-/// `--help` carries examples and the exit codes.
+/// `--help` carries examples, workspace trust, signals and the exit codes.
 #[test]
 fn help_lists_examples_and_exit_codes() {
     let run = iris(&examples(), &["--help"], &[], "");
     assert_eq!(run.code, 0);
-    assert!(run.stdout.contains("Examples:"), "{run:?}");
-    assert!(run.stdout.contains("Exit codes: 0 success"), "{run:?}");
+    for fragment in [
+        "Examples:",
+        "Workspace trust: a discovered config",
+        "Signals: SIGINT (Ctrl-C), SIGTERM and SIGHUP",
+        "Exit codes: 0 success",
+        "129/130/143 ended by SIGHUP/SIGINT/SIGTERM",
+    ] {
+        assert!(run.stdout.contains(fragment), "{fragment}: {run:?}");
+    }
 }
 
 /// Config lookup: `./iris.yaml`, else `.iris/agent.yaml`, else a clear error.
 #[test]
 fn default_config_locations() {
     let dir = tempfile::tempdir().unwrap();
-    let run = iris(dir.path(), &["tools"], &[], "");
+    let run = iris(dir.path(), &["--trust", "tools"], &[], "");
     assert_eq!(run.code, 3, "{run:?}");
     assert!(
         run.stderr
@@ -258,7 +285,7 @@ fn default_config_locations() {
     )
     .unwrap();
     assert!(
-        iris(dir.path(), &["tools"], &[], "")
+        iris(dir.path(), &["--trust", "tools"], &[], "")
             .stdout
             .contains("run_python")
     );
@@ -268,7 +295,7 @@ fn default_config_locations() {
         "tools:\n  builtin: [exec.command]\n",
     )
     .unwrap();
-    let run = iris(dir.path(), &["tools"], &[], "");
+    let run = iris(dir.path(), &["--trust", "tools"], &[], "");
     assert!(
         run.stdout.contains("exec_command") && !run.stdout.contains("run_python"),
         "{run:?}"
@@ -285,7 +312,12 @@ fn environment_overrides() {
         "tools:\n  builtin: [exec.command]\n",
     )
     .unwrap();
-    let call = ["call", "exec_command", "{\"command\": \"echo ok\"}"];
+    let call = [
+        "--trust",
+        "call",
+        "exec_command",
+        "{\"command\": \"echo ok\"}",
+    ];
     let rows: &[(Vars, i32, &str)] = &[
         (&[], 4, "APPROVAL_REQUIRED"),
         (&[("IRIS_PERMISSIONS__EXECUTE_MODE", "allow")], 0, "ok"),
@@ -330,6 +362,7 @@ fn web_tools_without_key_fail_with_auth_required() {
     )
     .unwrap();
     let call = [
+        "--trust",
         "--json",
         "call",
         "web_search",
@@ -403,6 +436,7 @@ fn workspace_flag() {
     let run = iris(
         dir.path(),
         &[
+            "--trust",
             "--workspace",
             ws_arg,
             "call",
@@ -426,10 +460,87 @@ fn config_error_exit_code() {
         "tools:\n  builtin: [exec.shell]\n",
     )
     .unwrap();
-    let run = iris(dir.path(), &["tools"], &[], "");
+    let run = iris(dir.path(), &["--trust", "tools"], &[], "");
     assert_eq!(run.code, 3, "{run:?}");
     assert!(
         run.stderr.starts_with("error[CONFIG_INVALID]: iris.yaml: `tools.builtin[0]`: unknown value `exec.shell`; expected one of `file.read`"),
         "{run:?}"
     );
+}
+
+/// Every `iris call` has its own call id, so the artifact of a large result is never
+/// overwritten by the next call: two calls leave two files, each as its preview says.
+#[test]
+fn each_call_keeps_its_own_artifact() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("iris.yaml"),
+        "tools:\n  builtin: [exec.command]\npermissions:\n  execute_mode: allow\n",
+    )
+    .unwrap();
+    let config = dir.path().join("iris.yaml");
+    let config = config.to_str().unwrap();
+    let mut saved = Vec::new();
+    for first in ["1", "2"] {
+        let input = format!("{{\"command\": \"seq {first} 100000\"}}");
+        let run = iris(
+            dir.path(),
+            &["--config", config, "call", "exec_command", &input],
+            &[],
+            "",
+        );
+        assert_eq!(run.code, 0, "{run:?}");
+        let at = run.stdout.find("is saved at \"").expect("a preview") + "is saved at \"".len();
+        let path = &run.stdout[at..];
+        saved.push((first, path[..path.find('"').unwrap()].to_owned()));
+    }
+    assert_ne!(saved[0].1, saved[1].1, "{saved:?}");
+    for (first, path) in &saved {
+        let body = std::fs::read_to_string(dir.path().join(path)).unwrap();
+        assert!(body.starts_with(&format!("{first}\n")), "{path}");
+    }
+    let files = std::fs::read_dir(dir.path().join(".iris/tool-results/iris-cli"))
+        .unwrap()
+        .count();
+    assert_eq!(files, 2);
+}
+
+/// `--timeout` takes positive seconds; anything else is a bad command line, never a
+/// panic (a Duration from 1e20 seconds would overflow).
+#[test]
+fn call_timeout_is_checked() {
+    let config = examples().join("iris.yaml");
+    let config = config.to_str().unwrap();
+    for bad in ["0", "-1", "1e20", "NaN", "inf", "soon"] {
+        let run = iris(
+            &examples(),
+            &[
+                "--config",
+                config,
+                "call",
+                "load_skill",
+                "{}",
+                &format!("--timeout={bad}"),
+            ],
+            &[],
+            "",
+        );
+        assert_eq!(run.code, 2, "{bad}: {run:?}");
+        assert!(run.stderr.contains("--timeout"), "{bad}: {run:?}");
+        assert!(!run.stderr.contains("panicked"), "{bad}: {run:?}");
+    }
+    let run = iris(
+        &examples(),
+        &[
+            "--config",
+            config,
+            "call",
+            "load_skill",
+            "{\"name\": \"release-notes\"}",
+            "--timeout=0.5",
+        ],
+        &[],
+        "",
+    );
+    assert_eq!(run.code, 0, "{run:?}");
 }

@@ -12,7 +12,7 @@ fn mcp_fixtures() -> PathBuf {
 
 /// The venv's python, made by iris-mcp's `setup.sh` on first use (idempotent), as
 /// iris-mcp's own tests find it.
-fn python() -> &'static str {
+pub(crate) fn python() -> &'static str {
     static PYTHON: OnceLock<String> = OnceLock::new();
     PYTHON.get_or_init(|| {
         let out = std::process::Command::new("bash")
@@ -28,7 +28,7 @@ fn python() -> &'static str {
 /// A folder with `iris.yaml` (`yaml` plus an `mcp` section naming `mcp.json`) and an
 /// `mcp.json` running the SDK fixture server as `fixture`, plus a server that cannot
 /// start, `gone`, made optional by an override.
-fn agent(yaml: &str) -> tempfile::TempDir {
+pub(crate) fn agent(yaml: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let server = mcp_fixtures().join("sdk_server.py");
     let mcp = serde_json::json!({"mcpServers": {
@@ -47,9 +47,12 @@ fn agent(yaml: &str) -> tempfile::TempDir {
 /// contain.
 type Row<'a> = (&'a [&'a str], i32, &'a [&'a str], &'a str);
 
+/// Runs each row in `dir`, whose discovered `iris.yaml` is trusted for the run.
 fn check(dir: &Path, rows: &[Row<'_>]) {
     for (args, code, stdout, stderr) in rows {
-        let run: Run = iris(dir, args, &[], "");
+        let mut all = vec!["--trust"];
+        all.extend_from_slice(args);
+        let run: Run = iris(dir, &all, &[], "");
         assert_eq!(run.code, *code, "{args:?}: {run:?}");
         for fragment in *stdout {
             assert!(

@@ -138,7 +138,7 @@ fn validation_table() {
             },
             true,
             Some(format!(
-                "{p}`provider` is `openai`; the only supported provider is `typesafe`"
+                "{p}`provider` is not supported; the only supported provider is `typesafe`"
             )),
         ),
         (

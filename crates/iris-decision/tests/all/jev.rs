@@ -549,7 +549,7 @@ fn base_url_rules() {
         ),
         (
             "ftp://decide.example.com",
-            Err("has scheme `ftp`; use https"),
+            Err("has an unsupported scheme; use https"),
         ),
         (
             "https://user:hunter2@decide.example.com",

@@ -207,6 +207,8 @@ fn configuration_reference_matches_the_types() {
     for code in [
         "CONFIG_NOT_FOUND",
         "CONFIG_INVALID",
+        "CONFIG_TOO_LARGE",
+        "CONFIG_NOT_A_FILE",
         "CONFIG_REFERENCE",
         "HOST_KEY_UNKNOWN",
         "HOST_FAILED",

@@ -4,5 +4,6 @@
 
 mod assemble;
 mod config;
+mod limits;
 mod mcp;
 mod support;

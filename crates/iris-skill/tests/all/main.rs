@@ -7,6 +7,7 @@ mod catalog;
 mod config;
 mod discovery;
 mod error;
+mod limits;
 mod load;
 mod realistic;
 mod registry;

@@ -121,7 +121,7 @@ fn catalog_rules_table() {
         ),
         (
             format!("default: A\nagents:\n{A}"),
-            Err(("default", "`A` matches no agent; selectors are `a`")),
+            Err(("default", "matches no agent; selectors are `a`")),
         ),
         (
             format!("default: 1\nagents:\n{A}"),
@@ -188,7 +188,7 @@ fn catalog_rules_table() {
         ),
         (
             format!("default: a\nagents:\n{A}  a:\n    path: b.yaml\n    description: B.\n"),
-            Err(("<file>", "duplicate entry")),
+            Err(("<file>", "duplicate key")),
         ),
     ];
     for (yaml, expect) in table {
