@@ -3,7 +3,7 @@
 use iris_tools_core::{ToolErrorInfo, codes};
 
 /// Errors of the provider adapters.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A provider adapter cannot express a schema.
