@@ -3,17 +3,21 @@
 //! Commands:
 //! - `ci [--no-setup]`: everything CI runs — `.ci/setup` (Docker engine, offline command
 //!   image, MCP test venv), formatting, `tidy`, clippy with `-D warnings`, every test (unit,
-//!   integration, doctests, trybuild, snapshot checks) of the whole workspace, and the
-//!   quickstart with its milestones checked.
+//!   integration, doctests, trybuild, snapshot checks) of the whole workspace, the fuzz
+//!   smoke run (`fuzz --smoke`), and the quickstart with its milestones checked.
 //! - `tidy`: fast text-only checks of the workspace's structural rules (core's dependency
 //!   allow-list and size budget, no file system in core, one architecture invariant per
 //!   crate, the exact macros pin, READMEs as doctests, no skipped tests); see `tidy.rs`.
 //! - `test`: every test of the workspace.
 //! - `schemas [--check]`: regenerate (or check) the `#[tool]` schema snapshots.
 //! - `bench`: the divan benchmarks plus the Python reference measurements.
+//! - `fuzz [--smoke] [--time SECS] [--jobs N] [TARGET...]`: builds the libFuzzer targets
+//!   in `fuzz/` (stable toolchain, no cargo-fuzz) and runs each for a bounded time,
+//!   failing on a crash; see `fuzz.rs`.
 //!
 //! It depends on nothing but the standard library so it builds in seconds.
 
+mod fuzz;
 mod tidy;
 
 use std::env;
@@ -26,14 +30,18 @@ usage: cargo xtask <command>
 
 commands:
   ci [--no-setup]    .ci/setup (unless --no-setup), fmt --check, tidy, clippy -D warnings,
-                     every test, then the quickstart with its milestones
+                     every test, the fuzz smoke run, then the quickstart with its milestones
   tidy               structural checks: core's dependency allow-list (tokio: sync only),
                      no fs/process/net in core, core's non-test line budget, an
                      architecture invariant per crate, the exact iris-tools-macros pin,
                      READMEs as doctests, no ignored or should_panic tests
   test               every test of the workspace
   schemas [--check]  regenerate (or check) the #[tool] schema snapshots
-  bench              divan benchmarks plus the Python reference measurements";
+  bench              divan benchmarks plus the Python reference measurements
+  fuzz [--smoke] [--time SECS] [--jobs N] [TARGET...]
+                     build the libFuzzer targets in fuzz/ and run each for SECS seconds
+                     (--smoke: 20, else 600), N at a time (default 2); fails on a crash.
+                     Targets: mcp_config, agent_yaml, skill_md, hook_stdout, tool_input";
 
 fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
@@ -43,6 +51,7 @@ fn main() -> ExitCode {
         Some("test") => test(),
         Some("schemas") => schemas(args.iter().any(|a| a == "--check")),
         Some("bench") => bench(),
+        Some("fuzz") => fuzz::fuzz(&args[1..]),
         Some("help" | "--help" | "-h") => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;
@@ -87,8 +96,8 @@ fn run(mut cmd: Command) -> Result<(), String> {
     }
 }
 
-/// The services the tests need (`.ci/setup`), formatting, tidy, lints, every test, then
-/// the quickstart.
+/// The services the tests need (`.ci/setup`), formatting, tidy, lints, every test, the
+/// fuzz smoke run, then the quickstart.
 fn ci(setup: bool) -> Result<(), String> {
     if setup {
         let mut cmd = Command::new("bash");
@@ -97,6 +106,10 @@ fn ci(setup: bool) -> Result<(), String> {
     }
     let mut fmt = cargo();
     fmt.args(["fmt", "--all", "--check"]);
+    run(fmt)?;
+    // The fuzz crate is outside the workspace, so `--all` does not reach it.
+    let mut fmt = cargo();
+    fmt.args(["fmt", "--check", "--manifest-path", "fuzz/Cargo.toml"]);
     run(fmt)?;
     eprintln!("xtask: running tidy");
     tidy::run(&root())?;
@@ -111,6 +124,9 @@ fn ci(setup: bool) -> Result<(), String> {
     ]);
     run(clippy)?;
     test()?;
+    // About 2.5 minutes from a cold target dir on two cores: the unoptimized fuzz build
+    // (~1.5 min) plus 20 s per target, two at a time.
+    fuzz::fuzz(&["--smoke".to_owned()])?;
     quickstart()
 }
 
