@@ -994,9 +994,16 @@ impl<'a> Fields<'a> {
             None => Ok(None),
             Some(Value::Number(n)) => {
                 let raw = n.as_f64().unwrap_or(f64::NAN);
-                check_positive(raw)
-                    .map(|s| Some(s / scale))
-                    .map_err(|m| self.err(field, m))
+                let secs = check_positive(raw).map_err(|m| self.err(field, m))? / scale;
+                // A value so small it rounds to a zero deadline would time every call
+                // out before it starts.
+                if seconds(secs).is_zero() {
+                    return Err(self.err(
+                        field,
+                        format!("must be at least one nanosecond, found {raw}"),
+                    ));
+                }
+                Ok(Some(secs))
             }
             Some(other) => Err(self.err(
                 field,

@@ -395,6 +395,10 @@ fn enabled_required_timeouts_and_tool_filters() {
             Err("field `tool_timeout_sec`: must be a positive finite number, found -1"),
         ),
         (
+            r#""a": {"command": "x", "tool_timeout_sec": 1e-10}"#,
+            Err("field `tool_timeout_sec`: must be at least one nanosecond, found 0.0000000001"),
+        ),
+        (
             r#""a": {"command": "x", "enabled_tools": ["read", "list"], "disabled_tools": ["list"]}"#,
             Ok(&[
                 ("/servers/a/enabled_tools", json!(["read", "list"])),
