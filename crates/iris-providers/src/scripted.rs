@@ -285,21 +285,17 @@ impl ScriptedProvider {
     /// `PROVIDER_SCRIPT_INVALID` when the file cannot be read, is too large, or is not
     /// a valid script.
     pub fn from_path(path: impl AsRef<Path>) -> Result<Self, ProviderError> {
-        use std::io::Read;
         let path = path.as_ref();
+        // The shared bounded reader: a FIFO or a device named as the script is refused
+        // instead of blocking, and a file over the cap is refused before it is read.
+        let text = iris_executor::bounded_read::read_regular_text(path, MAX_SCRIPT_BYTES).map_err(
+            |e| ProviderError::Script {
+                reason: format!("{} {e}", path.display()),
+            },
+        )?;
         let invalid = |reason: String| ProviderError::Script {
             reason: format!("{}: {reason}", path.display()),
         };
-        let file = std::fs::File::open(path).map_err(|e| invalid(e.to_string()))?;
-        let mut text = String::new();
-        file.take(MAX_SCRIPT_BYTES + 1)
-            .read_to_string(&mut text)
-            .map_err(|e| invalid(e.to_string()))?;
-        if text.len() as u64 > MAX_SCRIPT_BYTES {
-            return Err(invalid(format!(
-                "the script is larger than {MAX_SCRIPT_BYTES} bytes"
-            )));
-        }
         Script::from_yaml(&text)
             .map(Self::new)
             .map_err(|e| invalid(e.to_string()))

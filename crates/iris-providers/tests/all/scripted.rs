@@ -150,6 +150,18 @@ async fn scripts_load_from_files_within_a_size_cap() {
 
     let err = ScriptedProvider::from_path(dir.path().join("missing.yaml")).unwrap_err();
     assert_eq!(err.code(), "PROVIDER_SCRIPT_INVALID");
+
+    // A FIFO would block a plain read forever: it is refused at once.
+    let fifo = dir.path().join("script.fifo");
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+    )
+    .unwrap();
+    let err = ScriptedProvider::from_path(&fifo).unwrap_err();
+    assert_eq!(err.code(), "PROVIDER_SCRIPT_INVALID");
+    assert!(err.to_string().contains("is a FIFO"), "{err}");
 }
 
 #[tokio::test]
