@@ -285,12 +285,18 @@ mod linux {
         pgrp: i32,
     }
 
+    /// This process's pid, session and group, read from `/proc/self/stat`. In a PID
+    /// namespace whose session or group leader lives outside it (a container started
+    /// without a new session, `unshare --pid`), the kernel reports them as 0; rustix's
+    /// `getsid`/`getpgrp` assert a positive id and would panic there, so they are not
+    /// used. 0 is a fine value: our children inherit it, a detached orphan does not.
     fn me() -> Me {
         let pid = rustix::process::getpid().as_raw_nonzero().get();
+        let own = read_stat(pid);
         Me {
             pid,
-            session: rustix::process::getsid(None).map_or(0, |p| p.as_raw_nonzero().get()),
-            pgrp: rustix::process::getpgrp().as_raw_nonzero().get(),
+            session: own.map_or(0, |s| s.session),
+            pgrp: own.map_or(0, |s| s.pgrp),
         }
     }
 
