@@ -57,6 +57,10 @@ pub struct ToolEnvironment {
     pub decision_evaluator: Option<Arc<EvaluatorHandle>>,
     /// The root command binding, when something needed it (owned: `close` closes it).
     pub command: Option<CommandBinding>,
+    /// The hooks of the YAML's `hooks` section, when there are any: the executor runs
+    /// the tool hooks; [`AgentRunner`](crate::AgentRunner) fires `run.started` and
+    /// `run.finished` from them.
+    pub hooks: Option<HookDispatcher>,
     /// The MCP manager, when `mcp` is set (owned: `close` stops its servers). Its
     /// [`MCPManager::snapshot`] lists servers, protocols, tools and diagnostics.
     pub mcp: Option<MCPManager>,
@@ -168,8 +172,9 @@ async fn assemble(
             BuiltinKey::WebSearch | BuiltinKey::WebFetch => &web_set,
             BuiltinKey::HumanAsk => {
                 notes.push(
-                    "tools.builtin: human.ask (ask_question) needs a run loop that can wait \
-                     for a human, which this release does not have yet; it is not installed"
+                    "tools.builtin: human.ask (ask_question) needs a durable run that can wait \
+                     for an answer and resume, which this release does not have yet; it is \
+                     not installed"
                         .into(),
                 );
                 continue;
@@ -224,8 +229,8 @@ async fn assemble(
     let subagents = load_subagents(loaded)?;
     if subagents.is_some() {
         notes.push(
-            "tools.subagent: the catalog is valid; the `subagent` tool needs a run loop \
-             to run child agents, which this release does not have yet; it is not installed"
+            "tools.subagent: the catalog is valid; the `subagent` tool (child runs \
+             of the run loop) is not built in this release yet; it is not installed"
                 .into(),
         );
     }
@@ -237,8 +242,8 @@ async fn assemble(
             .write_mode(config.permissions.write_mode)
             .execute_mode(config.permissions.execute_mode),
     );
-    if let Some(hooks) = hooks {
-        executor = executor.with_hook_dispatcher(hooks);
+    if let Some(hooks) = &hooks {
+        executor = executor.with_hook_dispatcher(hooks.clone());
     }
     for middleware in build_middleware(config, host)? {
         executor = executor.with_middleware(middleware);
@@ -295,6 +300,7 @@ async fn assemble(
         decision,
         decision_evaluator,
         command,
+        hooks,
         mcp,
         notes,
     })

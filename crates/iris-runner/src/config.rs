@@ -17,6 +17,9 @@
 //! decision: {path: decision.yaml}
 //! permissions: {write_mode: confirm, execute_mode: confirm}
 //! provider_api_keys: {tavily: tvly-...}   # usually from IRIS_PROVIDER_API_KEYS__TAVILY
+//! model: {provider: openai, model: gpt-4.1-mini}   # the run loop's model (AgentRunner)
+//! instructions: You are a careful coding agent.
+//! max_turns: 50
 //! ```
 //!
 //! Environment variables override the file: `IRIS_` is stripped, `__` nests, names are
@@ -43,12 +46,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::model::{ModelConfig, ScriptSource};
 
 /// The prefix of environment overrides.
 pub const ENV_PREFIX: &str = "IRIS_";
 
 /// The top-level keys of the agent YAML, in documentation order.
-pub const TOP_LEVEL_KEYS: [&str; 11] = [
+pub const TOP_LEVEL_KEYS: [&str; 14] = [
     "workspace",
     "tools",
     "mcp",
@@ -60,13 +64,19 @@ pub const TOP_LEVEL_KEYS: [&str; 11] = [
     "decision",
     "permissions",
     "provider_api_keys",
+    "model",
+    "instructions",
+    "max_turns",
 ];
+
+/// The default of `max_turns`: model requests one run may make.
+pub const DEFAULT_MAX_TURNS: u32 = 50;
 
 /// A whole agent configuration (the tool layer of one agent).
 ///
 /// Load it with [`AgentConfig::load`], which also resolves relative paths; the
 /// derived `Deserialize` alone leaves them as written.
-#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AgentConfig {
     /// The agent workspace. Relative to the YAML file's folder; default: that folder.
@@ -92,6 +102,35 @@ pub struct AgentConfig {
     /// Provider secrets by provider name (`tavily`, `typesafe`, …). Usually set through
     /// `IRIS_PROVIDER_API_KEYS__<NAME>`; never printed.
     pub provider_api_keys: BTreeMap<String, String>,
+    /// The model the run loop drives ([`ModelConfig`]); needed by
+    /// [`AgentRunner`](crate::AgentRunner), not by [`build_tool_registry`](crate::build_tool_registry).
+    pub model: Option<ModelConfig>,
+    /// The system prompt of every run.
+    pub instructions: Option<String>,
+    /// Model requests one run may make before it fails with `RUN_MAX_TURNS`
+    /// (default [`DEFAULT_MAX_TURNS`]).
+    pub max_turns: u32,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        Self {
+            workspace: None,
+            tools: ToolsConfig::default(),
+            mcp: None,
+            command: None,
+            skills: SkillsConfig::default(),
+            hooks: Vec::new(),
+            middleware: MiddlewareConfig::default(),
+            context_policy: ContextPolicyConfig::default(),
+            decision: None,
+            permissions: PermissionsConfig::default(),
+            provider_api_keys: BTreeMap::new(),
+            model: None,
+            instructions: None,
+            max_turns: DEFAULT_MAX_TURNS,
+        }
+    }
 }
 
 /// The `tools` section.
@@ -156,8 +195,8 @@ pub enum BuiltinKey {
     /// `run_python` (iris-command).
     #[serde(rename = "exec.python")]
     ExecPython,
-    /// `ask_question`: accepted, but it needs a run loop that can wait for a human,
-    /// which this release does not have; [`build_tool_registry`](crate::build_tool_registry)
+    /// `ask_question`: accepted, but it needs a durable run that can wait for an
+    /// answer and resume, which this release does not have; [`build_tool_registry`](crate::build_tool_registry)
     /// records a note instead of installing it.
     #[serde(rename = "human.ask")]
     HumanAsk,
@@ -420,6 +459,14 @@ impl AgentConfig {
         self.skills
             .validate()
             .map_err(|e| invalid("skills", &e.to_string()))?;
+        if self.max_turns == 0 {
+            return Err(invalid("max_turns", "must be at least 1"));
+        }
+        if let Some(model) = &self.model {
+            model
+                .check()
+                .map_err(|(key, message)| invalid(&key, &message))?;
+        }
         for (i, item) in self.middleware.tools.iter().enumerate() {
             if item.factory.trim().is_empty() {
                 return Err(invalid(
@@ -443,6 +490,10 @@ impl AgentConfig {
         }
         if let Some(decision) = &mut self.decision {
             decision.path = join(&decision.path);
+        }
+        if let Some(ScriptSource::File(path)) = self.model.as_mut().and_then(|m| m.script.as_mut())
+        {
+            *path = join(path);
         }
         LoadedConfig {
             config: self,

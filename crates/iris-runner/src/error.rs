@@ -24,6 +24,10 @@ pub mod codes {
     pub const FEATURE_UNAVAILABLE: &str = "FEATURE_UNAVAILABLE";
     /// A layer (command service, skills, hooks, registry) failed during assembly.
     pub const ASSEMBLY_FAILED: &str = "ASSEMBLY_FAILED";
+    /// A run made `max_turns` model requests and the model still asked for tools.
+    pub const RUN_MAX_TURNS: &str = "RUN_MAX_TURNS";
+    /// A run's input cannot start a run (no prompt and no history).
+    pub const RUN_INPUT_INVALID: &str = "RUN_INPUT_INVALID";
 }
 
 /// Everything that can go wrong loading an agent YAML or assembling its tools.
@@ -110,6 +114,18 @@ pub enum Error {
         /// Which layer is missing.
         message: String,
     },
+    /// The `model` section is missing, or cannot become a provider (no key, a bad
+    /// `base_url`, an invalid script). The code is the cause's: `CONFIG_INVALID` for a
+    /// missing section, `PROVIDER_AUTH` for a missing key, the provider's otherwise.
+    #[error("{}: `model`: {message}", file.display())]
+    Model {
+        /// The agent YAML (or `<builder>` for a runner assembled in Rust).
+        file: PathBuf,
+        /// The stable code of the cause.
+        code: &'static str,
+        /// What is wrong and how to fix it. Never holds a key.
+        message: String,
+    },
     /// A layer failed while assembling.
     #[error("`{key}`: {message}")]
     Assembly {
@@ -139,6 +155,7 @@ impl Error {
             Error::HostFailed { .. } => codes::HOST_FAILED,
             Error::FeatureUnavailable { .. } => codes::FEATURE_UNAVAILABLE,
             Error::Assembly { .. } => codes::ASSEMBLY_FAILED,
+            Error::Model { code, .. } => code,
         }
     }
 }

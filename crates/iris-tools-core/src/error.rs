@@ -25,6 +25,8 @@ pub mod codes {
     pub const PERMISSION_DENIED: &str = "PERMISSION_DENIED";
     /// The call needs a human decision before it may run.
     pub const APPROVAL_REQUIRED: &str = "APPROVAL_REQUIRED";
+    /// The human asked about a call said no; the call did not run.
+    pub const APPROVAL_DENIED: &str = "APPROVAL_DENIED";
     /// A path resolved outside the workspace.
     pub const PATH_OUTSIDE_WORKSPACE: &str = "PATH_OUTSIDE_WORKSPACE";
     /// A path could not be resolved (bad syntax, I/O failure while resolving).

@@ -1,0 +1,214 @@
+//! What a run produces: [`RunOutcome`], the [`RunEvent`]s of a streamed run, the
+//! [`Interaction`] a waiting run needs, and [`RunError`].
+
+use std::fmt;
+
+use iris_providers::chat::{Message, Usage};
+use iris_tools_core::ToolResult;
+use serde::Serialize;
+use serde_json::Value;
+
+/// How a run ended.
+///
+/// ```
+/// use iris_runner::{RunError, RunOutcome};
+/// let failed = RunOutcome::Failed { error: RunError::new("RUN_MAX_TURNS", "50 turns") };
+/// assert_eq!(failed.status(), "failed");
+/// assert_eq!(failed.exit_code(), 1);
+/// assert_eq!(RunOutcome::Cancelled.exit_code(), 130);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum RunOutcome {
+    /// The model gave a final answer.
+    Completed {
+        /// The final answer's text.
+        output: String,
+        /// Tokens of every model request of the run.
+        usage: Usage,
+        /// Model requests made.
+        turns: u32,
+        /// The whole conversation, the input history first: pass it back with
+        /// [`RunInput::with_history`](crate::RunInput::with_history) to continue.
+        history: Vec<Message>,
+    },
+    /// A call needs a human and nobody attached to this run could answer: the run
+    /// stopped before that call (and every later call of its turn) ran.
+    Waiting {
+        /// The run.
+        run_id: String,
+        /// What the human is asked.
+        interaction: Interaction,
+    },
+    /// The run failed: the provider, the turn limit, a refusal.
+    Failed {
+        /// Why.
+        error: RunError,
+    },
+    /// The run's cancellation signal was raised; in-flight calls were cancelled.
+    Cancelled,
+}
+
+impl RunOutcome {
+    /// `completed`, `waiting`, `failed` or `cancelled`.
+    pub fn status(&self) -> &'static str {
+        match self {
+            RunOutcome::Completed { .. } => "completed",
+            RunOutcome::Waiting { .. } => "waiting",
+            RunOutcome::Failed { .. } => "failed",
+            RunOutcome::Cancelled => "cancelled",
+        }
+    }
+
+    /// The process exit code `iris run` uses: 0 completed, 4 waiting, 1 failed,
+    /// 130 cancelled.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            RunOutcome::Completed { .. } => 0,
+            RunOutcome::Waiting { .. } => 4,
+            RunOutcome::Failed { .. } => 1,
+            RunOutcome::Cancelled => 130,
+        }
+    }
+
+    /// The final answer of a completed run.
+    pub fn output(&self) -> Option<&str> {
+        match self {
+            RunOutcome::Completed { output, .. } => Some(output),
+            _ => None,
+        }
+    }
+}
+
+/// Why a run failed: a stable code and a message.
+///
+/// Codes: the provider's (`PROVIDER_AUTH`, `PROVIDER_RATE_LIMITED`,
+/// `PROVIDER_REFUSED`, …), `RUN_MAX_TURNS`, `RUN_INPUT_INVALID`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RunError {
+    /// The stable code.
+    pub code: String,
+    /// What happened.
+    pub message: String,
+}
+
+impl RunError {
+    /// An error with this code and message.
+    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            code: code.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for RunError {}
+
+/// A call waiting for a human's approval.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ApprovalRequest {
+    /// The run.
+    pub run_id: String,
+    /// The model's call id.
+    pub call_id: String,
+    /// The canonical tool name.
+    pub tool_name: String,
+    /// The validated arguments the human approves (exactly what will run).
+    pub arguments: Value,
+    /// What is asked, in one line naming the tool.
+    pub reason: String,
+}
+
+/// What a waiting run needs from a human.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Interaction {
+    /// Approve or deny one call.
+    Approval(ApprovalRequest),
+}
+
+impl Interaction {
+    /// One line for a terminal: what is asked.
+    pub fn summary(&self) -> String {
+        match self {
+            Interaction::Approval(a) => {
+                format!("approve {} ({})? {}", a.tool_name, a.call_id, a.reason)
+            }
+        }
+    }
+}
+
+/// One step of a streamed run ([`AgentRunner::run_streamed`](crate::AgentRunner::run_streamed)),
+/// in order. Serialized as `{"type": "text_delta", …}` for `iris run --json`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum RunEvent {
+    /// The run began.
+    RunStarted {
+        /// The run id.
+        run_id: String,
+        /// The provider (`openai`, `scripted`, …).
+        provider: String,
+        /// The model.
+        model: String,
+    },
+    /// A model request is about to be sent (`turn` counts from 1).
+    TurnStarted {
+        /// The turn.
+        turn: u32,
+        /// The tools this request carries; only these may be called.
+        tools: Vec<String>,
+    },
+    /// A piece of the model's answer text.
+    TextDelta {
+        /// The text.
+        text: String,
+    },
+    /// The model's turn ended; its token counts.
+    Usage {
+        /// The turn.
+        turn: u32,
+        /// This turn's tokens.
+        usage: Usage,
+        /// The run's tokens so far.
+        total: Usage,
+    },
+    /// A call is about to run (calls of one parallel window all start before any
+    /// finishes).
+    ToolCallStarted {
+        /// The turn.
+        turn: u32,
+        /// The model's call id.
+        call_id: String,
+        /// The tool name as the model called it.
+        tool_name: String,
+        /// The arguments.
+        arguments: Value,
+    },
+    /// A call finished; its result goes back to the model.
+    ToolCallFinished {
+        /// The turn.
+        turn: u32,
+        /// The result (`output.outcome` tells ok / failed).
+        result: ToolResult,
+    },
+    /// A call needs a human; an approval handler is asked, or the run waits.
+    ApprovalRequested {
+        /// What is asked.
+        request: ApprovalRequest,
+    },
+    /// The run ended; always the last event.
+    Finished {
+        /// How.
+        outcome: RunOutcome,
+    },
+}

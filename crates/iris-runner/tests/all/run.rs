@@ -1,0 +1,699 @@
+//! The run loop with the scripted provider: real tools, real executor, real hooks.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use iris_discovery::{DisclosureLayer, ToolSearchTool};
+use iris_executor::ToolExecutor;
+use iris_providers::chat::{Message, Role};
+use iris_providers::{ScriptedProvider, Strict};
+use iris_runner::{
+    AgentRunner, ApprovalDecision, ApprovalRequest, Interaction, RunEvent, RunInput, RunOutcome,
+};
+use iris_tools_core::{
+    FnTool, ToolCapability, ToolDefinition, ToolOutput, ToolRegistry, ToolResult, ViewFilter,
+};
+use serde_json::json;
+
+use crate::support::Fixture;
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Every event of a streamed run, in order (the last is `Finished`).
+async fn events(runner: &AgentRunner, input: impl Into<RunInput>) -> Vec<RunEvent> {
+    let mut stream = runner.run_streamed(input);
+    let mut all = Vec::new();
+    while let Some(event) = stream.next().await {
+        all.push(event);
+    }
+    all
+}
+
+fn outcome(events: &[RunEvent]) -> &RunOutcome {
+    match events.last() {
+        Some(RunEvent::Finished { outcome }) => outcome,
+        other => panic!("the last event is not Finished: {other:?}"),
+    }
+}
+
+fn finished(events: &[RunEvent]) -> Vec<&ToolResult> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            RunEvent::ToolCallFinished { result, .. } => Some(result),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A read-only tool that sleeps and records how many of its calls overlapped.
+fn sleeper(
+    name: &str,
+    live: &Arc<AtomicUsize>,
+    peak: &Arc<AtomicUsize>,
+) -> impl iris_tools_core::Tool {
+    let def = ToolDefinition::new(
+        name,
+        "Sleeps a little, then answers.",
+        json!({"type": "object"}),
+    )
+    .with_capabilities([ToolCapability::Read]);
+    let (live, peak) = (Arc::clone(live), Arc::clone(peak));
+    FnTool::new(def, move |_, _| {
+        let (live, peak) = (Arc::clone(&live), Arc::clone(&peak));
+        async move {
+            let now = live.fetch_add(1, Ordering::SeqCst) + 1;
+            peak.fetch_max(now, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            live.fetch_sub(1, Ordering::SeqCst);
+            ToolOutput::text("slept")
+        }
+    })
+}
+
+#[test]
+fn parallel_reads_then_a_write_barrier_then_a_read_that_sees_it() {
+    let fx = Fixture::new(
+        r#"
+tools: {builtin: [file.read, file.write]}
+permissions: {write_mode: allow}
+model:
+  provider: scripted
+  script:
+    - text: Reading both, then writing.
+      tool_calls:
+        - {name: read_file, arguments: {file_path: a.txt}}
+        - {name: read_file, arguments: {file_path: b.txt}}
+        - {name: write_file, arguments: {file_path: c.txt, content: "a and b\n"}}
+        - {name: read_file, arguments: {file_path: c.txt}}
+    - {expect_tool_results: 4, text: Done.}
+"#,
+        &[("a.txt", "alpha\n"), ("b.txt", "beta\n")],
+    );
+    runtime().block_on(async {
+        let runner = AgentRunner::from_config_path(fx.file()).await.unwrap();
+        let all = events(&runner, "Combine a and b into c").await;
+        assert_eq!(outcome(&all).output(), Some("Done."), "{all:#?}");
+        // The two reads form one window: both start before either finishes; the write
+        // is a barrier; the last read runs after it and sees the new file.
+        let order: Vec<String> = all
+            .iter()
+            .filter_map(|e| match e {
+                RunEvent::ToolCallStarted { call_id, .. } => Some(format!("start {call_id}")),
+                RunEvent::ToolCallFinished { result, .. } => {
+                    Some(format!("end {}", result.tool_use_id))
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            order,
+            [
+                "start call_1_1",
+                "start call_1_2",
+                "end call_1_1",
+                "end call_1_2",
+                "start call_1_3",
+                "end call_1_3",
+                "start call_1_4",
+                "end call_1_4"
+            ]
+        );
+        let results = finished(&all);
+        assert!(results[0].model_content().contains("alpha"));
+        assert!(
+            results[3].model_content().contains("a and b"),
+            "{:?}",
+            results[3]
+        );
+        assert_eq!(
+            std::fs::read_to_string(fx.root().join("c.txt")).unwrap(),
+            "a and b\n"
+        );
+        runner.close().await.unwrap();
+    });
+}
+
+#[test]
+fn adjacent_read_only_calls_really_run_concurrently() {
+    runtime().block_on(async {
+        let (live, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let registry = ToolRegistry::new();
+        registry.register(sleeper("nap_a", &live, &peak)).unwrap();
+        registry.register(sleeper("nap_b", &live, &peak)).unwrap();
+        registry.register(sleeper("nap_c", &live, &peak)).unwrap();
+        let provider = ScriptedProvider::from_yaml(
+            "- tool_calls: [{name: nap_a}, {name: nap_b}, {name: nap_c}]\n- {expect_tool_results: 3, text: rested}\n",
+        )
+        .unwrap();
+        let runner = AgentRunner::builder(provider, ToolExecutor::new(registry)).build();
+        assert_eq!(runner.run("rest").await.output(), Some("rested"));
+        assert_eq!(peak.load(Ordering::SeqCst), 3, "the three reads overlapped");
+    });
+}
+
+fn deferred_registry() -> ToolRegistry {
+    let registry = ToolRegistry::new();
+    let def = ToolDefinition::new(
+        "create_issue",
+        "Create an issue in the bug tracker with a title.",
+        json!({"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}),
+    )
+    .with_deferred(true)
+    .with_auto_allow(true);
+    registry
+        .register(FnTool::new(def, |input: serde_json::Value, _| async move {
+            ToolOutput::text(format!(
+                "created: {}",
+                input["title"].as_str().unwrap_or("")
+            ))
+        }))
+        .unwrap();
+    registry
+        .register(ToolSearchTool::new(registry.view(ViewFilter::default())))
+        .unwrap();
+    registry
+}
+
+#[test]
+fn a_deferred_tool_is_refused_until_tool_search_finds_it_then_it_runs() {
+    runtime().block_on(async {
+        let registry = deferred_registry();
+        let executor = ToolExecutor::new(registry).with_layer(DisclosureLayer);
+        let provider = ScriptedProvider::from_yaml(
+            r#"
+- tool_calls: [{name: create_issue, arguments: {title: crash on start}}]
+- expect_tool_results: 1
+  tool_calls: [{name: tool_search, arguments: {queries: ["create an issue in the bug tracker"]}}]
+- expect_tool_results: 1
+  tool_calls: [{name: create_issue, arguments: {title: crash on start}}]
+- {expect_tool_results: 1, text: Filed.}
+"#,
+        )
+        .unwrap();
+        let runner = AgentRunner::builder(provider, executor).build();
+        let all = events(&runner, "File the crash").await;
+        assert_eq!(outcome(&all).output(), Some("Filed."), "{all:#?}");
+        let tools: Vec<&Vec<String>> = all
+            .iter()
+            .filter_map(|e| match e {
+                RunEvent::TurnStarted { tools, .. } => Some(tools),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(tools[0], &vec!["tool_search".to_owned()]);
+        assert!(tools[2].contains(&"create_issue".to_owned()), "{tools:?}");
+        let results = finished(&all);
+        assert_eq!(results[0].error_code(), Some("TOOL_NOT_LOADED"));
+        assert!(results[0].model_content().contains("tool_search"));
+        assert!(!results[1].is_error(), "{:?}", results[1]);
+        assert_eq!(results[2].model_content(), "created: crash on start");
+    });
+}
+
+#[test]
+fn max_turns_ends_a_run_that_never_answers() {
+    let fx = Fixture::new(
+        r#"
+tools: {builtin: [file.list]}
+max_turns: 2
+model:
+  provider: scripted
+  script:
+    - tool_calls: [{name: list_files}]
+    - tool_calls: [{name: list_files}]
+    - tool_calls: [{name: list_files}]
+"#,
+        &[],
+    );
+    runtime().block_on(async {
+        let runner = AgentRunner::from_config_path(fx.file()).await.unwrap();
+        let RunOutcome::Failed { error } = runner.run("loop").await else {
+            panic!("expected a failure")
+        };
+        assert_eq!(error.code, "RUN_MAX_TURNS");
+        assert!(error.message.contains("after 2 model requests"), "{error}");
+        runner.close().await.unwrap();
+    });
+}
+
+#[test]
+fn unknown_tools_and_malformed_arguments_become_results_the_model_reads() {
+    let fx = Fixture::new(
+        r#"
+tools: {builtin: [file.read]}
+model:
+  provider: scripted
+  script:
+    - tool_calls:
+        - {name: no_such_tool}
+        - {name: read_file, arguments: '{"file_path": '}
+        - {name: read_file, arguments: {path: wrong-key.txt}}
+    - {expect_tool_results: 3, text: I will do better.}
+"#,
+        &[],
+    );
+    runtime().block_on(async {
+        let runner = AgentRunner::from_config_path(fx.file()).await.unwrap();
+        let RunOutcome::Completed { history, .. } = runner.run("try").await else {
+            panic!("expected completion")
+        };
+        let tool_message = history.iter().find(|m| m.role == Role::Tool).unwrap();
+        let text = serde_json::to_string(tool_message).unwrap();
+        assert!(text.contains("TOOL_NOT_FOUND"), "{text}");
+        assert!(text.contains("could not be used: not valid JSON"), "{text}");
+        assert!(text.contains("INVALID_INPUT"), "{text}");
+        runner.close().await.unwrap();
+    });
+}
+
+#[test]
+fn cancelling_mid_tool_kills_the_command_and_ends_the_run_cancelled() {
+    let fx = Fixture::new(
+        r#"
+tools: {builtin: [exec.command]}
+permissions: {execute_mode: allow}
+model:
+  provider: scripted
+  script:
+    - tool_calls: [{name: exec_command, arguments: {command: "echo $$ > pid; exec sleep 60"}}]
+    - {text: never reached}
+"#,
+        &[],
+    );
+    runtime().block_on(async {
+        let runner = AgentRunner::from_config_path(fx.file()).await.unwrap();
+        let mut stream = runner.run_streamed("sleep");
+        let pid_file = fx.root().join("pid");
+        let mut last = None;
+        while let Some(event) = stream.next().await {
+            if matches!(event, RunEvent::ToolCallStarted { .. }) {
+                for _ in 0..200 {
+                    if std::fs::read_to_string(&pid_file).is_ok_and(|t| t.ends_with('\n')) {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(25)).await;
+                }
+                stream.cancellation().cancel();
+            }
+            last = Some(event);
+        }
+        assert!(
+            matches!(
+                last,
+                Some(RunEvent::Finished {
+                    outcome: RunOutcome::Cancelled
+                })
+            ),
+            "{last:?}"
+        );
+        let pid: i32 = std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let gone = (0..100).any(|_| {
+            let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .is_ok_and(|s| !s.contains(") Z "));
+            if alive {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            !alive
+        });
+        assert!(
+            gone,
+            "the command's process {pid} outlived the cancelled run"
+        );
+        runner.close().await.unwrap();
+    });
+}
+
+#[test]
+fn a_before_hook_denying_is_a_result_and_run_hooks_fire_around_the_run() {
+    let fx = Fixture::new(
+        r#"
+tools: {builtin: [exec.command]}
+permissions: {execute_mode: allow}
+hooks:
+  - name: no-rm
+    event: tool.before
+    handler: {type: command, command: "grep -q '\"rm ' && echo '{\"deny_reason\": \"rm is not allowed\"}' || echo '{}'"}
+  - name: started
+    event: run.started
+    handler: {type: command, command: "cat >> run-events.jsonl; echo >> run-events.jsonl; echo '{}'"}
+  - name: finished
+    event: run.finished
+    handler: {type: command, command: "cat >> run-events.jsonl; echo >> run-events.jsonl; echo '{}'"}
+model:
+  provider: scripted
+  script:
+    - tool_calls: [{name: exec_command, arguments: {command: "rm -rf data"}}, {name: exec_command, arguments: {command: "echo kept"}}]
+    - {expect_tool_results: 2, text: Denied as expected.}
+"#,
+        &[("data/x", "x")],
+    );
+    runtime().block_on(async {
+        let runner = AgentRunner::from_config_path(fx.file()).await.unwrap();
+        let all = events(&runner, "clean up").await;
+        assert_eq!(
+            outcome(&all).output(),
+            Some("Denied as expected."),
+            "{all:#?}"
+        );
+        let results = finished(&all);
+        assert_eq!(results[0].error_code(), Some("HOOK_DENIED"));
+        assert!(results[0].model_content().contains("rm is not allowed"));
+        assert_eq!(results[1].model_content().trim(), "kept");
+        assert!(fx.root().join("data/x").exists());
+        let log = std::fs::read_to_string(fx.root().join("run-events.jsonl")).unwrap();
+        let lines: Vec<serde_json::Value> = log
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2, "{log}");
+        assert_eq!(lines[0]["event"], "run.started");
+        assert_eq!(lines[0]["input"]["prompt"], "clean up");
+        assert_eq!(lines[1]["event"], "run.finished");
+        assert_eq!(lines[1]["status"], "completed");
+        assert_eq!(lines[1]["result"]["output"], "Denied as expected.");
+        assert_eq!(lines[0]["run_id"], lines[1]["run_id"]);
+        runner.close().await.unwrap();
+    });
+}
+
+#[test]
+fn command_hooks_skip_a_run_finished_that_did_not_complete() {
+    let fx = Fixture::new(
+        r#"
+tools: {builtin: [file.list]}
+max_turns: 1
+hooks:
+  - name: finished
+    event: run.finished
+    handler: {type: command, command: "cat >> finished.jsonl; echo '{}'"}
+model:
+  provider: scripted
+  script:
+    - tool_calls: [{name: list_files}]
+"#,
+        &[],
+    );
+    runtime().block_on(async {
+        let runner = AgentRunner::from_config_path(fx.file()).await.unwrap();
+        let RunOutcome::Failed { error } = runner.run("loop").await else {
+            panic!("expected failure")
+        };
+        assert_eq!(error.code, "RUN_MAX_TURNS");
+        assert!(!fx.root().join("finished.jsonl").exists());
+        runner.close().await.unwrap();
+    });
+}
+
+const WRITE_SCRIPT: &str = r#"
+tools: {builtin: [file.write, file.read]}
+model:
+  provider: scripted
+  script:
+    - tool_calls:
+        - {name: write_file, arguments: {file_path: out.txt, content: "approved\n"}}
+        - {name: read_file, arguments: {file_path: out.txt}}
+    - {expect_tool_results: 2, text: Wrote it.}
+"#;
+
+#[test]
+fn a_call_that_needs_approval_makes_the_run_wait_and_later_calls_do_not_run() {
+    let fx = Fixture::new(WRITE_SCRIPT, &[]);
+    runtime().block_on(async {
+        let runner = AgentRunner::from_config_path(fx.file()).await.unwrap();
+        let all = events(&runner, "write").await;
+        let RunOutcome::Waiting {
+            run_id,
+            interaction,
+        } = outcome(&all)
+        else {
+            panic!("expected waiting: {all:#?}")
+        };
+        assert!(run_id.starts_with("run_"));
+        let Interaction::Approval(request) = interaction else {
+            panic!("{interaction:?}")
+        };
+        assert_eq!(request.tool_name, "write_file");
+        assert_eq!(request.arguments["file_path"], "out.txt");
+        assert!(!fx.root().join("out.txt").exists());
+        // The read after the write did not run either.
+        assert!(finished(&all).is_empty(), "{all:#?}");
+        runner.close().await.unwrap();
+    });
+}
+
+#[test]
+fn an_approval_handler_approves_or_denies_in_flight() {
+    for approve in [true, false] {
+        let fx = Fixture::new(WRITE_SCRIPT, &[]);
+        runtime().block_on(async {
+            let loaded = iris_runner::AgentConfig::load_with_env(fx.file(), false).unwrap();
+            let env = iris_runner::build_tool_registry(&loaded, &iris_runner::HostRegistry::new())
+                .await
+                .unwrap();
+            let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+            let seen_in = Arc::clone(&seen);
+            let provider =
+                ScriptedProvider::from_yaml(
+                    &serde_yaml::to_string(
+                        &serde_yaml::from_str::<serde_yaml::Value>(WRITE_SCRIPT).unwrap()["model"]
+                            ["script"],
+                    )
+                    .unwrap(),
+                )
+                .unwrap();
+            let runner = AgentRunner::builder(provider, env.executor.clone())
+                .workspace(env.workspace.clone())
+                .approval_handler(move |r: &ApprovalRequest| {
+                    seen_in.lock().unwrap().push(r.tool_name.clone());
+                    if approve {
+                        ApprovalDecision::Approve
+                    } else {
+                        ApprovalDecision::Deny {
+                            reason: "not today".into(),
+                        }
+                    }
+                })
+                .build();
+            let all = events(&runner, "write").await;
+            assert_eq!(outcome(&all).output(), Some("Wrote it."), "{all:#?}");
+            assert_eq!(*seen.lock().unwrap(), ["write_file"]);
+            let results = finished(&all);
+            if approve {
+                assert!(results[0].approved);
+                assert_eq!(
+                    std::fs::read_to_string(fx.root().join("out.txt")).unwrap(),
+                    "approved\n"
+                );
+                assert!(results[1].model_content().contains("approved"));
+            } else {
+                assert_eq!(results[0].error_code(), Some("APPROVAL_DENIED"));
+                assert!(results[0].model_content().contains("not today"));
+                assert!(!fx.root().join("out.txt").exists());
+                assert!(results[1].is_error(), "the read finds no file");
+            }
+            env.close().await.unwrap();
+        });
+    }
+}
+
+#[test]
+fn a_completed_runs_history_continues_the_conversation() {
+    runtime().block_on(async {
+        let provider =
+            ScriptedProvider::from_yaml("- text: Hello.\n- text: You said hi before.\n").unwrap();
+        let runner = AgentRunner::builder(provider, ToolExecutor::new(ToolRegistry::new()))
+            .instructions("Be brief.")
+            .build();
+        let RunOutcome::Completed { history, .. } = runner.run("Hi").await else {
+            panic!()
+        };
+        assert_eq!(
+            history,
+            vec![Message::user("Hi"), Message::assistant("Hello.")]
+        );
+        let second = runner
+            .run(RunInput::new("What did I say?").with_history(history))
+            .await;
+        let RunOutcome::Completed {
+            output,
+            history,
+            turns,
+            ..
+        } = second
+        else {
+            panic!()
+        };
+        assert_eq!(output, "You said hi before.");
+        assert_eq!(turns, 1);
+        assert_eq!(history.len(), 4);
+    });
+}
+
+#[test]
+fn every_run_of_a_scripted_config_replays_the_script_from_the_start() {
+    let fx = Fixture::new("model: {provider: scripted, script: [{text: same}]}\n", &[]);
+    runtime().block_on(async {
+        let runner = AgentRunner::from_config_path(fx.file()).await.unwrap();
+        assert_eq!(runner.run("one").await.output(), Some("same"));
+        assert_eq!(runner.run("two").await.output(), Some("same"));
+        runner.close().await.unwrap();
+    });
+}
+
+#[test]
+fn strict_mode_nulls_are_undone_before_the_tool_sees_them() {
+    runtime().block_on(async {
+        let registry = ToolRegistry::new();
+        let schema = json!({"type": "object",
+            "properties": {"path": {"type": "string"}, "limit": {"type": "integer"}},
+            "required": ["path"], "additionalProperties": false});
+        let def = ToolDefinition::new("peek", "Peek at a path.", schema);
+        registry
+            .register(FnTool::new(def, |input: serde_json::Value, _| async move {
+                ToolOutput::text(input.to_string())
+            }))
+            .unwrap();
+        let provider = ScriptedProvider::from_yaml(
+            "- tool_calls: [{name: peek, arguments: {path: a, limit: null}}]\n- {expect_tool_results: 1, text: ok}\n",
+        )
+        .unwrap();
+        let runner = AgentRunner::builder(provider, ToolExecutor::new(registry))
+            .strict(Strict::Yes)
+            .build();
+        let all = events(&runner, "peek").await;
+        let results = finished(&all);
+        assert!(!results[0].is_error(), "{:?}", results[0]);
+        assert_eq!(results[0].model_content(), r#"{"path":"a"}"#);
+    });
+}
+
+#[test]
+fn a_streamed_run_forwards_text_and_usage() {
+    runtime().block_on(async {
+        let provider = ScriptedProvider::from_yaml(
+            "- {text: Hello there., usage: {input_tokens: 12, output_tokens: 3}}\n",
+        )
+        .unwrap();
+        let runner = AgentRunner::builder(provider, ToolExecutor::new(ToolRegistry::new())).build();
+        let all = events(&runner, "Hi").await;
+        assert!(matches!(all[0], RunEvent::RunStarted { .. }));
+        let text: String = all
+            .iter()
+            .filter_map(|e| match e {
+                RunEvent::TextDelta { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(text, "Hello there.");
+        let RunOutcome::Completed { usage, .. } = outcome(&all) else {
+            panic!()
+        };
+        assert_eq!((usage.input_tokens, usage.output_tokens), (12, 3));
+        let json = serde_json::to_value(all.last().unwrap()).unwrap();
+        assert_eq!(json["type"], "finished");
+        assert_eq!(json["outcome"]["status"], "completed");
+    });
+}
+
+#[test]
+fn a_refusal_and_an_exhausted_script_fail_with_the_providers_codes() {
+    runtime().block_on(async {
+        let refuse = ScriptedProvider::from_yaml("- refusal: I cannot help with that.\n").unwrap();
+        let runner = AgentRunner::builder(refuse, ToolExecutor::new(ToolRegistry::new())).build();
+        let RunOutcome::Failed { error } = runner.run("?").await else {
+            panic!()
+        };
+        assert_eq!(error.code, "PROVIDER_REFUSED");
+        assert!(error.message.contains("I cannot help"), "{error}");
+
+        let short = ScriptedProvider::from_yaml("- tool_calls: [{name: nothing}]\n").unwrap();
+        let runner = AgentRunner::builder(short, ToolExecutor::new(ToolRegistry::new())).build();
+        let RunOutcome::Failed { error } = runner.run("?").await else {
+            panic!()
+        };
+        assert_eq!(error.code, "PROVIDER_SCRIPT_EXHAUSTED");
+    });
+}
+
+#[test]
+fn a_config_without_a_usable_model_is_a_typed_error() {
+    runtime().block_on(async {
+        let fx = Fixture::new("tools: {builtin: [file.read]}\n", &[]);
+        let err = AgentRunner::from_config_path(fx.file()).await.unwrap_err();
+        assert_eq!(err.code(), "CONFIG_INVALID");
+        assert!(err.to_string().contains("no `model` section"), "{err}");
+
+        let fx = Fixture::new(
+            "model: {provider: anthropic, model: claude-x, api_key_env: IRIS_TEST_SURELY_UNSET_KEY}\n",
+            &[],
+        );
+        let err = AgentRunner::from_config_path(fx.file()).await.unwrap_err();
+        assert_eq!(err.code(), "PROVIDER_AUTH");
+        assert!(err.to_string().contains("IRIS_TEST_SURELY_UNSET_KEY"), "{err}");
+
+        for (yaml, key) in [
+            ("model: {provider: openai}\n", "model.model"),
+            ("model: {provider: scripted}\n", "model.script"),
+            ("model: {provider: gemini, model: g, strict: true}\n", "model.strict"),
+            ("model: {provider: openai, model: m, temperature: 3}\n", "model.temperature"),
+            ("max_turns: 0\n", "max_turns"),
+        ] {
+            let fx = Fixture::new(yaml, &[]);
+            let err = iris_runner::AgentConfig::load_with_env(fx.file(), false).unwrap_err();
+            assert_eq!(err.code(), "CONFIG_INVALID", "{yaml}");
+            assert!(err.to_string().contains(key), "{yaml}: {err}");
+        }
+        let fx = Fixture::new("model: {provider: claude}\n", &[]);
+        let err = iris_runner::AgentConfig::load_with_env(fx.file(), false).unwrap_err();
+        assert!(err.to_string().contains("openai-responses"), "{err}");
+    });
+}
+
+#[test]
+fn a_prompt_less_run_without_history_is_refused() {
+    runtime().block_on(async {
+        let provider = ScriptedProvider::from_yaml("- text: x\n").unwrap();
+        let runner = AgentRunner::builder(provider, ToolExecutor::new(ToolRegistry::new())).build();
+        let RunOutcome::Failed { error } = runner.run(RunInput::default()).await else {
+            panic!()
+        };
+        assert_eq!(error.code, "RUN_INPUT_INVALID");
+    });
+}
+
+#[test]
+fn permission_modes_from_the_yaml_hold_inside_the_loop() {
+    let fx = Fixture::new(
+        r#"
+tools: {builtin: [exec.command]}
+permissions: {execute_mode: deny}
+model:
+  provider: scripted
+  script:
+    - tool_calls: [{name: exec_command, arguments: {command: "touch made"}}]
+    - {expect_tool_results: 1, text: refused}
+"#,
+        &[],
+    );
+    runtime().block_on(async {
+        let runner = AgentRunner::from_config_path(fx.file()).await.unwrap();
+        let all = events(&runner, "touch").await;
+        assert_eq!(outcome(&all).output(), Some("refused"));
+        assert_eq!(finished(&all)[0].error_code(), Some("PERMISSION_DENIED"));
+        assert!(!fx.root().join("made").exists());
+        runner.close().await.unwrap();
+    });
+}
