@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use sha2::{Digest, Sha256};
 
 /// The SHA-256 of a file's bytes.
@@ -71,6 +72,28 @@ impl std::fmt::Display for ContentHash {
     }
 }
 
+/// Serialized as its 64 lower-case hex digits.
+impl Serialize for ContentHash {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for ContentHash {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        let bad = || serde::de::Error::custom("a content hash is 64 hex digits");
+        if text.len() != 64 || !text.is_ascii() {
+            return Err(bad());
+        }
+        let mut bytes = [0u8; 32];
+        for (i, byte) in bytes.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(&text[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
+        }
+        Ok(Self(bytes))
+    }
+}
+
 impl std::fmt::Debug for ContentHash {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "ContentHash({self})")
@@ -82,7 +105,7 @@ impl std::fmt::Debug for ContentHash {
 /// Staleness is decided by content (hash and size), not by the modification time:
 /// a `touch` that leaves the bytes alone does not invalidate what the model read,
 /// while a same-size rewrite within one mtime tick does.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Observation {
     /// SHA-256 of the bytes read.
     pub content_hash: ContentHash,
@@ -175,5 +198,36 @@ impl ReadState {
     /// Whether nothing was observed.
     pub fn is_empty(&self) -> bool {
         self.lock().is_empty()
+    }
+
+    /// Every observation, sorted by path: what a durable run persists so that
+    /// read-before-edit holds when another process resumes it.
+    ///
+    /// ```
+    /// use iris_files::{ContentHash, Observation, ReadState};
+    ///
+    /// let state = ReadState::new();
+    /// let seen = Observation { content_hash: ContentHash::of(b"hi"), size: 2, modified: None };
+    /// state.record("/srv/ws/a.txt".into(), seen.clone());
+    /// let json = serde_json::to_string(&state.snapshot()).unwrap();
+    /// let back: Vec<(std::path::PathBuf, Observation)> = serde_json::from_str(&json).unwrap();
+    /// let restored = ReadState::restore(back);
+    /// assert_eq!(restored.get("/srv/ws/a.txt".as_ref()), Some(seen));
+    /// ```
+    pub fn snapshot(&self) -> Vec<(PathBuf, Observation)> {
+        let mut all: Vec<(PathBuf, Observation)> = self
+            .lock()
+            .iter()
+            .map(|(p, o)| (p.clone(), o.clone()))
+            .collect();
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        all
+    }
+
+    /// A state holding these observations (a [`ReadState::snapshot`] read back).
+    pub fn restore(observations: impl IntoIterator<Item = (PathBuf, Observation)>) -> Self {
+        Self {
+            observations: Mutex::new(observations.into_iter().collect()),
+        }
     }
 }

@@ -236,6 +236,21 @@ impl ToolExecutionContext {
         self
     }
 
+    /// The key an idempotent tool uses to make a repeated run of the same call a
+    /// no-op: `<run_id>:<call_id>`, the same in every attempt of one call of one run
+    /// (a durable run re-runs a call a crash left in doubt with the same key). Empty
+    /// run or call ids give an empty part (`:call_1` outside a runner).
+    ///
+    /// ```
+    /// use iris_tools_core::ToolExecutionContext;
+    /// let mut ctx = ToolExecutionContext::new("/srv/ws").run_id("run_1");
+    /// ctx.call_id = "call_7".into();
+    /// assert_eq!(ctx.idempotency_key(), "run_1:call_7");
+    /// ```
+    pub fn idempotency_key(&self) -> String {
+        format!("{}:{}", self.run_id, self.call_id)
+    }
+
     /// Attaches a cancellation signal.
     #[must_use]
     pub fn cancellation(mut self, signal: CancellationSignal) -> Self {

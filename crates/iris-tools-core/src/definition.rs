@@ -155,6 +155,13 @@ pub struct ToolDefinition {
     /// definition that arrives as JSON (an MCP server's catalog) cannot claim it.
     #[serde(skip)]
     pub auto_allow: bool,
+    /// Running the tool twice with the same arguments and the same
+    /// [idempotency key](crate::ToolExecutionContext::idempotency_key) has the effect
+    /// of running it once. A durable run re-runs such a call when a crash left it in
+    /// doubt; any other side-effecting call is asked about instead. Set only by Rust
+    /// code, like [`auto_allow`](Self::auto_allow): never read from serialized data.
+    #[serde(skip)]
+    pub idempotent: bool,
 }
 
 fn default_group() -> String {
@@ -262,6 +269,7 @@ impl ToolDefinition {
             timeout: None,
             system_use: false,
             auto_allow: false,
+            idempotent: false,
         }
     }
 
@@ -391,6 +399,14 @@ impl ToolDefinition {
     #[must_use]
     pub fn with_auto_allow(mut self, auto_allow: bool) -> Self {
         self.auto_allow = auto_allow;
+        self
+    }
+
+    /// Declares the tool idempotent under its idempotency key; see
+    /// [`ToolDefinition::idempotent`].
+    #[must_use]
+    pub fn with_idempotent(mut self, idempotent: bool) -> Self {
+        self.idempotent = idempotent;
         self
     }
 

@@ -77,6 +77,12 @@ pub trait Tool: Send + Sync + 'static {
         self.definition().auto_allow
     }
 
+    /// Whether a second run with the same idempotency key has no further effect. See
+    /// [`ToolDefinition::idempotent`].
+    fn is_idempotent(&self) -> bool {
+        self.definition().idempotent
+    }
+
     /// True only when no write/execute/network/mcp/agent capability is declared.
     fn is_read_only(&self) -> bool {
         let def = self.definition();

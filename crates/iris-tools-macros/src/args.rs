@@ -27,6 +27,7 @@ const KEYS: &[&str] = &[
     "aliases",
     "execution_mode",
     "auto_allow",
+    "idempotent",
     "context_retention",
     "timeout_owner",
     "metadata",
@@ -73,6 +74,7 @@ pub(crate) struct ToolArgs {
     pub(crate) aliases: Vec<String>,
     pub(crate) execution_mode: Option<(ExecutionMode, Span)>,
     pub(crate) auto_allow: bool,
+    pub(crate) idempotent: bool,
     /// `ContextRetention` variant name (`Observation`); `None` keeps the default.
     pub(crate) context_retention: Option<Ident>,
     /// `ToolTimeoutOwner` variant name (`Tool`); `None` keeps the default.
@@ -189,6 +191,7 @@ fn parse_key(
         }
         "deferred" => args.deferred = parse_flag(meta)?,
         "auto_allow" => args.auto_allow = parse_flag(meta)?,
+        "idempotent" => args.idempotent = parse_flag(meta)?,
         "normalize_input" => args.normalize_input = parse_flag(meta)?,
         "input_error" => {
             let lit: LitStr = meta.value()?.parse()?;

@@ -641,6 +641,9 @@ impl Generated<'_> {
         if args.auto_allow {
             calls.push(quote!(.auto_allow(true)));
         }
+        if args.idempotent {
+            calls.push(quote!(.idempotent(true)));
+        }
         for (key, value) in &args.metadata {
             calls.push(quote!(.metadata(#key, #value)));
         }

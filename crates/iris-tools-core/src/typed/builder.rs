@@ -39,6 +39,7 @@ pub struct TypedToolBuilder {
     timeout: Option<Duration>,
     concurrency_safe: bool,
     auto_allow: bool,
+    idempotent: bool,
     context_retention: ContextRetention,
     timeout_owner: ToolTimeoutOwner,
     metadata: Map<String, Value>,
@@ -83,6 +84,7 @@ impl TypedToolBuilder {
             timeout: None,
             concurrency_safe: true,
             auto_allow: false,
+            idempotent: false,
             context_retention: ContextRetention::Keep,
             timeout_owner: ToolTimeoutOwner::Runtime,
             metadata: Map::new(),
@@ -184,6 +186,14 @@ impl TypedToolBuilder {
         self
     }
 
+    /// Declares the tool idempotent under its idempotency key (see
+    /// [`ToolDefinition::idempotent`]).
+    #[must_use]
+    pub fn idempotent(mut self, idempotent: bool) -> Self {
+        self.idempotent = idempotent;
+        self
+    }
+
     /// Whether old results may be reduced in a run's context view (default keep).
     #[must_use]
     pub fn context_retention(mut self, retention: ContextRetention) -> Self {
@@ -273,6 +283,7 @@ impl TypedToolBuilder {
             .with_aliases(self.aliases)
             .with_deferred(self.deferred)
             .with_auto_allow(self.auto_allow)
+            .with_idempotent(self.idempotent)
             .with_context_retention(self.context_retention);
         if let Some(group) = self.group {
             definition = definition.with_group(group);

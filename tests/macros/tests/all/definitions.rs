@@ -76,3 +76,27 @@ fn name_and_description_fall_back_in_the_seed_order() {
         );
     }
 }
+
+/// `idempotent` and `auto_allow` are flags set by code; serde never reads them back.
+#[test]
+fn idempotent_and_auto_allow_flags_reach_the_definition_but_not_its_json() {
+    use iris_tools_core::tool;
+
+    /// Charges a card once per idempotency key.
+    #[tool(capabilities(network), idempotent, auto_allow)]
+    fn charge(amount: u32) -> String {
+        amount.to_string()
+    }
+    /// Sends an email.
+    #[tool(capabilities(network))]
+    fn send_email(to: String) -> String {
+        to
+    }
+    let def = charge::definition();
+    assert!(def.idempotent && def.auto_allow);
+    let plain = send_email::definition();
+    assert!(!plain.idempotent && !plain.auto_allow);
+    let round_trip: iris_tools_core::ToolDefinition =
+        serde_json::from_value(serde_json::to_value(&def).unwrap()).unwrap();
+    assert!(!round_trip.idempotent && !round_trip.auto_allow);
+}
