@@ -3,7 +3,9 @@
 //!
 //! # Script format
 //!
-//! A list of turns (or a mapping with a `turns` list); each request plays the next turn.
+//! A list of turns (or a mapping with a `turns` list); each request plays the next turn
+//! (at least turn `k + 1` when its history holds `k` assistant messages, so a resumed
+//! run continues its script where it stopped).
 //!
 //! | key | meaning |
 //! |---|---|
@@ -246,7 +248,10 @@ fn call_id(turn: usize, index: usize, call: &ScriptToolCall) -> String {
 /// Replays a [`Script`]; see the [module docs](self).
 ///
 /// The position in the script is shared by every request to this provider (one
-/// provider per run); [`ScriptedProvider::reset`] starts over.
+/// provider per run); [`ScriptedProvider::reset`] starts over. A request whose
+/// history already holds `k` assistant messages plays turn `k + 1` at least, so a
+/// fresh provider continues a conversation (or a resumed run) where its script
+/// stopped.
 #[derive(Debug)]
 pub struct ScriptedProvider {
     script: Script,
@@ -333,7 +338,10 @@ impl ScriptedProvider {
             .next_turn
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let index = *next_turn;
+        // A request whose history already holds k assistant turns plays turn k + 1 at
+        // least: a run resumed by another process (a fresh provider) continues its
+        // script where it stopped, while one provider still never replays a turn.
+        let index = (*next_turn).max(assistant_turns(request));
         let turn = self
             .script
             .turns
@@ -353,7 +361,7 @@ impl ScriptedProvider {
                 });
             }
         }
-        *next_turn += 1;
+        *next_turn = index + 1;
         drop(next_turn);
 
         let tool_calls: Vec<ModelToolCall> = turn
@@ -384,6 +392,15 @@ impl ScriptedProvider {
         response.model = Some(request.model.clone());
         Ok(response)
     }
+}
+
+/// How many assistant turns the request's history holds.
+fn assistant_turns(request: &CompletionRequest) -> usize {
+    request
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .count()
 }
 
 /// The tool results after the request's last assistant message.

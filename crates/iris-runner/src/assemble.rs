@@ -171,12 +171,7 @@ async fn assemble(
             BuiltinKey::ExecCommand | BuiltinKey::ExecPython => &command_set,
             BuiltinKey::WebSearch | BuiltinKey::WebFetch => &web_set,
             BuiltinKey::HumanAsk => {
-                notes.push(
-                    "tools.builtin: human.ask (ask_question) needs a durable run that can wait \
-                     for an answer and resume, which this release does not have yet; it is \
-                     not installed"
-                        .into(),
-                );
+                register(at, Arc::new(crate::ask::AskQuestionTool::new()))?;
                 continue;
             }
             BuiltinKey::FileRead

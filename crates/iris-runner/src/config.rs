@@ -52,7 +52,7 @@ use crate::model::{ModelConfig, ScriptSource};
 pub const ENV_PREFIX: &str = "IRIS_";
 
 /// The top-level keys of the agent YAML, in documentation order.
-pub const TOP_LEVEL_KEYS: [&str; 14] = [
+pub const TOP_LEVEL_KEYS: [&str; 15] = [
     "workspace",
     "tools",
     "mcp",
@@ -67,6 +67,7 @@ pub const TOP_LEVEL_KEYS: [&str; 14] = [
     "model",
     "instructions",
     "max_turns",
+    "run_store",
 ];
 
 /// The default of `max_turns`: model requests one run may make.
@@ -110,6 +111,42 @@ pub struct AgentConfig {
     /// Model requests one run may make before it fails with `RUN_MAX_TURNS`
     /// (default [`DEFAULT_MAX_TURNS`]).
     pub max_turns: u32,
+    /// Where runs are persisted ([`RunStoreConfig`]; default SQLite at
+    /// `<workspace>/.iris/runs.db`).
+    pub run_store: RunStoreConfig,
+}
+
+/// The `run_store` section: where [`AgentRunner`](crate::AgentRunner) persists runs so
+/// a waiting run resumes in another process.
+///
+/// ```
+/// use iris_runner::config::RunStoreConfig;
+/// let pg: RunStoreConfig = serde_yaml::from_str("{kind: postgres, url_env: IRIS_DATABASE_URL}").unwrap();
+/// assert_eq!(pg, RunStoreConfig::Postgres { url_env: "IRIS_DATABASE_URL".into() });
+/// assert_eq!(RunStoreConfig::default(), RunStoreConfig::Sqlite { path: None });
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum RunStoreConfig {
+    /// One SQLite file (WAL mode) shared by the processes of one machine.
+    Sqlite {
+        /// The file, relative to the workspace; default `.iris/runs.db`.
+        #[serde(default)]
+        path: Option<PathBuf>,
+    },
+    /// A PostgreSQL database shared across machines.
+    Postgres {
+        /// The environment variable holding the connection URL (never the YAML).
+        url_env: String,
+    },
+    /// This process's memory: runs resume only within the process.
+    Memory,
+}
+
+impl Default for RunStoreConfig {
+    fn default() -> Self {
+        RunStoreConfig::Sqlite { path: None }
+    }
 }
 
 impl Default for AgentConfig {
@@ -129,6 +166,7 @@ impl Default for AgentConfig {
             model: None,
             instructions: None,
             max_turns: DEFAULT_MAX_TURNS,
+            run_store: RunStoreConfig::default(),
         }
     }
 }
@@ -195,9 +233,8 @@ pub enum BuiltinKey {
     /// `run_python` (iris-command).
     #[serde(rename = "exec.python")]
     ExecPython,
-    /// `ask_question`: accepted, but it needs a durable run that can wait for an
-    /// answer and resume, which this release does not have; [`build_tool_registry`](crate::build_tool_registry)
-    /// records a note instead of installing it.
+    /// `ask_question` ([`crate::ask`]): the run loop asks the user and waits for the
+    /// answer.
     #[serde(rename = "human.ask")]
     HumanAsk,
     /// `web_search` (iris-web, Tavily).

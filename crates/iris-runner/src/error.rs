@@ -28,6 +28,20 @@ pub mod codes {
     pub const RUN_MAX_TURNS: &str = "RUN_MAX_TURNS";
     /// A run's input cannot start a run (no prompt and no history).
     pub const RUN_INPUT_INVALID: &str = "RUN_INPUT_INVALID";
+    /// `resume` named a run that is not waiting (or `recover` one that is not
+    /// running).
+    pub const RUN_NOT_WAITING: &str = "RUN_NOT_WAITING";
+    /// The answer names an interaction the run does not wait for (answered already,
+    /// or never asked).
+    pub const RUN_INTERACTION_STALE: &str = "RUN_INTERACTION_STALE";
+    /// The answer does not fit the interaction (approve/deny for an approval, text
+    /// for a question — one of its options when it has any — rerun/skip/record for a
+    /// call in doubt).
+    pub const RUN_ANSWER_INVALID: &str = "RUN_ANSWER_INVALID";
+    /// (A tool result) the call was interrupted by a crash, may have run, and the
+    /// user chose not to run it again.
+    pub const TOOL_IN_DOUBT: &str = "TOOL_IN_DOUBT";
+    pub use crate::store::codes::{RUN_BUSY, RUN_LEASE_LOST, RUN_NOT_FOUND, RUN_STORE_FAILED};
 }
 
 /// Everything that can go wrong loading an agent YAML or assembling its tools.
@@ -126,6 +140,16 @@ pub enum Error {
         /// What is wrong and how to fix it. Never holds a key.
         message: String,
     },
+    /// The `run_store` cannot be opened (`RUN_STORE_FAILED`).
+    #[error("{}: `run_store`: {message}", file.display())]
+    Store {
+        /// The agent YAML.
+        file: PathBuf,
+        /// The store's code.
+        code: &'static str,
+        /// What failed (never a connection string).
+        message: String,
+    },
     /// A layer failed while assembling.
     #[error("`{key}`: {message}")]
     Assembly {
@@ -155,7 +179,7 @@ impl Error {
             Error::HostFailed { .. } => codes::HOST_FAILED,
             Error::FeatureUnavailable { .. } => codes::FEATURE_UNAVAILABLE,
             Error::Assembly { .. } => codes::ASSEMBLY_FAILED,
-            Error::Model { code, .. } => code,
+            Error::Model { code, .. } | Error::Store { code, .. } => code,
         }
     }
 }

@@ -1,12 +1,17 @@
 #![doc = include_str!("../README.md")]
 
+pub mod ask;
 pub mod assemble;
 pub mod config;
 pub mod error;
 pub mod host;
 pub mod model;
+#[cfg(feature = "otel")]
+pub mod otel;
 pub mod outcome;
+mod run_loop;
 pub mod runner;
+pub mod store;
 pub mod trust;
 
 pub use assemble::{ToolEnvironment, build_tool_registry, check_config};
@@ -14,8 +19,13 @@ pub use config::{AgentConfig, LoadedConfig};
 pub use error::{Error, Result, codes};
 pub use host::HostRegistry;
 pub use model::{ModelConfig, ProviderKind};
-pub use outcome::{ApprovalRequest, Interaction, RunError, RunEvent, RunOutcome};
-pub use runner::{
-    AgentRunner, AgentRunnerBuilder, ApprovalDecision, ApprovalHandler, RunInput, RunStream,
+pub use outcome::{
+    Answer, ApprovalRequest, InDoubtRequest, Interaction, QuestionRequest, RunError, RunEvent,
+    RunOutcome,
 };
+pub use runner::{
+    AgentRunner, AgentRunnerBuilder, ApprovalDecision, ApprovalHandler, ResumeStream, RunInput,
+    RunStream,
+};
+pub use store::{MemoryRunStore, PostgresRunStore, RunStatus, RunStore, SqliteRunStore};
 pub use trust::{TrustError, TrustStore, discover_config};

@@ -5,7 +5,7 @@ use std::fmt;
 
 use iris_providers::chat::{Message, Usage};
 use iris_tools_core::ToolResult;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// How a run ended.
@@ -17,7 +17,7 @@ use serde_json::Value;
 /// assert_eq!(failed.exit_code(), 1);
 /// assert_eq!(RunOutcome::Cancelled.exit_code(), 130);
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum RunOutcome {
@@ -85,7 +85,7 @@ impl RunOutcome {
 ///
 /// Codes: the provider's (`PROVIDER_AUTH`, `PROVIDER_RATE_LIMITED`,
 /// `PROVIDER_REFUSED`, …), `RUN_MAX_TURNS`, `RUN_INPUT_INVALID`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunError {
     /// The stable code.
     pub code: String,
@@ -112,8 +112,10 @@ impl fmt::Display for RunError {
 impl std::error::Error for RunError {}
 
 /// A call waiting for a human's approval.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApprovalRequest {
+    /// The interaction id an answer names ([`AgentRunner::resume`](crate::AgentRunner::resume)).
+    pub id: String,
     /// The run.
     pub run_id: String,
     /// The model's call id.
@@ -126,24 +128,116 @@ pub struct ApprovalRequest {
     pub reason: String,
 }
 
+/// The model asked the user a question (`ask_question`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QuestionRequest {
+    /// The interaction id an answer names.
+    pub id: String,
+    /// The run.
+    pub run_id: String,
+    /// The `ask_question` call.
+    pub call_id: String,
+    /// The question.
+    pub question: String,
+    /// The allowed answers; empty means free text.
+    pub options: Vec<String>,
+}
+
+/// A call a crash left in doubt: it started and may have run; it is neither
+/// read-only nor idempotent, so it is not re-run without asking.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InDoubtRequest {
+    /// The interaction id an answer names.
+    pub id: String,
+    /// The run.
+    pub run_id: String,
+    /// The call.
+    pub call_id: String,
+    /// The canonical tool name.
+    pub tool_name: String,
+    /// The call's arguments.
+    pub arguments: Value,
+}
+
 /// What a waiting run needs from a human.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Interaction {
-    /// Approve or deny one call.
+    /// Approve or deny one call ([`Answer::Approve`], [`Answer::Deny`]).
     Approval(ApprovalRequest),
+    /// Answer a question ([`Answer::Text`]; one of the options when there are any).
+    Question(QuestionRequest),
+    /// Decide about a call a crash left in doubt ([`Answer::Rerun`], [`Answer::Skip`],
+    /// [`Answer::Record`]).
+    InDoubt(InDoubtRequest),
 }
 
 impl Interaction {
+    /// The id an answer names.
+    pub fn id(&self) -> &str {
+        match self {
+            Interaction::Approval(a) => &a.id,
+            Interaction::Question(q) => &q.id,
+            Interaction::InDoubt(d) => &d.id,
+        }
+    }
+
+    /// `approval`, `question` or `in_doubt`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Interaction::Approval(_) => "approval",
+            Interaction::Question(_) => "question",
+            Interaction::InDoubt(_) => "in_doubt",
+        }
+    }
+
     /// One line for a terminal: what is asked.
     pub fn summary(&self) -> String {
         match self {
             Interaction::Approval(a) => {
                 format!("approve {} ({})? {}", a.tool_name, a.call_id, a.reason)
             }
+            Interaction::Question(q) if q.options.is_empty() => format!("question: {}", q.question),
+            Interaction::Question(q) => {
+                format!("question: {} [{}]", q.question, q.options.join(" | "))
+            }
+            Interaction::InDoubt(d) => format!(
+                "{} ({}) was running when its process died and may have run: re-run, skip or \
+                 record its result?",
+                d.tool_name, d.call_id
+            ),
         }
     }
+}
+
+/// An answer to a waiting run's interaction
+/// ([`AgentRunner::resume`](crate::AgentRunner::resume)).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "answer", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Answer {
+    /// Approve the call (approval): it runs after permission is checked again.
+    Approve,
+    /// Deny the call (approval): the model gets `APPROVAL_DENIED` with the reason.
+    Deny {
+        /// Why.
+        reason: String,
+    },
+    /// The answer to a question.
+    Text {
+        /// The text (one of the options when the question has any).
+        text: String,
+    },
+    /// Run the in-doubt call again.
+    Rerun,
+    /// Do not run it again; the model is told it may or may not have run.
+    Skip,
+    /// Record what the call produced (the human checked), as its result.
+    Record {
+        /// The result text the model gets.
+        output: String,
+    },
 }
 
 /// One step of a streamed run ([`AgentRunner::run_streamed`](crate::AgentRunner::run_streamed)),

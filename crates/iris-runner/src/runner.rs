@@ -28,38 +28,30 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use futures_core::Stream;
-use iris_discovery::{DisclosureState, SchemaBudget};
+use iris_discovery::SchemaBudget;
 use iris_executor::ToolExecutor;
-use iris_hooks::{EventCommon, HookDispatcher, RunStatus};
-use iris_providers::chat::{
-    CompletionRequest, CompletionResponse, Message, ModelToolCall, StopReason, StreamEvent, Usage,
-};
-use iris_providers::{
-    CompletionProvider, ProviderError, Strict, StrictModeCall, StrictNullsLayer, next,
-};
-use iris_tools_core::{
-    BoxFuture, CancellationSignal, ToolErrorInfo, ToolExecutionContext, ToolOutput, ToolResult,
-    ToolUse, ViewFilter, codes as core_codes,
-};
-use serde_json::{Value, json};
+use iris_hooks::HookDispatcher;
+use iris_providers::chat::Message;
+use iris_providers::{CompletionProvider, Strict, StrictNullsLayer};
+use iris_tools_core::{BoxFuture, CancellationSignal, ViewFilter};
 use tokio::sync::mpsc;
-use tracing::Instrument;
 
 use crate::assemble::{ToolEnvironment, build_tool_registry};
-use crate::config::{AgentConfig, DEFAULT_MAX_TURNS, LoadedConfig};
+use crate::config::{AgentConfig, DEFAULT_MAX_TURNS, LoadedConfig, RunStoreConfig};
 use crate::error::{Error, Result, codes};
 use crate::host::HostRegistry;
 use crate::model::{ModelConfig, ProviderSource};
-use crate::outcome::{ApprovalRequest, Interaction, RunError, RunEvent, RunOutcome};
+use crate::outcome::{Answer, ApprovalRequest, QuestionRequest, RunError, RunEvent, RunOutcome};
+use crate::run_loop::{DEFAULT_LEASE_TTL, Sink};
+use crate::store::{MemoryRunStore, PostgresRunStore, RunStore, SqliteRunStore};
 
 /// The `tracing` target of the loop's spans (`invoke_agent`, `chat`).
 pub const TRACING_TARGET: &str = "iris_runner";
@@ -90,6 +82,13 @@ pub enum ApprovalDecision {
 pub trait ApprovalHandler: Send + Sync {
     /// The answer for one call.
     fn decide<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalDecision>;
+
+    /// The answer to an `ask_question` call (one of its options when it has any);
+    /// `None` (the default) makes the run wait for [`AgentRunner::resume`].
+    fn answer<'a>(&'a self, question: &'a QuestionRequest) -> BoxFuture<'a, Option<String>> {
+        let _ = question;
+        Box::pin(async { None })
+    }
 }
 
 impl<F> ApprovalHandler for F
@@ -170,23 +169,25 @@ impl From<String> for RunInput {
     }
 }
 
-struct Inner {
-    provider: ProviderSource,
-    provider_name: String,
-    model: String,
-    instructions: Option<String>,
-    max_turns: u32,
-    max_output_tokens: Option<u32>,
-    temperature: Option<f64>,
-    strict: Strict,
-    executor: ToolExecutor,
-    workspace: PathBuf,
-    agent_id: String,
-    hooks: Option<HookDispatcher>,
-    approvals: Option<Arc<dyn ApprovalHandler>>,
-    view_filter: ViewFilter,
-    schema_budget: SchemaBudget,
-    env: Option<ToolEnvironment>,
+pub(crate) struct Inner {
+    pub(crate) provider: ProviderSource,
+    pub(crate) provider_name: String,
+    pub(crate) model: String,
+    pub(crate) instructions: Option<String>,
+    pub(crate) max_turns: u32,
+    pub(crate) max_output_tokens: Option<u32>,
+    pub(crate) temperature: Option<f64>,
+    pub(crate) strict: Strict,
+    pub(crate) executor: ToolExecutor,
+    pub(crate) workspace: PathBuf,
+    pub(crate) agent_id: String,
+    pub(crate) hooks: Option<HookDispatcher>,
+    pub(crate) approvals: Option<Arc<dyn ApprovalHandler>>,
+    pub(crate) view_filter: ViewFilter,
+    pub(crate) schema_budget: SchemaBudget,
+    pub(crate) store: Option<Arc<dyn RunStore>>,
+    pub(crate) lease_ttl: Duration,
+    pub(crate) env: Option<ToolEnvironment>,
 }
 
 /// The run loop over one tool layer and one model; see the [module docs](self).
@@ -195,7 +196,7 @@ struct Inner {
 /// disclosure state and cancellation.
 #[derive(Clone)]
 pub struct AgentRunner {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
 impl fmt::Debug for AgentRunner {
@@ -233,29 +234,58 @@ impl AgentRunner {
         host: &HostRegistry,
         model: Option<ModelConfig>,
     ) -> Result<Self> {
-        let model_error = |code: &'static str, message: String| Error::Model {
-            file: loaded.file.clone(),
-            code,
-            message,
-        };
-        let model = match model.or_else(|| loaded.config.model.clone()) {
-            Some(model) => model,
-            None => {
-                return Err(model_error(
-                    codes::CONFIG_INVALID,
-                    "the agent YAML has no `model` section; add one, e.g. \
-                     `model: {provider: openai, model: gpt-4.1-mini}`"
-                        .into(),
-                ));
-            }
-        };
-        model.check().map_err(|(key, message)| {
-            model_error(codes::CONFIG_INVALID, format!("{key}: {message}"))
-        })?;
-        let provider = model
-            .provider()
-            .map_err(|e| model_error(e.code(), e.to_string()))?;
+        Ok(Self::builder_from_loaded(loaded, host, model)
+            .await?
+            .build())
+    }
+
+    /// What [`AgentRunner::from_loaded`] builds, as a builder, so a host can add what
+    /// YAML cannot say — an [`ApprovalHandler`] (a terminal prompt, a UI), a view
+    /// filter — before [`AgentRunnerBuilder::build`]. The tool environment is
+    /// assembled and the run store opened already; the built runner owns both.
+    ///
+    /// # Errors
+    /// As [`AgentRunner::from_config_path`].
+    pub async fn builder_from_loaded(
+        loaded: &LoadedConfig,
+        host: &HostRegistry,
+        model: Option<ModelConfig>,
+    ) -> Result<AgentRunnerBuilder> {
+        let (model, provider) = checked_model(loaded, model)?;
+        let store = open_store(loaded).await?;
         let env = build_tool_registry(loaded, host).await?;
+        let mut builder = Self::builder_over_parts(loaded, &env, &model, provider, store);
+        builder.env = Some(env);
+        Ok(builder)
+    }
+
+    /// A builder over a tool environment the caller assembled and keeps (and
+    /// closes): the YAML's model (or `model`), instructions, limits, hooks and run
+    /// store. For hosts that manage the environment's lifetime themselves, such as
+    /// the `iris` CLI, which closes it on a signal.
+    ///
+    /// # Errors
+    /// [`Error::Model`] for a missing or unusable model, [`Error::Store`] when the
+    /// run store cannot be opened.
+    pub async fn builder_over(
+        loaded: &LoadedConfig,
+        env: &ToolEnvironment,
+        model: Option<ModelConfig>,
+    ) -> Result<AgentRunnerBuilder> {
+        let (model, provider) = checked_model(loaded, model)?;
+        let store = open_store(loaded).await?;
+        Ok(Self::builder_over_parts(
+            loaded, env, &model, provider, store,
+        ))
+    }
+
+    fn builder_over_parts(
+        loaded: &LoadedConfig,
+        env: &ToolEnvironment,
+        model: &ModelConfig,
+        provider: ProviderSource,
+        store: Arc<dyn RunStore>,
+    ) -> AgentRunnerBuilder {
         let mut builder = AgentRunnerBuilder::from_source(provider, env.executor.clone())
             .provider_name(model.provider.as_str())
             .model(model.model_name())
@@ -277,8 +307,8 @@ impl AgentRunner {
         if let Some(stem) = loaded.file.file_stem().and_then(|s| s.to_str()) {
             builder = builder.agent_id(stem);
         }
-        builder.env = Some(env);
-        Ok(builder.build())
+        builder.store = Some(store);
+        builder
     }
 
     /// A builder for hosts that assemble the tool layer in Rust.
@@ -338,7 +368,7 @@ impl AgentRunner {
     /// (no streaming); use [`AgentRunner::run_streamed`] to watch.
     pub async fn run(&self, input: impl Into<RunInput>) -> RunOutcome {
         let mut sink = Sink::None;
-        self.drive(input.into(), &mut sink).await
+        self.drive_new(input.into(), &mut sink).await
     }
 
     /// Starts a run and streams its [`RunEvent`]s, ending with
@@ -356,462 +386,92 @@ impl AgentRunner {
         let runner = self.clone();
         tokio::spawn(async move {
             let mut sink = Sink::Channel(tx);
-            let outcome = runner.drive(input, &mut sink).await;
+            let outcome = runner.drive_new(input, &mut sink).await;
             sink.emit(RunEvent::Finished { outcome });
         });
         RunStream { rx, cancel }
     }
 
-    /// The loop, for both entry points.
-    async fn drive(&self, input: RunInput, sink: &mut Sink) -> RunOutcome {
-        let inner = &*self.inner;
-        let run_id = new_run_id();
-        let session_id = input.session_id.clone().unwrap_or_else(|| run_id.clone());
-        let span = tracing::info_span!(
-            target: TRACING_TARGET,
-            "invoke_agent",
-            "otel.name" = format!("invoke_agent {}", inner.agent_id),
-            "gen_ai.operation.name" = "invoke_agent",
-            "gen_ai.agent.name" = inner.agent_id.as_str(),
-            "gen_ai.provider.name" = inner.provider_name.as_str(),
-            "gen_ai.request.model" = inner.model.as_str(),
-            "gen_ai.conversation.id" = session_id.as_str(),
-            "iris.run.id" = run_id.as_str(),
-            "iris.run.status" = tracing::field::Empty,
-            "iris.run.turns" = tracing::field::Empty,
-            "gen_ai.usage.input_tokens" = tracing::field::Empty,
-            "gen_ai.usage.output_tokens" = tracing::field::Empty,
-            "error.type" = tracing::field::Empty,
-        );
-        let mut state = RunState {
+    /// Continues a waiting run with the answer to its pending interaction, to its
+    /// end (or its next wait). The run may have waited in another process: its
+    /// state comes from the run store. An approved call is checked against the
+    /// current permission policy and workspace when it runs.
+    ///
+    /// # Errors
+    /// Before the run continues: `RUN_NOT_FOUND` (no such run, or no store),
+    /// `RUN_BUSY` (another process drives it), `RUN_NOT_WAITING`,
+    /// `RUN_INTERACTION_STALE` (not the pending interaction: answered already, or
+    /// never asked), `RUN_ANSWER_INVALID` (the wrong kind of answer, or not one of a
+    /// question's options), `RUN_STORE_FAILED`.
+    pub async fn resume(
+        &self,
+        run_id: &str,
+        interaction_id: &str,
+        answer: Answer,
+    ) -> std::result::Result<RunOutcome, RunError> {
+        let mut sink = Sink::None;
+        self.drive_resume(
             run_id,
-            session_id,
-            cancel: input.cancellation.clone().unwrap_or_default(),
-            disclosure: DisclosureState::new(),
-            history: input.history.clone(),
-            usage: Usage::default(),
-            turns: 0,
-        };
-        let outcome = self
-            .drive_inner(input, &mut state, sink)
-            .instrument(span.clone())
-            .await;
-        span.record("iris.run.status", outcome.status());
-        span.record("iris.run.turns", state.turns);
-        span.record("gen_ai.usage.input_tokens", state.usage.input_tokens);
-        span.record("gen_ai.usage.output_tokens", state.usage.output_tokens);
-        if let RunOutcome::Failed { error } = &outcome {
-            span.record("error.type", error.code.as_str());
-        }
-        outcome
+            interaction_id,
+            answer,
+            CancellationSignal::new(),
+            &mut sink,
+        )
+        .await
     }
 
-    async fn drive_inner(
+    /// [`AgentRunner::resume`], streaming the continued run's events (the stream
+    /// holds exactly one `Finished` event, or nothing but the error).
+    pub fn resume_streamed(
         &self,
-        input: RunInput,
-        state: &mut RunState,
-        sink: &mut Sink,
-    ) -> RunOutcome {
-        let inner = &*self.inner;
-        let provider = inner.provider.for_run();
-        sink.emit(RunEvent::RunStarted {
-            run_id: state.run_id.clone(),
-            provider: inner.provider_name.clone(),
-            model: inner.model.clone(),
-        });
-        let input_json = json!({
-            "prompt": input.prompt,
-            "history_messages": input.history.len(),
-        });
-        if let Some(prompt) = input.prompt {
-            state.history.push(Message::user(prompt));
-        }
-        if state.history.is_empty() {
-            let outcome = RunOutcome::Failed {
-                error: RunError::new(
-                    codes::RUN_INPUT_INVALID,
-                    "a run needs a prompt or a history to continue",
-                ),
-            };
-            return outcome;
-        }
-        self.fire_started(state, input_json).await;
-        let outcome = self.turns(&*provider, state, sink).await;
-        self.fire_finished(state, &outcome).await;
-        outcome
-    }
-
-    /// Turns until the run ends.
-    async fn turns(
-        &self,
-        provider: &dyn CompletionProvider,
-        state: &mut RunState,
-        sink: &mut Sink,
-    ) -> RunOutcome {
-        let inner = &*self.inner;
-        let view = inner.executor.registry().view(inner.view_filter.clone());
-        loop {
-            if state.cancel.requested() {
-                return RunOutcome::Cancelled;
-            }
-            if state.turns >= inner.max_turns {
-                return RunOutcome::Failed {
-                    error: RunError::new(
-                        codes::RUN_MAX_TURNS,
-                        format!(
-                            "the model still asked for tools after {} model requests \
-                             (max_turns)",
-                            inner.max_turns
-                        ),
-                    ),
-                };
-            }
-            state.turns += 1;
-            let turn = state.turns;
-            let sent = state.disclosure.request_specs(&view, inner.schema_budget);
-            let sent_names: BTreeSet<String> = sent.specs.iter().map(|s| s.name.clone()).collect();
-            sink.emit(RunEvent::TurnStarted {
-                turn,
-                tools: sent.specs.iter().map(|s| s.name.clone()).collect(),
-            });
-            let mut request = CompletionRequest::new(inner.model.clone())
-                .with_messages(state.history.iter().cloned())
-                .with_tools(sent.specs)
-                .with_strict(inner.strict);
-            request.instructions.clone_from(&inner.instructions);
-            request.max_output_tokens = inner.max_output_tokens;
-            request.temperature = inner.temperature;
-
-            let response = tokio::select! {
-                biased;
-                () = state.cancel.cancelled() => return RunOutcome::Cancelled,
-                r = self.request(provider, &request, sink).instrument(chat_span(inner, &request)) => r,
-            };
-            let response = match response.and_then(CompletionResponse::check_refusal) {
-                Ok(r) => r,
-                Err(e) => {
-                    return RunOutcome::Failed {
-                        error: RunError::new(e.code(), e.to_string()),
-                    };
-                }
-            };
-            state.usage += response.usage;
-            sink.emit(RunEvent::Usage {
-                turn,
-                usage: response.usage,
-                total: state.usage,
-            });
-            state.history.push(response.to_message());
-            if response.tool_calls.is_empty() {
-                return RunOutcome::Completed {
-                    output: response.text,
-                    usage: state.usage,
-                    turns: state.turns,
-                    history: std::mem::take(&mut state.history),
-                };
-            }
-            let ctx = self.turn_context(state, turn);
-            match self
-                .run_calls(&response.tool_calls, &sent_names, &ctx, state, turn, sink)
+        run_id: &str,
+        interaction_id: &str,
+        answer: Answer,
+    ) -> ResumeStream {
+        let cancel = CancellationSignal::new();
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (err_tx, err_rx) = tokio::sync::oneshot::channel();
+        let runner = self.clone();
+        let (run_id, interaction_id) = (run_id.to_owned(), interaction_id.to_owned());
+        let task_cancel = cancel.clone();
+        tokio::spawn(async move {
+            let mut sink = Sink::Channel(tx);
+            match runner
+                .drive_resume(&run_id, &interaction_id, answer, task_cancel, &mut sink)
                 .await
             {
-                Ok(results) => {
-                    state.history.push(Message::tool_results(&results));
-                    if state.cancel.requested() {
-                        return RunOutcome::Cancelled;
-                    }
-                }
-                Err(waiting) => return waiting,
-            }
-        }
-    }
-
-    /// One model request: whole, or streamed with text deltas forwarded.
-    async fn request(
-        &self,
-        provider: &dyn CompletionProvider,
-        request: &CompletionRequest,
-        sink: &mut Sink,
-    ) -> std::result::Result<CompletionResponse, ProviderError> {
-        let span = tracing::Span::current();
-        let result = if sink.is_streaming() {
-            let mut stream = provider.stream(request);
-            let mut done = None;
-            while let Some(event) = next(&mut stream).await {
-                match event? {
-                    StreamEvent::TextDelta(text) => sink.emit(RunEvent::TextDelta { text }),
-                    StreamEvent::Completed(response) => {
-                        done = Some(response);
-                        break;
-                    }
-                    _ => {}
+                Ok(outcome) => sink.emit(RunEvent::Finished { outcome }),
+                Err(e) => {
+                    let _ = err_tx.send(e);
                 }
             }
-            done.ok_or_else(|| ProviderError::BadResponse {
-                reason: "the stream ended without a completed turn".into(),
-            })
-        } else {
-            provider.complete(request).await
-        };
-        match &result {
-            Ok(r) => {
-                span.record("gen_ai.usage.input_tokens", r.usage.input_tokens);
-                span.record("gen_ai.usage.output_tokens", r.usage.output_tokens);
-                span.record("gen_ai.response.finish_reasons", stop_name(&r.stop));
-                if let Some(id) = &r.id {
-                    span.record("gen_ai.response.id", id.as_str());
-                }
-                if let Some(model) = &r.model {
-                    span.record("gen_ai.response.model", model.as_str());
-                }
-            }
-            Err(e) => {
-                span.record("error.type", e.code());
-            }
-        }
-        result
-    }
-
-    /// The context every call of one turn shares.
-    fn turn_context(&self, state: &RunState, turn: u32) -> ToolExecutionContext {
-        let inner = &*self.inner;
-        let mut ctx = ToolExecutionContext::new(&inner.workspace)
-            .session_id(state.session_id.clone())
-            .agent_id(inner.agent_id.clone())
-            .run_id(state.run_id.clone())
-            .activation_id(format!("{}:{turn}", state.run_id))
-            .cancellation(state.cancel.clone());
-        ctx = state.disclosure.attach(ctx);
-        if inner.strict == Strict::Yes {
-            ctx = ctx.with_extension(StrictModeCall);
-        }
-        ctx
-    }
-
-    /// Runs one turn's calls in the executor's plan order. Calls the model could not
-    /// make (malformed arguments, a tool this request did not carry) get an error
-    /// result without running. `Err` is the waiting outcome: a call needs a human
-    /// nobody here could answer; it and every later call of the turn did not run.
-    async fn run_calls(
-        &self,
-        calls: &[ModelToolCall],
-        sent: &BTreeSet<String>,
-        ctx: &ToolExecutionContext,
-        state: &RunState,
-        turn: u32,
-        sink: &mut Sink,
-    ) -> std::result::Result<Vec<ToolResult>, RunOutcome> {
-        let inner = &*self.inner;
-        let registry = inner.executor.registry();
-        let mut slots: Vec<Option<ToolResult>> = vec![None; calls.len()];
-        let mut runnable: Vec<(usize, ToolUse)> = Vec::with_capacity(calls.len());
-        let mut refuse =
-            |slot: &mut Option<ToolResult>, call: &ModelToolCall, result: ToolResult| {
-                sink.emit(RunEvent::ToolCallStarted {
-                    turn,
-                    call_id: call.id.clone(),
-                    tool_name: call.name.clone(),
-                    arguments: call.arguments.clone(),
-                });
-                sink.emit(RunEvent::ToolCallFinished {
-                    turn,
-                    result: result.clone(),
-                });
-                *slot = Some(result);
-            };
-        for (i, call) in calls.iter().enumerate() {
-            if let Some(result) = call.problem_result() {
-                refuse(&mut slots[i], call, result);
-                continue;
-            }
-            if let Ok(tool) = registry.get(&call.name) {
-                let def = tool.definition();
-                if !sent.contains(&def.name) {
-                    let hint = if def.deferred {
-                        "; find it with tool_search first"
-                    } else {
-                        ""
-                    };
-                    let output = ToolOutput::error(
-                        ToolErrorInfo::new(
-                            core_codes::TOOL_NOT_LOADED,
-                            format!(
-                                "`{}` is not among the tools of this request{hint}",
-                                def.name
-                            ),
-                        )
-                        .with_detail("tool_name", def.name.as_str()),
-                    );
-                    refuse(&mut slots[i], call, output.into_result(&call.id, &def.name));
-                    continue;
-                }
-            }
-            if let Some(tool_use) = call.to_tool_use() {
-                runnable.push((i, tool_use));
-            }
-        }
-        let uses: Vec<ToolUse> = runnable.iter().map(|(_, u)| u.clone()).collect();
-        let plan = inner.executor.prepare_many(&uses, ctx);
-        for batch in plan.batches() {
-            let batch_uses = &uses[batch.indices()];
-            for u in batch_uses {
-                sink.emit(RunEvent::ToolCallStarted {
-                    turn,
-                    call_id: u.id.clone(),
-                    tool_name: u.name.clone(),
-                    arguments: u.input.clone(),
-                });
-            }
-            let results = if batch.is_parallel() && batch.len() > 1 {
-                inner.executor.execute_many(batch_uses, ctx).await
-            } else {
-                let mut one = Vec::with_capacity(batch_uses.len());
-                for u in batch_uses {
-                    one.push(inner.executor.execute_one(u, ctx, None).await);
-                }
-                one
-            };
-            for (offset, mut result) in results.into_iter().enumerate() {
-                let position = batch.indices().start + offset;
-                let tool_use = &uses[position];
-                if let Some(approval) = result.output.approval().cloned() {
-                    let request = ApprovalRequest {
-                        run_id: state.run_id.clone(),
-                        call_id: tool_use.id.clone(),
-                        tool_name: result.tool_name.clone(),
-                        arguments: approval.arguments.clone(),
-                        reason: approval.reason.clone(),
-                    };
-                    sink.emit(RunEvent::ApprovalRequested {
-                        request: request.clone(),
-                    });
-                    let decision = match &inner.approvals {
-                        Some(handler) => handler.decide(&request).await,
-                        None => ApprovalDecision::Defer,
-                    };
-                    result = match decision {
-                        ApprovalDecision::Approve => {
-                            inner
-                                .executor
-                                .execute_one(tool_use, ctx, Some(&tool_use.id))
-                                .await
-                        }
-                        ApprovalDecision::Deny { reason } => ToolOutput::error(
-                            ToolErrorInfo::new(
-                                core_codes::APPROVAL_DENIED,
-                                format!(
-                                    "the user denied this `{}` call: {reason}",
-                                    result.tool_name
-                                ),
-                            )
-                            .with_detail("reason", reason),
-                        )
-                        .into_result(&tool_use.id, &result.tool_name),
-                        ApprovalDecision::Defer => {
-                            return Err(RunOutcome::Waiting {
-                                run_id: state.run_id.clone(),
-                                interaction: Interaction::Approval(request),
-                            });
-                        }
-                    };
-                }
-                sink.emit(RunEvent::ToolCallFinished {
-                    turn,
-                    result: result.clone(),
-                });
-                slots[runnable[position].0] = Some(result);
-            }
-        }
-        Ok(slots
-            .into_iter()
-            .zip(calls)
-            .map(|(slot, call)| {
-                slot.unwrap_or_else(|| {
-                    ToolOutput::err(core_codes::CANCELLED, "the call did not run")
-                        .into_result(&call.id, &call.name)
-                })
-            })
-            .collect())
-    }
-
-    async fn fire_started(&self, state: &RunState, input: Value) {
-        let Some(hooks) = &self.inner.hooks else {
-            return;
-        };
-        let run = json!({
-            "run_id": state.run_id,
-            "agent_id": self.inner.agent_id,
-            "session_id": state.session_id,
-            "provider": self.inner.provider_name,
-            "model": self.inner.model,
-            "max_turns": self.inner.max_turns,
         });
-        hooks.run_started(self.common(state), run, input).await;
-    }
-
-    async fn fire_finished(&self, state: &RunState, outcome: &RunOutcome) {
-        let Some(hooks) = &self.inner.hooks else {
-            return;
-        };
-        let status = match outcome {
-            RunOutcome::Completed { .. } => RunStatus::Completed,
-            RunOutcome::Waiting { .. } => RunStatus::Waiting,
-            RunOutcome::Failed { .. } => RunStatus::Failed,
-            RunOutcome::Cancelled => RunStatus::Cancelled,
-        };
-        let mut result = json!({
-            "status": outcome.status(),
-            "turns": state.turns,
-            "usage": state.usage,
-        });
-        match outcome {
-            RunOutcome::Completed { output, .. } => result["output"] = json!(output),
-            RunOutcome::Waiting { interaction, .. } => result["interaction"] = json!(interaction),
-            RunOutcome::Failed { error } => result["error"] = json!(error),
-            RunOutcome::Cancelled => {}
-        }
-        hooks.run_finished(self.common(state), result, status).await;
-    }
-
-    fn common(&self, state: &RunState) -> EventCommon {
-        EventCommon {
-            agent_id: self.inner.agent_id.clone(),
-            session_id: state.session_id.clone(),
-            workspace: self.inner.workspace.clone(),
-            run_id: state.run_id.clone(),
-            activation_id: format!("{}:{}", state.run_id, state.turns),
-            occurred_at: iris_hooks::event::rfc3339_now(),
+        ResumeStream {
+            events: RunStream { rx, cancel },
+            error: Some(err_rx),
         }
     }
-}
 
-/// One run's mutable state.
-struct RunState {
-    run_id: String,
-    session_id: String,
-    cancel: CancellationSignal,
-    disclosure: DisclosureState,
-    history: Vec<Message>,
-    usage: Usage,
-    turns: u32,
-}
-
-/// Where events go: nowhere (`run`) or a channel (`run_streamed`).
-enum Sink {
-    None,
-    Channel(mpsc::UnboundedSender<RunEvent>),
-}
-
-impl Sink {
-    fn is_streaming(&self) -> bool {
-        matches!(self, Sink::Channel(_))
+    /// Takes over a run whose process died while it was `running` (its lease
+    /// expired) and drives it on. The journal decides each call of the turn in
+    /// progress: finished calls keep their recorded results, calls that never started
+    /// run, and a call that started is re-run when its tool is read-only or
+    /// idempotent (same [idempotency key](iris_tools_core::ToolExecutionContext::idempotency_key)),
+    /// else the run waits on an [`Interaction::InDoubt`](crate::Interaction::InDoubt).
+    ///
+    /// # Errors
+    /// As [`AgentRunner::resume`]; `RUN_BUSY` while the dead process's lease has not
+    /// expired yet.
+    pub async fn recover(&self, run_id: &str) -> std::result::Result<RunOutcome, RunError> {
+        let mut sink = Sink::None;
+        self.drive_recover(run_id, CancellationSignal::new(), &mut sink)
+            .await
     }
 
-    fn emit(&mut self, event: RunEvent) {
-        if let Sink::Channel(tx) = self {
-            // A dropped receiver cancelled the run already; the event has no reader.
-            let _ = tx.send(event);
-        }
+    /// The run store, when the runner has one (the YAML's `run_store`, or
+    /// [`AgentRunnerBuilder::run_store`]).
+    pub fn run_store(&self) -> Option<&Arc<dyn RunStore>> {
+        self.inner.store.as_ref()
     }
 }
 
@@ -850,6 +510,35 @@ impl Drop for RunStream {
     }
 }
 
+/// The events of a resumed run ([`AgentRunner::resume_streamed`]), or why it could
+/// not be resumed.
+#[derive(Debug)]
+pub struct ResumeStream {
+    events: RunStream,
+    error: Option<tokio::sync::oneshot::Receiver<RunError>>,
+}
+
+impl ResumeStream {
+    /// The next event; `None` after [`RunEvent::Finished`], or when the resume was
+    /// refused (see [`ResumeStream::error`]).
+    pub async fn next(&mut self) -> Option<RunEvent> {
+        self.events.next().await
+    }
+
+    /// Why the resume was refused, once the stream ended without `Finished`.
+    pub async fn error(&mut self) -> Option<RunError> {
+        match self.error.take() {
+            Some(rx) => rx.await.ok(),
+            None => None,
+        }
+    }
+
+    /// The resumed run's cancellation signal.
+    pub fn cancellation(&self) -> &CancellationSignal {
+        self.events.cancellation()
+    }
+}
+
 /// Builds an [`AgentRunner`] from parts ([`AgentRunner::builder`]).
 pub struct AgentRunnerBuilder {
     provider: ProviderSource,
@@ -867,6 +556,8 @@ pub struct AgentRunnerBuilder {
     approvals: Option<Arc<dyn ApprovalHandler>>,
     view_filter: ViewFilter,
     schema_budget: SchemaBudget,
+    store: Option<Arc<dyn RunStore>>,
+    lease_ttl: Duration,
     env: Option<ToolEnvironment>,
 }
 
@@ -897,6 +588,8 @@ impl AgentRunnerBuilder {
             approvals: None,
             view_filter: ViewFilter::default(),
             schema_budget: SchemaBudget::chars(DEFAULT_REVEALED_SCHEMA_CHARS),
+            store: None,
+            lease_ttl: DEFAULT_LEASE_TTL,
             env: None,
         }
     }
@@ -941,7 +634,7 @@ impl AgentRunnerBuilder {
         self
     }
 
-    /// Sends strict-mode tool schemas; calls then run with [`StrictModeCall`] and
+    /// Sends strict-mode tool schemas; calls then run with [`StrictModeCall`](iris_providers::StrictModeCall) and
     /// the executor gets a [`StrictNullsLayer`].
     #[must_use]
     pub fn strict(mut self, strict: Strict) -> Self {
@@ -994,6 +687,25 @@ impl AgentRunnerBuilder {
         self
     }
 
+    /// Where runs are persisted, so a waiting run can be resumed (and a crashed one
+    /// recovered) by this or another process. Without a store nothing is persisted
+    /// and [`AgentRunner::resume`] has nothing to resume; [`MemoryRunStore`] keeps
+    /// runs for this process.
+    #[must_use]
+    pub fn run_store(mut self, store: Arc<dyn RunStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// How long a run's lease lasts unless renewed (default 30 s; renewed every
+    /// third of it while the run is driven). A process that dies holds a run at most
+    /// this long.
+    #[must_use]
+    pub fn lease_ttl(mut self, ttl: Duration) -> Self {
+        self.lease_ttl = ttl.max(Duration::from_millis(30));
+        self
+    }
+
     /// The runner.
     pub fn build(self) -> AgentRunner {
         let executor = if self.strict == Strict::Yes {
@@ -1023,51 +735,77 @@ impl AgentRunnerBuilder {
                 approvals: self.approvals,
                 view_filter: self.view_filter,
                 schema_budget: self.schema_budget,
+                store: self.store,
+                lease_ttl: self.lease_ttl,
                 env: self.env,
             }),
         }
     }
 }
 
-/// The `chat` span of one model request (OpenTelemetry GenAI conventions).
-fn chat_span(inner: &Inner, request: &CompletionRequest) -> tracing::Span {
-    tracing::info_span!(
-        target: TRACING_TARGET,
-        "chat",
-        "otel.name" = format!("chat {}", request.model),
-        "gen_ai.operation.name" = "chat",
-        "gen_ai.provider.name" = inner.provider_name.as_str(),
-        "gen_ai.request.model" = request.model.as_str(),
-        "gen_ai.request.max_tokens" = request.max_output_tokens,
-        "gen_ai.request.temperature" = request.temperature,
-        "iris.request.tools" = request.tools.len(),
-        "gen_ai.response.id" = tracing::field::Empty,
-        "gen_ai.response.model" = tracing::field::Empty,
-        "gen_ai.response.finish_reasons" = tracing::field::Empty,
-        "gen_ai.usage.input_tokens" = tracing::field::Empty,
-        "gen_ai.usage.output_tokens" = tracing::field::Empty,
-        "error.type" = tracing::field::Empty,
-    )
+/// The run store the YAML's `run_store` names (default: SQLite at
+/// `<workspace>/.iris/runs.db`).
+async fn open_store(loaded: &LoadedConfig) -> Result<Arc<dyn RunStore>> {
+    let failed = |code: &'static str, message: String| Error::Store {
+        file: loaded.file.clone(),
+        code,
+        message,
+    };
+    Ok(match &loaded.config.run_store {
+        RunStoreConfig::Memory => Arc::new(MemoryRunStore::new()),
+        RunStoreConfig::Sqlite { path } => {
+            let path = match path {
+                Some(p) => loaded.workspace.join(p),
+                None => loaded.workspace.join(".iris/runs.db"),
+            };
+            Arc::new(
+                SqliteRunStore::open(&path)
+                    .await
+                    .map_err(|e| failed(e.code(), e.to_string()))?,
+            )
+        }
+        RunStoreConfig::Postgres { url_env } => {
+            let url = std::env::var(url_env).map_err(|_| {
+                failed(
+                    crate::store::codes::RUN_STORE_FAILED,
+                    format!("the environment variable {url_env} (run_store.url_env) is not set"),
+                )
+            })?;
+            Arc::new(
+                PostgresRunStore::connect(&url)
+                    .await
+                    .map_err(|e| failed(e.code(), e.to_string()))?,
+            )
+        }
+    })
 }
 
-fn stop_name(stop: &StopReason) -> &str {
-    match stop {
-        StopReason::EndTurn => "stop",
-        StopReason::ToolUse => "tool_calls",
-        StopReason::MaxTokens => "length",
-        StopReason::Refusal => "content_filter",
-        StopReason::Other(other) => other,
-        _ => "other",
-    }
-}
-
-/// A run id unique in this process and unlikely to repeat across processes:
-/// `run_<unix millis, hex>_<pid, hex>_<counter>`.
-fn new_run_id() -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let millis = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis());
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    format!("run_{millis:x}_{:x}_{n}", std::process::id())
+/// The model a runner from YAML uses (`model` when given, else the YAML's), checked,
+/// and its provider.
+fn checked_model(
+    loaded: &LoadedConfig,
+    model: Option<ModelConfig>,
+) -> Result<(ModelConfig, ProviderSource)> {
+    let model_error = |code: &'static str, message: String| Error::Model {
+        file: loaded.file.clone(),
+        code,
+        message,
+    };
+    let model = model
+        .or_else(|| loaded.config.model.clone())
+        .ok_or_else(|| {
+            model_error(
+                codes::CONFIG_INVALID,
+                "the agent YAML has no `model` section; add one, e.g. \
+             `model: {provider: openai, model: gpt-4.1-mini}`"
+                    .into(),
+            )
+        })?;
+    model.check().map_err(|(key, message)| {
+        model_error(codes::CONFIG_INVALID, format!("{key}: {message}"))
+    })?;
+    let provider = model
+        .provider()
+        .map_err(|e| model_error(e.code(), e.to_string()))?;
+    Ok((model, provider))
 }

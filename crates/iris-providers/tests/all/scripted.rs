@@ -175,3 +175,28 @@ async fn scripts_can_be_built_in_code() {
     let turn = provider.complete(&request()).await.unwrap();
     assert_eq!(turn.tool_calls[0].to_tool_use().unwrap().name, "list_files");
 }
+
+/// A fresh provider given a history with one assistant turn plays the second turn: a
+/// run resumed by another process continues its script; one provider never replays.
+#[tokio::test]
+async fn a_fresh_provider_continues_after_the_historys_assistant_turns() {
+    let script = "- tool_calls: [{name: write_file}]\n- text: second\n- text: third\n";
+    let first = ScriptedProvider::from_yaml(script).unwrap();
+    let request = CompletionRequest::new("scripted").with_message(Message::user("go"));
+    let turn = first.complete(&request).await.unwrap();
+    let results = [ToolOutput::text("ok").into_result(&turn.tool_calls[0].id, "write_file")];
+    let resumed_request = request
+        .with_message(turn.to_message())
+        .with_message(Message::tool_results(&results));
+    let fresh = ScriptedProvider::from_yaml(script).unwrap();
+    assert_eq!(
+        fresh.complete(&resumed_request).await.unwrap().text,
+        "second"
+    );
+    assert_eq!(fresh.played(), 2);
+    // The same provider asked again with the same history moves on, never back.
+    assert_eq!(
+        fresh.complete(&resumed_request).await.unwrap().text,
+        "third"
+    );
+}

@@ -112,7 +112,7 @@ async fn every_key_assembles_the_expected_tools() {
             &[],
             &["web_search", "web_fetch"],
         ),
-        ("tools:\n  builtin: [human.ask]\n", &[], &[]),
+        ("tools:\n  builtin: [human.ask]\n", &[], &["ask_question"]),
         (
             "tools:\n  python:\n    functions: [app.tools:greet]\n    registrars: [app.tools:register]\n",
             &[],
@@ -325,6 +325,8 @@ async fn skills_and_notes() {
     );
     assert_eq!(env.skills.as_ref().unwrap().names(), vec!["greeting"]);
     assert_eq!(env.subagents.as_ref().unwrap().default_selector(), "helper");
-    assert_eq!(env.notes.len(), 2, "{:?}", env.notes);
+    // The subagent catalog is valid but its tool is not built yet: one note.
+    assert_eq!(env.notes.len(), 1, "{:?}", env.notes);
+    assert!(env.notes[0].contains("subagent"), "{:?}", env.notes);
     env.close().await.unwrap();
 }

@@ -4,7 +4,10 @@
 
 mod assemble;
 mod config;
+mod durable;
 mod limits;
 mod mcp;
+#[cfg(feature = "otel")]
+mod otel;
 mod run;
 mod support;

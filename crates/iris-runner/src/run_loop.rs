@@ -1,0 +1,1115 @@
+//! The loop itself: one run's state, its turns, its calls, its persistence, and how a
+//! waiting or crashed run continues. [`AgentRunner`](crate::AgentRunner)'s public
+//! methods are thin entry points into this module.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use iris_discovery::DisclosureState;
+use iris_files::ReadState;
+use iris_hooks::{EventCommon, RunStatus as HookRunStatus};
+use iris_providers::chat::{
+    CompletionRequest, CompletionResponse, Message, ModelToolCall, StopReason, StreamEvent, Usage,
+};
+use iris_providers::{CompletionProvider, ProviderError, Strict, StrictModeCall, next};
+use iris_tools_core::{
+    CancellationSignal, ToolErrorInfo, ToolExecutionContext, ToolOutput, ToolResult, ToolUse,
+    codes as core_codes,
+};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tracing::Instrument;
+
+use crate::ask::{ASK_QUESTION, parse_question};
+use crate::error::codes;
+use crate::outcome::{
+    Answer, ApprovalRequest, InDoubtRequest, Interaction, QuestionRequest, RunError, RunEvent,
+    RunOutcome,
+};
+use crate::runner::{AgentRunner, ApprovalDecision, Inner, RunInput, TRACING_TARGET};
+use crate::store::{
+    CallState, JournalEntry, PendingInteraction, PendingTurn, RunRecord, RunStatus, RunStore,
+    StoreError, now_ms,
+};
+
+/// One run's live state: the record the store keeps, plus what only lives in memory.
+pub(crate) struct RunState {
+    pub(crate) record: RunRecord,
+    pub(crate) cancel: CancellationSignal,
+    pub(crate) disclosure: DisclosureState,
+    pub(crate) read_state: Arc<ReadState>,
+    /// The lease owner this process drives the run as.
+    pub(crate) owner: String,
+    /// Renews the lease while the run is driven; dropped (aborted) when it stops.
+    pub(crate) renewer: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for RunState {
+    fn drop(&mut self) {
+        if let Some(task) = self.renewer.take() {
+            task.abort();
+        }
+    }
+}
+
+/// Where events go: nowhere (`run`) or a channel (`run_streamed`).
+pub(crate) enum Sink {
+    None,
+    Channel(mpsc::UnboundedSender<RunEvent>),
+}
+
+impl Sink {
+    fn is_streaming(&self) -> bool {
+        matches!(self, Sink::Channel(_))
+    }
+
+    pub(crate) fn emit(&mut self, event: RunEvent) {
+        if let Sink::Channel(tx) = self {
+            // A dropped receiver cancelled the run already; the event has no reader.
+            let _ = tx.send(event);
+        }
+    }
+}
+
+/// How a step of the loop ended when it did not just go on.
+type Stop = RunOutcome;
+
+/// A lease owner id unique to this process and call: `<pid>-<millis>-<n>`.
+pub(crate) fn new_owner() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("{}-{:x}-{n}", std::process::id(), now_ms())
+}
+
+/// A run id unique in this process and unlikely to repeat across processes:
+/// `run_<unix millis, hex>_<pid, hex>_<counter>`.
+pub(crate) fn new_run_id() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("run_{:x}_{:x}_{n}", now_ms(), std::process::id())
+}
+
+fn failed(error: impl Into<RunError>) -> RunOutcome {
+    RunOutcome::Failed {
+        error: error.into(),
+    }
+}
+
+impl AgentRunner {
+    fn store(&self) -> Option<&Arc<dyn RunStore>> {
+        self.inner.store.as_ref()
+    }
+
+    /// Starts renewing the run's lease every third of its time to live.
+    fn start_renewer(&self, state: &mut RunState) {
+        let Some(store) = self.store().cloned() else {
+            return;
+        };
+        let ttl = self.inner.lease_ttl;
+        let (run_id, owner) = (state.record.run_id.clone(), state.owner.clone());
+        state.renewer = Some(tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(ttl / 3).await;
+                if let Err(e) = store.acquire(&run_id, &owner, ttl).await {
+                    tracing::warn!(target: TRACING_TARGET, run_id, error = %e, "cannot renew the run's lease");
+                    return;
+                }
+            }
+        }));
+    }
+
+    /// Saves the record (a no-op without a store).
+    async fn save(&self, state: &mut RunState) -> Result<(), Stop> {
+        let Some(store) = self.store() else {
+            return Ok(());
+        };
+        state.record.updated_at_ms = now_ms();
+        state.record.revealed = state.disclosure.revealed();
+        state.record.read_state = state.read_state.snapshot();
+        store
+            .save(&state.record, &state.owner)
+            .await
+            .map_err(failed)
+    }
+
+    /// Records a call's journal state (a no-op without a store).
+    async fn journal(
+        &self,
+        state: &RunState,
+        index: usize,
+        call: &ModelToolCall,
+        call_state: CallState,
+        result: Option<&ToolResult>,
+    ) -> Result<(), Stop> {
+        let Some(store) = self.store() else {
+            return Ok(());
+        };
+        let turn = state
+            .record
+            .pending
+            .as_ref()
+            .map_or(state.record.turns, |p| p.turn);
+        let entry = JournalEntry {
+            turn,
+            index,
+            call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            state: call_state,
+            result: result.cloned(),
+        };
+        store
+            .journal(&state.record.run_id, &state.owner, &entry)
+            .await
+            .map_err(failed)
+    }
+
+    /// A new run's state and its first record.
+    pub(crate) fn new_state(&self, input: &RunInput) -> RunState {
+        let inner = &*self.inner;
+        let run_id = new_run_id();
+        let session_id = input.session_id.clone().unwrap_or_else(|| run_id.clone());
+        let mut history = input.history.clone();
+        if let Some(prompt) = &input.prompt {
+            history.push(Message::user(prompt.clone()));
+        }
+        let now = now_ms();
+        RunState {
+            record: RunRecord {
+                run_id,
+                status: RunStatus::Running,
+                agent_id: inner.agent_id.clone(),
+                session_id,
+                created_at_ms: now,
+                updated_at_ms: now,
+                turns: 0,
+                usage: Usage::default(),
+                history,
+                revealed: Vec::new(),
+                read_state: Vec::new(),
+                pending: None,
+                interaction: None,
+                output: None,
+                error: None,
+            },
+            cancel: input.cancellation.clone().unwrap_or_default(),
+            disclosure: DisclosureState::new(),
+            read_state: Arc::new(ReadState::new()),
+            owner: new_owner(),
+            renewer: None,
+        }
+    }
+
+    /// The state of a stored run, restored for this process.
+    fn restored_state(
+        &self,
+        record: RunRecord,
+        cancel: CancellationSignal,
+        owner: String,
+    ) -> RunState {
+        RunState {
+            disclosure: DisclosureState::from_revealed(record.revealed.clone()),
+            read_state: Arc::new(ReadState::restore(record.read_state.clone())),
+            record,
+            cancel,
+            owner,
+            renewer: None,
+        }
+    }
+
+    /// A new run, from its first request to its end.
+    pub(crate) async fn drive_new(&self, input: RunInput, sink: &mut Sink) -> RunOutcome {
+        let mut state = self.new_state(&input);
+        let input_json = json!({
+            "prompt": input.prompt,
+            "history_messages": input.history.len(),
+        });
+        let span = self.run_span(&state);
+        async {
+            let inner = &*self.inner;
+            sink.emit(RunEvent::RunStarted {
+                run_id: state.record.run_id.clone(),
+                provider: inner.provider_name.clone(),
+                model: inner.model.clone(),
+            });
+            if state.record.history.is_empty() {
+                return failed(RunError::new(
+                    codes::RUN_INPUT_INVALID,
+                    "a run needs a prompt or a history to continue",
+                ));
+            }
+            if let Some(store) = self.store() {
+                if let Err(e) = store
+                    .create(&state.record, &state.owner, inner.lease_ttl)
+                    .await
+                {
+                    return failed(e);
+                }
+                self.start_renewer(&mut state);
+            }
+            self.fire_started(&state, input_json).await;
+            let outcome = self.drive(&mut state, sink).await;
+            self.end(&mut state, &outcome).await
+        }
+        .instrument(span.clone())
+        .await
+        .recorded(&span, &state)
+    }
+
+    /// Continues a waiting run with the answer to its interaction.
+    pub(crate) async fn drive_resume(
+        &self,
+        run_id: &str,
+        interaction_id: &str,
+        answer: Answer,
+        cancel: CancellationSignal,
+        sink: &mut Sink,
+    ) -> Result<RunOutcome, RunError> {
+        let mut state = self.take_over(run_id, cancel, RunStatus::Waiting).await?;
+        let span = self.run_span(&state);
+        let prepared = self
+            .apply_answer(&mut state, interaction_id, answer, sink)
+            .await;
+        if let Err(e) = prepared {
+            self.release(&state).await;
+            return Err(e);
+        }
+        let outcome = async {
+            sink.emit(RunEvent::RunStarted {
+                run_id: state.record.run_id.clone(),
+                provider: self.inner.provider_name.clone(),
+                model: self.inner.model.clone(),
+            });
+            let outcome = self.drive(&mut state, sink).await;
+            self.end(&mut state, &outcome).await
+        }
+        .instrument(span.clone())
+        .await;
+        Ok(outcome.recorded(&span, &state))
+    }
+
+    /// Takes over a run whose process died (its status still `running`, its lease
+    /// expired): calls the journal shows finished keep their results, calls that
+    /// never started run, and a call left `started` is re-run when it is read-only or
+    /// idempotent, else it becomes an `in_doubt` interaction.
+    pub(crate) async fn drive_recover(
+        &self,
+        run_id: &str,
+        cancel: CancellationSignal,
+        sink: &mut Sink,
+    ) -> Result<RunOutcome, RunError> {
+        let mut state = self.take_over(run_id, cancel, RunStatus::Running).await?;
+        let span = self.run_span(&state);
+        let outcome = async {
+            sink.emit(RunEvent::RunStarted {
+                run_id: state.record.run_id.clone(),
+                provider: self.inner.provider_name.clone(),
+                model: self.inner.model.clone(),
+            });
+            if let Err(stop) = self.settle_journal(&mut state).await {
+                return self.end(&mut state, &stop).await;
+            }
+            let outcome = self.drive(&mut state, sink).await;
+            self.end(&mut state, &outcome).await
+        }
+        .instrument(span.clone())
+        .await;
+        Ok(outcome.recorded(&span, &state))
+    }
+
+    /// Loads a stored run in `status` and takes its lease.
+    async fn take_over(
+        &self,
+        run_id: &str,
+        cancel: CancellationSignal,
+        status: RunStatus,
+    ) -> Result<RunState, RunError> {
+        let store = self.store().ok_or_else(|| {
+            RunError::new(
+                codes::RUN_NOT_FOUND,
+                format!("run `{run_id}`: this runner has no run store, so no run can be resumed"),
+            )
+        })?;
+        let owner = new_owner();
+        store.acquire(run_id, &owner, self.inner.lease_ttl).await?;
+        let loaded = match store.load(run_id).await {
+            Ok(Some(record)) => record,
+            Ok(None) => {
+                return Err(StoreError::NotFound {
+                    run_id: run_id.to_owned(),
+                }
+                .into());
+            }
+            Err(e) => {
+                let _ = store.release(run_id, &owner).await;
+                return Err(e.into());
+            }
+        };
+        if loaded.status != status {
+            let _ = store.release(run_id, &owner).await;
+            let hint = match loaded.status {
+                RunStatus::Waiting => " (answer its interaction with resume)",
+                RunStatus::Running => " (it was cut off; recover it)",
+                _ => "",
+            };
+            return Err(RunError::new(
+                codes::RUN_NOT_WAITING,
+                format!("run `{run_id}` is {}, not {status}{hint}", loaded.status),
+            ));
+        }
+        let mut state = self.restored_state(loaded, cancel, owner);
+        state.record.status = RunStatus::Running;
+        self.start_renewer(&mut state);
+        Ok(state)
+    }
+
+    async fn release(&self, state: &RunState) {
+        if let Some(store) = self.store()
+            && let Err(e) = store.release(&state.record.run_id, &state.owner).await
+        {
+            tracing::warn!(target: TRACING_TARGET, error = %e, "cannot release the run's lease");
+        }
+    }
+
+    /// Applies an answer to the pending interaction: the call's result is decided
+    /// (or the call runs, for an approval or a re-run), and the run is running again.
+    async fn apply_answer(
+        &self,
+        state: &mut RunState,
+        interaction_id: &str,
+        answer: Answer,
+        sink: &mut Sink,
+    ) -> Result<(), RunError> {
+        let run_id = state.record.run_id.clone();
+        let Some(pending) = state.record.interaction.clone() else {
+            return Err(RunError::new(
+                codes::RUN_INTERACTION_STALE,
+                format!("run `{run_id}` has no pending interaction"),
+            ));
+        };
+        if pending.id != interaction_id {
+            return Err(RunError::new(
+                codes::RUN_INTERACTION_STALE,
+                format!(
+                    "interaction `{interaction_id}` is not the one run `{run_id}` waits for \
+                     (`{}`); it was answered already or never existed",
+                    pending.id
+                ),
+            ));
+        }
+        let Some(turn) = state.record.pending.clone() else {
+            return Err(RunError::new(
+                codes::RUN_STORE_FAILED,
+                format!("run `{run_id}` waits without a turn in progress"),
+            ));
+        };
+        let index = pending.call_index;
+        let Some(call) = turn.calls.get(index).cloned() else {
+            return Err(RunError::new(
+                codes::RUN_STORE_FAILED,
+                format!("run `{run_id}`: the interaction names call {index}, which its turn lacks"),
+            ));
+        };
+        let invalid = |expected: &str| {
+            RunError::new(
+                codes::RUN_ANSWER_INVALID,
+                format!(
+                    "interaction `{interaction_id}` is {}: answer it with {expected}",
+                    pending.interaction.kind()
+                ),
+            )
+        };
+        let ctx = self.turn_context(state, turn.turn);
+        let result = match (&pending.interaction, answer) {
+            (Interaction::Approval(_), Answer::Approve)
+            | (Interaction::InDoubt(_), Answer::Rerun) => {
+                let Some(tool_use) = call.to_tool_use() else {
+                    return Err(invalid("a decision about a call that can run"));
+                };
+                sink.emit(RunEvent::ToolCallStarted {
+                    turn: turn.turn,
+                    call_id: tool_use.id.clone(),
+                    tool_name: tool_use.name.clone(),
+                    arguments: tool_use.input.clone(),
+                });
+                self.run_approved(state, index, &call, &tool_use, &ctx)
+                    .await
+                    .map_err(outcome_error)?
+            }
+            (Interaction::Approval(a), Answer::Deny { reason }) => {
+                denied(&a.tool_name, &call.id, &reason)
+            }
+            (Interaction::Approval(_), _) => return Err(invalid("approve or deny")),
+            (Interaction::Question(q), Answer::Text { text }) => {
+                if !q.options.is_empty() && !q.options.contains(&text) {
+                    return Err(RunError::new(
+                        codes::RUN_ANSWER_INVALID,
+                        format!("the answer must be one of: {}", q.options.join(", ")),
+                    ));
+                }
+                ToolOutput::text(text).into_result(&call.id, ASK_QUESTION)
+            }
+            (Interaction::Question(_), _) => return Err(invalid("a text answer")),
+            (Interaction::InDoubt(d), Answer::Skip) => ToolOutput::error(ToolErrorInfo::new(
+                codes::TOOL_IN_DOUBT,
+                format!(
+                    "this `{}` call was interrupted by a crash and may or may not have run; \
+                         the user chose not to run it again",
+                    d.tool_name
+                ),
+            ))
+            .into_result(&call.id, &d.tool_name),
+            (Interaction::InDoubt(d), Answer::Record { output }) => {
+                ToolOutput::text(output).into_result(&call.id, &d.tool_name)
+            }
+            (Interaction::InDoubt(_), _) => return Err(invalid("rerun, skip or record")),
+        };
+        sink.emit(RunEvent::ToolCallFinished {
+            turn: turn.turn,
+            result: result.clone(),
+        });
+        self.journal(state, index, &call, CallState::Finished, Some(&result))
+            .await
+            .map_err(outcome_error)?;
+        if let Some(p) = state.record.pending.as_mut() {
+            p.results[index] = Some(result);
+        }
+        state.record.interaction = None;
+        state.record.status = RunStatus::Running;
+        self.save(state).await.map_err(outcome_error)
+    }
+
+    /// Fills a recovered turn's results from the journal; asks about a call left in
+    /// doubt that may not simply run again.
+    async fn settle_journal(&self, state: &mut RunState) -> Result<(), Stop> {
+        let Some(turn) = state.record.pending.clone() else {
+            return Ok(());
+        };
+        let Some(store) = self.store() else {
+            return Ok(());
+        };
+        let rows = store
+            .journal_of(&state.record.run_id, turn.turn)
+            .await
+            .map_err(failed)?;
+        let registry = self.inner.executor.registry();
+        for row in rows {
+            let Some(slot) = turn.calls.iter().position(|c| c.id == row.call_id) else {
+                continue;
+            };
+            if state
+                .record
+                .pending
+                .as_ref()
+                .is_some_and(|p| p.results[slot].is_some())
+            {
+                continue;
+            }
+            match row.state {
+                CallState::Finished => {
+                    if let (Some(result), Some(p)) = (row.result, state.record.pending.as_mut()) {
+                        p.results[slot] = Some(result);
+                    }
+                }
+                CallState::Planned => {}
+                CallState::Started => {
+                    let call = &turn.calls[slot];
+                    let safe = registry
+                        .get(&call.name)
+                        .is_ok_and(|t| t.is_read_only() || t.is_idempotent());
+                    if !safe {
+                        let request = InDoubtRequest {
+                            id: interaction_id(&state.record.run_id, &call.id),
+                            run_id: state.record.run_id.clone(),
+                            call_id: call.id.clone(),
+                            tool_name: call.name.clone(),
+                            arguments: call.arguments.clone(),
+                        };
+                        return Err(self.wait(state, slot, Interaction::InDoubt(request)).await);
+                    }
+                    // Read-only or idempotent: it runs again (with the same
+                    // idempotency key, `<run id>:<call id>`).
+                }
+            }
+        }
+        self.save(state).await
+    }
+
+    /// The run's turns until it ends: a pending turn's calls first, then requests.
+    async fn drive(&self, state: &mut RunState, sink: &mut Sink) -> RunOutcome {
+        let inner = &*self.inner;
+        let provider = inner.provider.for_run();
+        let view = inner.executor.registry().view(inner.view_filter.clone());
+        loop {
+            if state.record.pending.is_some()
+                && let Err(stop) = self.finish_turn(state, sink).await
+            {
+                return stop;
+            }
+            if state.cancel.requested() {
+                return RunOutcome::Cancelled;
+            }
+            if state.record.turns >= inner.max_turns {
+                return failed(RunError::new(
+                    codes::RUN_MAX_TURNS,
+                    format!(
+                        "the model still asked for tools after {} model requests (max_turns)",
+                        inner.max_turns
+                    ),
+                ));
+            }
+            state.record.turns += 1;
+            let turn = state.record.turns;
+            let sent = state.disclosure.request_specs(&view, inner.schema_budget);
+            let sent_names: Vec<String> = sent.specs.iter().map(|s| s.name.clone()).collect();
+            sink.emit(RunEvent::TurnStarted {
+                turn,
+                tools: sent_names.clone(),
+            });
+            let mut request = CompletionRequest::new(inner.model.clone())
+                .with_messages(state.record.history.iter().cloned())
+                .with_tools(sent.specs)
+                .with_strict(inner.strict);
+            request.instructions.clone_from(&inner.instructions);
+            request.max_output_tokens = inner.max_output_tokens;
+            request.temperature = inner.temperature;
+
+            let response = tokio::select! {
+                biased;
+                () = state.cancel.cancelled() => return RunOutcome::Cancelled,
+                r = self.request(&*provider, &request, sink).instrument(chat_span(inner, &request)) => r,
+            };
+            let response = match response.and_then(CompletionResponse::check_refusal) {
+                Ok(r) => r,
+                Err(e) => return failed(RunError::new(e.code(), e.to_string())),
+            };
+            state.record.usage += response.usage;
+            sink.emit(RunEvent::Usage {
+                turn,
+                usage: response.usage,
+                total: state.record.usage,
+            });
+            state.record.history.push(response.to_message());
+            if response.tool_calls.is_empty() {
+                return RunOutcome::Completed {
+                    output: response.text,
+                    usage: state.record.usage,
+                    turns: state.record.turns,
+                    history: state.record.history.clone(),
+                };
+            }
+            let calls = response.tool_calls;
+            state.record.pending = Some(PendingTurn {
+                turn,
+                results: vec![None; calls.len()],
+                calls,
+                sent: sent_names,
+            });
+            if let Err(stop) = self.save(state).await {
+                return stop;
+            }
+            if self.store().is_some() {
+                let calls = state
+                    .record
+                    .pending
+                    .as_ref()
+                    .map(|p| p.calls.clone())
+                    .unwrap_or_default();
+                for (i, call) in calls.iter().enumerate() {
+                    if let Err(stop) = self.journal(state, i, call, CallState::Planned, None).await
+                    {
+                        return stop;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs the pending turn's calls that have no result yet, in the executor's plan
+    /// order, then puts the results into the history. `Err` stops the run (a wait,
+    /// a store failure).
+    async fn finish_turn(&self, state: &mut RunState, sink: &mut Sink) -> Result<(), Stop> {
+        let inner = &*self.inner;
+        let Some(turn) = state.record.pending.clone() else {
+            return Ok(());
+        };
+        let sent: BTreeSet<&str> = turn.sent.iter().map(String::as_str).collect();
+        let registry = inner.executor.registry();
+        let ctx = self.turn_context(state, turn.turn);
+        // Calls that cannot run are answered first, in order; the rest run by plan.
+        let mut runnable: Vec<(usize, ToolUse)> = Vec::new();
+        for (i, call) in turn.calls.iter().enumerate() {
+            if turn.results[i].is_some() {
+                continue;
+            }
+            let mut announced = false;
+            let refused = if let Some(result) = call.problem_result() {
+                Some(result)
+            } else if let Ok(tool) = registry.get(&call.name) {
+                let def = tool.definition();
+                if !sent.contains(def.name.as_str()) {
+                    let hint = if def.deferred {
+                        "; find it with tool_search first"
+                    } else {
+                        ""
+                    };
+                    Some(
+                        ToolOutput::error(
+                            ToolErrorInfo::new(
+                                core_codes::TOOL_NOT_LOADED,
+                                format!(
+                                    "`{}` is not among the tools of this request{hint}",
+                                    def.name
+                                ),
+                            )
+                            .with_detail("tool_name", def.name.as_str()),
+                        )
+                        .into_result(&call.id, &def.name),
+                    )
+                } else if def.name == ASK_QUESTION {
+                    match parse_question(&call.arguments) {
+                        Err(message) => Some(
+                            ToolOutput::err(core_codes::INVALID_INPUT, message)
+                                .into_result(&call.id, ASK_QUESTION),
+                        ),
+                        Ok((question, options)) => {
+                            announced = true;
+                            sink.emit(RunEvent::ToolCallStarted {
+                                turn: turn.turn,
+                                call_id: call.id.clone(),
+                                tool_name: call.name.clone(),
+                                arguments: call.arguments.clone(),
+                            });
+                            let request = QuestionRequest {
+                                id: interaction_id(&state.record.run_id, &call.id),
+                                run_id: state.record.run_id.clone(),
+                                call_id: call.id.clone(),
+                                question,
+                                options,
+                            };
+                            let answer = match &inner.approvals {
+                                Some(handler) => handler.answer(&request).await,
+                                None => None,
+                            };
+                            match answer {
+                                Some(text) => {
+                                    Some(ToolOutput::text(text).into_result(&call.id, ASK_QUESTION))
+                                }
+                                None => {
+                                    return Err(self
+                                        .wait(state, i, Interaction::Question(request))
+                                        .await);
+                                }
+                            }
+                        }
+                    }
+                } else {
+                    None
+                }
+            } else {
+                None
+            };
+            match refused {
+                Some(result) => {
+                    if !announced {
+                        sink.emit(RunEvent::ToolCallStarted {
+                            turn: turn.turn,
+                            call_id: call.id.clone(),
+                            tool_name: call.name.clone(),
+                            arguments: call.arguments.clone(),
+                        });
+                    }
+                    sink.emit(RunEvent::ToolCallFinished {
+                        turn: turn.turn,
+                        result: result.clone(),
+                    });
+                    self.journal(state, i, call, CallState::Finished, Some(&result))
+                        .await?;
+                    if let Some(p) = state.record.pending.as_mut() {
+                        p.results[i] = Some(result);
+                    }
+                }
+                None => {
+                    if let Some(tool_use) = call.to_tool_use() {
+                        runnable.push((i, tool_use));
+                    }
+                }
+            }
+        }
+
+        let uses: Vec<ToolUse> = runnable.iter().map(|(_, u)| u.clone()).collect();
+        let plan = inner.executor.prepare_many(&uses, &ctx);
+        for batch in plan.batches() {
+            let batch_uses = &uses[batch.indices()];
+            for (offset, u) in batch_uses.iter().enumerate() {
+                let slot = runnable[batch.indices().start + offset].0;
+                sink.emit(RunEvent::ToolCallStarted {
+                    turn: turn.turn,
+                    call_id: u.id.clone(),
+                    tool_name: u.name.clone(),
+                    arguments: u.input.clone(),
+                });
+                self.journal(state, slot, &turn.calls[slot], CallState::Started, None)
+                    .await?;
+            }
+            let results = if batch.is_parallel() && batch.len() > 1 {
+                inner.executor.execute_many(batch_uses, &ctx).await
+            } else {
+                let mut one = Vec::with_capacity(batch_uses.len());
+                for u in batch_uses {
+                    one.push(inner.executor.execute_one(u, &ctx, None).await);
+                }
+                one
+            };
+            for (offset, mut result) in results.into_iter().enumerate() {
+                let position = batch.indices().start + offset;
+                let (slot, tool_use) = (runnable[position].0, &uses[position]);
+                let call = &turn.calls[slot];
+                if let Some(approval) = result.output.approval().cloned() {
+                    let request = ApprovalRequest {
+                        id: interaction_id(&state.record.run_id, &tool_use.id),
+                        run_id: state.record.run_id.clone(),
+                        call_id: tool_use.id.clone(),
+                        tool_name: result.tool_name.clone(),
+                        arguments: approval.arguments.clone(),
+                        reason: approval.reason.clone(),
+                    };
+                    sink.emit(RunEvent::ApprovalRequested {
+                        request: request.clone(),
+                    });
+                    let decision = match &inner.approvals {
+                        Some(handler) => handler.decide(&request).await,
+                        None => ApprovalDecision::Defer,
+                    };
+                    result = match decision {
+                        ApprovalDecision::Approve => {
+                            self.run_approved(state, slot, call, tool_use, &ctx).await?
+                        }
+                        ApprovalDecision::Deny { reason } => {
+                            denied(&result.tool_name, &tool_use.id, &reason)
+                        }
+                        ApprovalDecision::Defer => {
+                            // The call did not run: back to planned, then wait.
+                            self.journal(state, slot, call, CallState::Planned, None)
+                                .await?;
+                            return Err(self
+                                .wait(state, slot, Interaction::Approval(request))
+                                .await);
+                        }
+                    };
+                }
+                sink.emit(RunEvent::ToolCallFinished {
+                    turn: turn.turn,
+                    result: result.clone(),
+                });
+                self.journal(state, slot, call, CallState::Finished, Some(&result))
+                    .await?;
+                if let Some(p) = state.record.pending.as_mut() {
+                    p.results[slot] = Some(result);
+                }
+            }
+        }
+
+        let Some(done) = state.record.pending.take() else {
+            return Ok(());
+        };
+        let results: Vec<ToolResult> = done
+            .results
+            .into_iter()
+            .zip(&done.calls)
+            .map(|(slot, call)| {
+                slot.unwrap_or_else(|| {
+                    ToolOutput::err(core_codes::CANCELLED, "the call did not run")
+                        .into_result(&call.id, &call.name)
+                })
+            })
+            .collect();
+        state.record.history.push(Message::tool_results(&results));
+        self.save(state).await
+    }
+
+    /// Runs one call a human approved (or chose to re-run), journaled.
+    async fn run_approved(
+        &self,
+        state: &RunState,
+        slot: usize,
+        call: &ModelToolCall,
+        tool_use: &ToolUse,
+        ctx: &ToolExecutionContext,
+    ) -> Result<ToolResult, Stop> {
+        self.journal(state, slot, call, CallState::Started, None)
+            .await?;
+        Ok(self
+            .inner
+            .executor
+            .execute_one(tool_use, ctx, Some(&tool_use.id))
+            .await)
+    }
+
+    /// Puts the run into `waiting` on `interaction` (saved, lease released).
+    async fn wait(&self, state: &mut RunState, slot: usize, interaction: Interaction) -> Stop {
+        let run_id = state.record.run_id.clone();
+        state.record.status = RunStatus::Waiting;
+        state.record.interaction = Some(PendingInteraction {
+            id: interaction.id().to_owned(),
+            call_index: slot,
+            interaction: interaction.clone(),
+        });
+        if let Err(stop) = self.save(state).await {
+            return stop;
+        }
+        RunOutcome::Waiting {
+            run_id,
+            interaction,
+        }
+    }
+
+    /// Records how the run ended, releases the lease and fires `run.finished`.
+    async fn end(&self, state: &mut RunState, outcome: &RunOutcome) -> RunOutcome {
+        let mut outcome = outcome.clone();
+        match &outcome {
+            RunOutcome::Completed { output, .. } => {
+                state.record.status = RunStatus::Completed;
+                state.record.output = Some(output.clone());
+            }
+            RunOutcome::Waiting { .. } => {}
+            RunOutcome::Failed { error } => {
+                state.record.status = RunStatus::Failed;
+                state.record.error = Some(error.clone());
+            }
+            RunOutcome::Cancelled => state.record.status = RunStatus::Cancelled,
+        }
+        if let Some(task) = state.renewer.take() {
+            task.abort();
+        }
+        // A waiting run was saved by `wait`; a lost lease must not be written over.
+        let lost = matches!(&outcome, RunOutcome::Failed { error } if error.code == crate::store::codes::RUN_LEASE_LOST);
+        if !matches!(outcome, RunOutcome::Waiting { .. })
+            && !lost
+            && let Err(RunOutcome::Failed { error }) = self.save(state).await
+        {
+            outcome = RunOutcome::Failed { error };
+        }
+        if !lost {
+            self.release(state).await;
+        }
+        self.fire_finished(state, &outcome).await;
+        outcome
+    }
+
+    /// One model request: whole, or streamed with text deltas forwarded.
+    async fn request(
+        &self,
+        provider: &dyn CompletionProvider,
+        request: &CompletionRequest,
+        sink: &mut Sink,
+    ) -> Result<CompletionResponse, ProviderError> {
+        let span = tracing::Span::current();
+        let result = if sink.is_streaming() {
+            let mut stream = provider.stream(request);
+            let mut done = None;
+            while let Some(event) = next(&mut stream).await {
+                match event? {
+                    StreamEvent::TextDelta(text) => sink.emit(RunEvent::TextDelta { text }),
+                    StreamEvent::Completed(response) => {
+                        done = Some(response);
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+            done.ok_or_else(|| ProviderError::BadResponse {
+                reason: "the stream ended without a completed turn".into(),
+            })
+        } else {
+            provider.complete(request).await
+        };
+        match &result {
+            Ok(r) => {
+                span.record("gen_ai.usage.input_tokens", r.usage.input_tokens);
+                span.record("gen_ai.usage.output_tokens", r.usage.output_tokens);
+                span.record("gen_ai.response.finish_reasons", stop_name(&r.stop));
+                if let Some(id) = &r.id {
+                    span.record("gen_ai.response.id", id.as_str());
+                }
+                if let Some(model) = &r.model {
+                    span.record("gen_ai.response.model", model.as_str());
+                }
+            }
+            Err(e) => {
+                span.record("error.type", e.code());
+            }
+        }
+        result
+    }
+
+    /// The context every call of one turn shares.
+    fn turn_context(&self, state: &RunState, turn: u32) -> ToolExecutionContext {
+        let inner = &*self.inner;
+        let mut ctx = ToolExecutionContext::new(&inner.workspace)
+            .session_id(state.record.session_id.clone())
+            .agent_id(inner.agent_id.clone())
+            .run_id(state.record.run_id.clone())
+            .activation_id(format!("{}:{turn}", state.record.run_id))
+            .cancellation(state.cancel.clone());
+        ctx = state.disclosure.attach(ctx);
+        ctx.extensions.insert_arc(Arc::clone(&state.read_state));
+        if inner.strict == Strict::Yes {
+            ctx = ctx.with_extension(StrictModeCall);
+        }
+        ctx
+    }
+
+    fn run_span(&self, state: &RunState) -> tracing::Span {
+        let inner = &*self.inner;
+        tracing::info_span!(
+            target: TRACING_TARGET,
+            "invoke_agent",
+            "otel.name" = format!("invoke_agent {}", inner.agent_id),
+            "gen_ai.operation.name" = "invoke_agent",
+            "gen_ai.agent.name" = inner.agent_id.as_str(),
+            "gen_ai.provider.name" = inner.provider_name.as_str(),
+            "gen_ai.request.model" = inner.model.as_str(),
+            "gen_ai.conversation.id" = state.record.session_id.as_str(),
+            "iris.run.id" = state.record.run_id.as_str(),
+            "iris.run.status" = tracing::field::Empty,
+            "iris.run.turns" = tracing::field::Empty,
+            "gen_ai.usage.input_tokens" = tracing::field::Empty,
+            "gen_ai.usage.output_tokens" = tracing::field::Empty,
+            "error.type" = tracing::field::Empty,
+        )
+    }
+
+    async fn fire_started(&self, state: &RunState, input: Value) {
+        let Some(hooks) = &self.inner.hooks else {
+            return;
+        };
+        let run = json!({
+            "run_id": state.record.run_id,
+            "agent_id": self.inner.agent_id,
+            "session_id": state.record.session_id,
+            "provider": self.inner.provider_name,
+            "model": self.inner.model,
+            "max_turns": self.inner.max_turns,
+        });
+        hooks.run_started(self.common(state), run, input).await;
+    }
+
+    async fn fire_finished(&self, state: &RunState, outcome: &RunOutcome) {
+        let Some(hooks) = &self.inner.hooks else {
+            return;
+        };
+        let status = match outcome {
+            RunOutcome::Completed { .. } => HookRunStatus::Completed,
+            RunOutcome::Waiting { .. } => HookRunStatus::Waiting,
+            RunOutcome::Failed { .. } => HookRunStatus::Failed,
+            RunOutcome::Cancelled => HookRunStatus::Cancelled,
+        };
+        let mut result = json!({
+            "status": outcome.status(),
+            "turns": state.record.turns,
+            "usage": state.record.usage,
+        });
+        match outcome {
+            RunOutcome::Completed { output, .. } => result["output"] = json!(output),
+            RunOutcome::Waiting { interaction, .. } => result["interaction"] = json!(interaction),
+            RunOutcome::Failed { error } => result["error"] = json!(error),
+            RunOutcome::Cancelled => {}
+        }
+        hooks.run_finished(self.common(state), result, status).await;
+    }
+
+    fn common(&self, state: &RunState) -> EventCommon {
+        EventCommon {
+            agent_id: self.inner.agent_id.clone(),
+            session_id: state.record.session_id.clone(),
+            workspace: self.inner.workspace.clone(),
+            run_id: state.record.run_id.clone(),
+            activation_id: format!("{}:{}", state.record.run_id, state.record.turns),
+            occurred_at: iris_hooks::event::rfc3339_now(),
+        }
+    }
+}
+
+trait Recorded {
+    fn recorded(self, span: &tracing::Span, state: &RunState) -> Self;
+}
+
+impl Recorded for RunOutcome {
+    /// Records the run's end on its `invoke_agent` span.
+    fn recorded(self, span: &tracing::Span, state: &RunState) -> Self {
+        span.record("iris.run.status", self.status());
+        span.record("iris.run.turns", state.record.turns);
+        span.record("gen_ai.usage.input_tokens", state.record.usage.input_tokens);
+        span.record(
+            "gen_ai.usage.output_tokens",
+            state.record.usage.output_tokens,
+        );
+        if let RunOutcome::Failed { error } = &self {
+            span.record("error.type", error.code.as_str());
+        }
+        self
+    }
+}
+
+/// The interaction id of a call of a run: stable in every process.
+fn interaction_id(run_id: &str, call_id: &str) -> String {
+    format!("{run_id}:{call_id}")
+}
+
+fn denied(tool_name: &str, call_id: &str, reason: &str) -> ToolResult {
+    ToolOutput::error(
+        ToolErrorInfo::new(
+            core_codes::APPROVAL_DENIED,
+            format!("the user denied this `{tool_name}` call: {reason}"),
+        )
+        .with_detail("reason", reason),
+    )
+    .into_result(call_id, tool_name)
+}
+
+fn outcome_error(stop: Stop) -> RunError {
+    match stop {
+        RunOutcome::Failed { error } => error,
+        other => RunError::new(
+            codes::RUN_STORE_FAILED,
+            format!("unexpected stop: {}", other.status()),
+        ),
+    }
+}
+
+/// The `chat` span of one model request (OpenTelemetry GenAI conventions).
+fn chat_span(inner: &Inner, request: &CompletionRequest) -> tracing::Span {
+    tracing::info_span!(
+        target: TRACING_TARGET,
+        "chat",
+        "otel.name" = format!("chat {}", request.model),
+        "gen_ai.operation.name" = "chat",
+        "gen_ai.provider.name" = inner.provider_name.as_str(),
+        "gen_ai.request.model" = request.model.as_str(),
+        "gen_ai.request.max_tokens" = request.max_output_tokens,
+        "gen_ai.request.temperature" = request.temperature,
+        "iris.request.tools" = request.tools.len(),
+        "gen_ai.response.id" = tracing::field::Empty,
+        "gen_ai.response.model" = tracing::field::Empty,
+        "gen_ai.response.finish_reasons" = tracing::field::Empty,
+        "gen_ai.usage.input_tokens" = tracing::field::Empty,
+        "gen_ai.usage.output_tokens" = tracing::field::Empty,
+        "error.type" = tracing::field::Empty,
+    )
+}
+
+fn stop_name(stop: &StopReason) -> &str {
+    match stop {
+        StopReason::EndTurn => "stop",
+        StopReason::ToolUse => "tool_calls",
+        StopReason::MaxTokens => "length",
+        StopReason::Refusal => "content_filter",
+        StopReason::Other(other) => other,
+        _ => "other",
+    }
+}
+
+/// The default time to live of a run's lease (renewed every third of it).
+pub(crate) const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);

@@ -1,0 +1,215 @@
+//! [`MemoryRunStore`]: runs in this process's memory.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use iris_tools_core::BoxFuture;
+
+use super::{
+    JournalEntry, RunRecord, RunStatus, RunStore, RunSummary, StoreError, StoreResult, now_ms,
+    ttl_ms,
+};
+
+#[derive(Debug)]
+struct Row {
+    record: RunRecord,
+    lease: Option<(String, u64)>,
+    journal: Vec<JournalEntry>,
+}
+
+/// Runs kept in memory: a waiting run can be resumed by the same process (the
+/// default of a runner built in Rust without a store). Leases and the journal behave
+/// as in the durable stores.
+#[derive(Debug, Default)]
+pub struct MemoryRunStore {
+    rows: Mutex<HashMap<String, Row>>,
+}
+
+impl MemoryRunStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Row>> {
+        // Every operation replaces whole values, so a poisoned lock holds no half
+        // update.
+        self.rows.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+fn holds(row: &Row, owner: &str) -> bool {
+    row.lease
+        .as_ref()
+        .is_some_and(|(o, until)| o == owner && *until > now_ms())
+}
+
+impl RunStore for MemoryRunStore {
+    fn describe(&self) -> String {
+        "memory".into()
+    }
+
+    fn create<'a>(
+        &'a self,
+        record: &'a RunRecord,
+        owner: &'a str,
+        ttl: Duration,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        let result = {
+            let mut rows = self.lock();
+            if rows.contains_key(&record.run_id) {
+                Err(StoreError::failed(format!(
+                    "run `{}` already exists",
+                    record.run_id
+                )))
+            } else {
+                let until = now_ms().saturating_add(ttl_ms(ttl));
+                rows.insert(
+                    record.run_id.clone(),
+                    Row {
+                        record: record.clone(),
+                        lease: Some((owner.to_owned(), until)),
+                        journal: Vec::new(),
+                    },
+                );
+                Ok(())
+            }
+        };
+        Box::pin(async move { result })
+    }
+
+    fn save<'a>(&'a self, record: &'a RunRecord, owner: &'a str) -> BoxFuture<'a, StoreResult<()>> {
+        let result = {
+            let mut rows = self.lock();
+            match rows.get_mut(&record.run_id) {
+                None => Err(StoreError::NotFound {
+                    run_id: record.run_id.clone(),
+                }),
+                Some(row) if !holds(row, owner) => Err(StoreError::LeaseLost {
+                    run_id: record.run_id.clone(),
+                }),
+                Some(row) => {
+                    row.record = record.clone();
+                    Ok(())
+                }
+            }
+        };
+        Box::pin(async move { result })
+    }
+
+    fn load<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, StoreResult<Option<RunRecord>>> {
+        let found = self.lock().get(run_id).map(|r| r.record.clone());
+        Box::pin(async move { Ok(found) })
+    }
+
+    fn list<'a>(
+        &'a self,
+        status: Option<RunStatus>,
+        limit: usize,
+    ) -> BoxFuture<'a, StoreResult<Vec<RunSummary>>> {
+        let mut all: Vec<RunSummary> = self
+            .lock()
+            .values()
+            .filter(|r| status.is_none_or(|s| r.record.status == s))
+            .map(|r| RunSummary::of(&r.record))
+            .collect();
+        all.sort_by(|a, b| {
+            b.updated_at_ms
+                .cmp(&a.updated_at_ms)
+                .then_with(|| b.run_id.cmp(&a.run_id))
+        });
+        all.truncate(limit);
+        Box::pin(async move { Ok(all) })
+    }
+
+    fn acquire<'a>(
+        &'a self,
+        run_id: &'a str,
+        owner: &'a str,
+        ttl: Duration,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        let result = {
+            let mut rows = self.lock();
+            let now = now_ms();
+            match rows.get_mut(run_id) {
+                None => Err(StoreError::NotFound {
+                    run_id: run_id.to_owned(),
+                }),
+                Some(row) => match &row.lease {
+                    Some((other, until)) if other != owner && *until > now => {
+                        Err(StoreError::Busy {
+                            run_id: run_id.to_owned(),
+                            expires_in_ms: until - now,
+                        })
+                    }
+                    _ => {
+                        row.lease = Some((owner.to_owned(), now.saturating_add(ttl_ms(ttl))));
+                        Ok(())
+                    }
+                },
+            }
+        };
+        Box::pin(async move { result })
+    }
+
+    fn release<'a>(&'a self, run_id: &'a str, owner: &'a str) -> BoxFuture<'a, StoreResult<()>> {
+        if let Some(row) = self.lock().get_mut(run_id)
+            && row.lease.as_ref().is_some_and(|(o, _)| o == owner)
+        {
+            row.lease = None;
+        }
+        Box::pin(async { Ok(()) })
+    }
+
+    fn journal<'a>(
+        &'a self,
+        run_id: &'a str,
+        owner: &'a str,
+        entry: &'a JournalEntry,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        let result = {
+            let mut rows = self.lock();
+            match rows.get_mut(run_id) {
+                None => Err(StoreError::NotFound {
+                    run_id: run_id.to_owned(),
+                }),
+                Some(row) if !holds(row, owner) => Err(StoreError::LeaseLost {
+                    run_id: run_id.to_owned(),
+                }),
+                Some(row) => {
+                    match row
+                        .journal
+                        .iter_mut()
+                        .find(|e| e.turn == entry.turn && e.call_id == entry.call_id)
+                    {
+                        Some(existing) => *existing = entry.clone(),
+                        None => row.journal.push(entry.clone()),
+                    }
+                    Ok(())
+                }
+            }
+        };
+        Box::pin(async move { result })
+    }
+
+    fn journal_of<'a>(
+        &'a self,
+        run_id: &'a str,
+        turn: u32,
+    ) -> BoxFuture<'a, StoreResult<Vec<JournalEntry>>> {
+        let mut rows: Vec<JournalEntry> = self
+            .lock()
+            .get(run_id)
+            .map(|r| {
+                r.journal
+                    .iter()
+                    .filter(|e| e.turn == turn)
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        rows.sort_by_key(|e| e.index);
+        Box::pin(async move { Ok(rows) })
+    }
+}

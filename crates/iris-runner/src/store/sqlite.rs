@@ -1,0 +1,401 @@
+//! [`SqliteRunStore`]: the embedded default, one SQLite file in WAL mode.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use iris_tools_core::BoxFuture;
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::{
+    JournalEntry, MIGRATIONS, RunRecord, RunStatus, RunStore, RunSummary, StoreError, StoreResult,
+    decode, encode, now_ms, ttl_ms,
+};
+
+/// Runs in one SQLite file (default `<workspace>/.iris/runs.db`), in WAL mode so
+/// several processes on one machine share it; each statement waits up to 5 s for a
+/// writer lock held by another process. `synchronous = NORMAL`: every commit
+/// survives a crash of the process; a power loss may lose the last ones. The
+/// connection runs on tokio's blocking pool.
+///
+/// ```
+/// use iris_runner::store::{RunStore, SqliteRunStore};
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
+/// let dir = tempfile::tempdir()?;
+/// let store = SqliteRunStore::open(dir.path().join(".iris/runs.db")).await?;
+/// assert!(store.list(None, 10).await?.is_empty());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct SqliteRunStore {
+    path: PathBuf,
+    conn: Arc<Mutex<Connection>>,
+}
+
+fn sql(e: rusqlite::Error) -> StoreError {
+    StoreError::failed(format!("sqlite: {e}"))
+}
+
+impl SqliteRunStore {
+    /// Opens (creating it and its folder when missing) the database at `path` and
+    /// applies the schema migrations.
+    ///
+    /// # Errors
+    /// `RUN_STORE_FAILED` when the folder or file cannot be created or opened, or the
+    /// file is not a database of this schema.
+    pub async fn open(path: impl AsRef<Path>) -> StoreResult<Self> {
+        let path = path.as_ref().to_path_buf();
+        let opened = path.clone();
+        let conn = tokio::task::spawn_blocking(move || -> StoreResult<Connection> {
+            if let Some(folder) = opened.parent() {
+                std::fs::create_dir_all(folder).map_err(|e| {
+                    StoreError::failed(format!("cannot create {}: {e}", folder.display()))
+                })?;
+            }
+            let mut conn = Connection::open(&opened).map_err(|e| {
+                StoreError::failed(format!("cannot open {}: {e}", opened.display()))
+            })?;
+            conn.busy_timeout(Duration::from_secs(5)).map_err(sql)?;
+            conn.pragma_update(None, "journal_mode", "WAL")
+                .map_err(sql)?;
+            // In WAL mode NORMAL syncs at checkpoints, not at every commit: a commit
+            // survives the process crashing (what the journal guards against); only a
+            // power loss may drop the last commits.
+            conn.pragma_update(None, "synchronous", "NORMAL")
+                .map_err(sql)?;
+            conn.pragma_update(None, "foreign_keys", true)
+                .map_err(sql)?;
+            migrate(&mut conn)?;
+            Ok(conn)
+        })
+        .await
+        .map_err(|e| StoreError::failed(format!("the open task failed: {e}")))??;
+        Ok(Self {
+            path,
+            conn: Arc::new(Mutex::new(conn)),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs `f` on the connection on the blocking pool.
+    fn with<'a, T: Send + 'static>(
+        &'a self,
+        f: impl FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
+    ) -> BoxFuture<'a, StoreResult<T>> {
+        let conn = Arc::clone(&self.conn);
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
+                f(&mut conn)
+            })
+            .await
+            .map_err(|e| StoreError::failed(format!("the store task failed: {e}")))?
+        })
+    }
+}
+
+fn migrate(conn: &mut Connection) -> StoreResult<()> {
+    let tx = conn
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(sql)?;
+    tx.execute(
+        "CREATE TABLE IF NOT EXISTS iris_schema_migrations (
+            version BIGINT PRIMARY KEY, applied_at_ms BIGINT NOT NULL)",
+        [],
+    )
+    .map_err(sql)?;
+    let current: i64 = tx
+        .query_row(
+            "SELECT COALESCE(MAX(version), 0) FROM iris_schema_migrations",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(sql)?;
+    for (version, statement) in MIGRATIONS {
+        if *version > current {
+            tx.execute(statement, []).map_err(sql)?;
+            tx.execute(
+                "INSERT INTO iris_schema_migrations (version, applied_at_ms) VALUES (?1, ?2)",
+                params![version, to_i64(now_ms())],
+            )
+            .map_err(sql)?;
+        }
+    }
+    tx.commit().map_err(sql)
+}
+
+fn to_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+fn to_u64(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
+
+/// Why an update matched no row: the run is missing, or `owner` does not hold it.
+fn missing_or(conn: &Connection, run_id: &str, held: StoreError) -> StoreError {
+    let exists = conn
+        .query_row(
+            "SELECT 1 FROM iris_runs WHERE run_id = ?1",
+            [run_id],
+            |_| Ok(()),
+        )
+        .optional();
+    match exists {
+        Ok(Some(())) => held,
+        Ok(None) => StoreError::NotFound {
+            run_id: run_id.to_owned(),
+        },
+        Err(e) => sql(e),
+    }
+}
+
+impl RunStore for SqliteRunStore {
+    fn describe(&self) -> String {
+        format!("sqlite {}", self.path.display())
+    }
+
+    fn create<'a>(
+        &'a self,
+        record: &'a RunRecord,
+        owner: &'a str,
+        ttl: Duration,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        let encoded = encode(record);
+        let (run_id, status, agent) = (
+            record.run_id.clone(),
+            record.status.as_str(),
+            record.agent_id.clone(),
+        );
+        let (created, updated) = (to_i64(record.created_at_ms), to_i64(record.updated_at_ms));
+        let owner = owner.to_owned();
+        let until = to_i64(now_ms().saturating_add(ttl_ms(ttl)));
+        self.with(move |conn| {
+            conn.execute(
+                "INSERT INTO iris_runs (run_id, status, agent_id, created_at_ms, updated_at_ms,
+                    record, lease_owner, lease_expires_at_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![
+                    run_id, status, agent, created, updated, encoded?, owner, until
+                ],
+            )
+            .map_err(sql)?;
+            Ok(())
+        })
+    }
+
+    fn save<'a>(&'a self, record: &'a RunRecord, owner: &'a str) -> BoxFuture<'a, StoreResult<()>> {
+        let encoded = encode(record);
+        let (run_id, status) = (record.run_id.clone(), record.status.as_str());
+        let updated = to_i64(record.updated_at_ms);
+        let owner = owner.to_owned();
+        self.with(move |conn| {
+            let n = conn
+                .execute(
+                    "UPDATE iris_runs SET status = ?1, record = ?2, updated_at_ms = ?3
+                     WHERE run_id = ?4 AND lease_owner = ?5 AND lease_expires_at_ms > ?6",
+                    params![status, encoded?, updated, run_id, owner, to_i64(now_ms())],
+                )
+                .map_err(sql)?;
+            if n == 1 {
+                Ok(())
+            } else {
+                Err(missing_or(
+                    conn,
+                    &run_id,
+                    StoreError::LeaseLost {
+                        run_id: run_id.clone(),
+                    },
+                ))
+            }
+        })
+    }
+
+    fn load<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, StoreResult<Option<RunRecord>>> {
+        let run_id = run_id.to_owned();
+        self.with(move |conn| {
+            let text: Option<String> = conn
+                .query_row(
+                    "SELECT record FROM iris_runs WHERE run_id = ?1",
+                    [&run_id],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(sql)?;
+            text.map(|t| decode(&t, "run record")).transpose()
+        })
+    }
+
+    fn list<'a>(
+        &'a self,
+        status: Option<RunStatus>,
+        limit: usize,
+    ) -> BoxFuture<'a, StoreResult<Vec<RunSummary>>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.with(move |conn| {
+            let mut stmt = conn
+                .prepare(
+                    "SELECT record FROM iris_runs WHERE (?1 IS NULL OR status = ?1)
+                     ORDER BY updated_at_ms DESC, run_id DESC LIMIT ?2",
+                )
+                .map_err(sql)?;
+            let rows = stmt
+                .query_map(params![status.map(RunStatus::as_str), limit], |r| {
+                    r.get::<_, String>(0)
+                })
+                .map_err(sql)?;
+            let mut out = Vec::new();
+            for row in rows {
+                let record: RunRecord = decode(&row.map_err(sql)?, "run record")?;
+                out.push(RunSummary::of(&record));
+            }
+            Ok(out)
+        })
+    }
+
+    fn acquire<'a>(
+        &'a self,
+        run_id: &'a str,
+        owner: &'a str,
+        ttl: Duration,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
+        self.with(move |conn| {
+            let now = now_ms();
+            let until = to_i64(now.saturating_add(ttl_ms(ttl)));
+            let n = conn
+                .execute(
+                    "UPDATE iris_runs SET lease_owner = ?1, lease_expires_at_ms = ?2
+                     WHERE run_id = ?3 AND (lease_owner IS NULL OR lease_owner = ?1
+                        OR lease_expires_at_ms <= ?4)",
+                    params![owner, until, run_id, to_i64(now)],
+                )
+                .map_err(sql)?;
+            if n == 1 {
+                return Ok(());
+            }
+            let expires: Option<Option<i64>> = conn
+                .query_row(
+                    "SELECT lease_expires_at_ms FROM iris_runs WHERE run_id = ?1",
+                    [&run_id],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(sql)?;
+            match expires {
+                None => Err(StoreError::NotFound { run_id }),
+                Some(until) => Err(StoreError::Busy {
+                    run_id,
+                    expires_in_ms: to_u64(until.unwrap_or(0)).saturating_sub(now),
+                }),
+            }
+        })
+    }
+
+    fn release<'a>(&'a self, run_id: &'a str, owner: &'a str) -> BoxFuture<'a, StoreResult<()>> {
+        let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
+        self.with(move |conn| {
+            conn.execute(
+                "UPDATE iris_runs SET lease_owner = NULL, lease_expires_at_ms = NULL
+                 WHERE run_id = ?1 AND lease_owner = ?2",
+                params![run_id, owner],
+            )
+            .map_err(sql)?;
+            Ok(())
+        })
+    }
+
+    fn journal<'a>(
+        &'a self,
+        run_id: &'a str,
+        owner: &'a str,
+        entry: &'a JournalEntry,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        let result = entry.result.as_ref().map(encode).transpose();
+        let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
+        let (turn, index) = (
+            i64::from(entry.turn),
+            i64::try_from(entry.index).unwrap_or(0),
+        );
+        let (call_id, tool, state) = (
+            entry.call_id.clone(),
+            entry.tool_name.clone(),
+            entry.state.as_str(),
+        );
+        self.with(move |conn| {
+            let n = conn
+                .execute(
+                    "INSERT INTO iris_journal (run_id, turn, call_id, seq, tool_name, state, result)
+                     SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE EXISTS (
+                        SELECT 1 FROM iris_runs WHERE run_id = ?1 AND lease_owner = ?8
+                            AND lease_expires_at_ms > ?9)
+                     ON CONFLICT (run_id, turn, call_id)
+                     DO UPDATE SET state = excluded.state, result = excluded.result",
+                    params![
+                        run_id,
+                        turn,
+                        call_id,
+                        index,
+                        tool,
+                        state,
+                        result?,
+                        owner,
+                        to_i64(now_ms())
+                    ],
+                )
+                .map_err(sql)?;
+            if n == 1 {
+                Ok(())
+            } else {
+                Err(missing_or(
+                    conn,
+                    &run_id,
+                    StoreError::LeaseLost {
+                        run_id: run_id.clone(),
+                    },
+                ))
+            }
+        })
+    }
+
+    fn journal_of<'a>(
+        &'a self,
+        run_id: &'a str,
+        turn: u32,
+    ) -> BoxFuture<'a, StoreResult<Vec<JournalEntry>>> {
+        let run_id = run_id.to_owned();
+        self.with(move |conn| {
+            let mut stmt = conn
+                .prepare(
+                    "SELECT seq, call_id, tool_name, state, result FROM iris_journal
+                     WHERE run_id = ?1 AND turn = ?2 ORDER BY seq",
+                )
+                .map_err(sql)?;
+            let rows = stmt
+                .query_map(params![run_id, i64::from(turn)], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, String>(2)?,
+                        r.get::<_, String>(3)?,
+                        r.get::<_, Option<String>>(4)?,
+                    ))
+                })
+                .map_err(sql)?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (seq, call_id, tool_name, state, result) = row.map_err(sql)?;
+                out.push(super::journal_row(
+                    turn, seq, call_id, tool_name, &state, result,
+                )?);
+            }
+            Ok(out)
+        })
+    }
+}
