@@ -123,6 +123,20 @@ fn ci(setup: bool) -> Result<(), String> {
         "warnings",
     ]);
     run(clippy)?;
+    // Optional features the workspace build leaves off: iris-runner's OTLP exporter.
+    let mut clippy = cargo();
+    clippy.args([
+        "clippy",
+        "-p",
+        "iris-runner",
+        "--all-targets",
+        "--features",
+        "otel",
+        "--",
+        "-D",
+        "warnings",
+    ]);
+    run(clippy)?;
     test()?;
     // About 2.5 minutes from a cold target dir on two cores: the unoptimized fuzz build
     // (~1.5 min) plus 20 s per target, two at a time.
@@ -130,8 +144,10 @@ fn ci(setup: bool) -> Result<(), String> {
     quickstart()
 }
 
-/// Runs the README's main command and checks the walkthrough reached its milestones, so
-/// the first thing a newcomer runs is tested too.
+/// Runs the README's main command and checks the agent run reached its milestones, in
+/// order, so the first thing a newcomer runs is tested too. Each milestone is a line the
+/// quickstart prints only from what the run really did: its events, its outcome, or the
+/// workspace afterwards.
 fn quickstart() -> Result<(), String> {
     let mut cmd = cargo();
     cmd.args(["run", "--quiet", "-p", "iris", "--example", "quickstart"]);
@@ -149,27 +165,51 @@ fn quickstart() -> Result<(), String> {
         ));
     }
     let milestones = [
-        "plan: par[0..4]",
-        "Error[APPROVAL_REQUIRED]",
+        // Turn 1: four reads started before any finished (one parallel window).
+        "⇉ parallel window: 4 calls started before any finished",
+        // Turn 2: the edit asked the ApprovalHandler, ran approved, and the after-hook's
+        // feedback reached the result.
+        "ApprovalHandler asked \"approve edit_file (call_2_1)?\" → approve",
+        "✓ call_2_1 edit_file ok (approved)",
         "audit: edit_file was recorded",
-        "config/app.toml now says: level = \"INFO\"",
-        "artifact: ",
+        // Turn 3: the long #[tool] result was saved as an artifact.
+        "artifact: .iris/tool-results/quickstart/call_log_table.txt",
+        // Turn 4: a typed error for the wrong argument; turn 5: the corrected call paged
+        // the artifact (1501 lines: the table's header and 1500 rows).
+        "✓ call_4_1 read_file failed (INVALID_INPUT)",
+        "[Showing lines 1401-1403 of 1501",
+        // Turn 6: written on approval, then published.
+        "✓ call_6_1 write_file ok (approved)",
         "Published `SUMMARY.md`",
+        // Turn 7: approved, yet the command hook denied `rm`; `wc` ran natively.
+        "ApprovalHandler asked \"approve exec_command (call_7_1)?\" → approve",
         "hook `no-rm` denied the call",
         "1500 logs/service.log",
-        "Error[INVALID_INPUT]",
+        // The outcome, with the usage of every turn summed, then the workspace.
+        "── run completed in 8 turns, 25980 input + 500 output tokens",
+        "config/app.toml now says: level = \"INFO\"",
+        "logs/service.log still exists: true",
+        "published copy: .iris/published/quickstart/call_6_2-SUMMARY.md",
     ];
-    let missing: Vec<&str> = milestones
-        .iter()
-        .copied()
-        .filter(|m| !stdout.contains(m))
-        .collect();
-    if missing.is_empty() {
-        println!("quickstart: all {} milestones reached", milestones.len());
-        Ok(())
-    } else {
-        Err(format!("the quickstart output lacks: {missing:?}"))
+    let mut rest: &str = &stdout;
+    for (reached, milestone) in milestones.iter().enumerate() {
+        match rest.find(milestone) {
+            Some(at) => rest = &rest[at + milestone.len()..],
+            None => {
+                let why = if stdout.contains(milestone) {
+                    "appears, but out of order"
+                } else {
+                    "is missing"
+                };
+                return Err(format!(
+                    "the quickstart reached {reached} of {} milestones: {milestone:?} {why}",
+                    milestones.len()
+                ));
+            }
+        }
     }
+    println!("quickstart: all {} milestones reached", milestones.len());
+    Ok(())
 }
 
 /// Every test of the workspace: unit, integration, doctests and snapshot checks.
@@ -178,7 +218,14 @@ fn test() -> Result<(), String> {
     // CI must fail on a stale snapshot instead of writing a new one.
     test.env("INSTA_UPDATE", "no").env("CI", "true");
     test.args(["test", "--workspace", "--no-fail-fast"]);
-    run(test)
+    run(test)?;
+    // The `otel` feature's tests export real runs to a local OTLP receiver.
+    let mut otel = cargo();
+    otel.env("INSTA_UPDATE", "no").env("CI", "true");
+    otel.args([
+        "test", "-p", "iris-runner", "--features", "otel", "--test", "all", "otel",
+    ]);
+    run(otel)
 }
 
 /// Regenerates the `#[tool]` gallery snapshots, or checks them with `--check`.

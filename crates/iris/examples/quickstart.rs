@@ -1,23 +1,33 @@
-//! The Iris walkthrough (seed 003, one read-and-edit task followed through): a scripted model asks
-//! to read a config and change the log level from DEBUG to INFO, then summarizes the logs.
+//! The Iris quickstart: one agent run through the run loop, `iris_runner::AgentRunner`.
 //!
 //! Run it with `cargo run -p iris --example quickstart`. It needs no API key and no
-//! network: the "model" is the fixed list of tool calls below, and the workspace is an
-//! embedded example copied to a temporary directory.
+//! network: the agent YAML (`quickstart_workspace/iris.yaml`, embedded below) drives the
+//! tools with the scripted provider, whose turns are replayed from the YAML, and the
+//! workspace is an embedded example copied to a temporary directory.
 //!
-//! Each step goes through the one executor path: schema validation, permission, hooks,
-//! the body under a deadline, and artifacts for long results.
+//! The task (seed 003, one read-and-edit task followed through): change the service's log
+//! level from DEBUG to INFO, then summarize the logs. Every event of the streamed run is
+//! printed: the model's turns and text, its tool calls (adjacent reads in one parallel
+//! window, everything else a barrier), the approvals the example's `ApprovalHandler`
+//! answers, a long `#[tool]` result saved as an artifact and paged back, a typed error
+//! the model corrects, a command hook's denial, and the final answer with its usage.
 
 use std::path::Path;
+use std::sync::Arc;
 
-use iris::command::{CommandBinding, CommandConfig, CommandService, command_tools};
-use iris::hooks::command::CommandHook;
-use iris::hooks::{HookDispatcher, HookEvent, HookEventKind, HookRegistration, HookResult};
+use iris::core::BoxFuture;
+use iris::hooks::{HookError, HookEvent, HookHandler, HookResult};
 use iris::prelude::*;
-use serde_json::json;
+use iris::runner::{
+    AgentConfig, AgentRunner, ApprovalDecision, ApprovalHandler, ApprovalRequest, HostRegistry,
+    LoadedConfig, RunEvent, RunInput, RunOutcome, RunStream, ToolEnvironment, build_tool_registry,
+};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
 
 /// The embedded example workspace: (relative path, contents).
 const WORKSPACE: &[(&str, &str)] = &[
+    ("iris.yaml", include_str!("quickstart_workspace/iris.yaml")),
     ("README.md", include_str!("quickstart_workspace/README.md")),
     (
         "config/app.toml",
@@ -36,6 +46,10 @@ const WORKSPACE: &[(&str, &str)] = &[
         include_str!("quickstart_workspace/hooks/no-rm.sh"),
     ),
 ];
+
+/// What the user asks the agent.
+const PROMPT: &str = "Switch the service's log level from DEBUG to INFO, then summarize the \
+                      logs in SUMMARY.md and publish it.";
 
 /// Render every request of the service log as an aligned table.
 ///
@@ -72,30 +86,73 @@ async fn render_log_table(
     Ok(table)
 }
 
-fn print_result(result: &ToolResult) {
+/// The host side of the YAML: the tool and the hook it names by key.
+fn host() -> HostRegistry {
+    HostRegistry::new()
+        .function("quickstart:render_log_table", || {
+            Arc::new(render_log_table::tool()) as Arc<dyn Tool>
+        })
+        .hook("quickstart:audit", |_options: &Value| {
+            // A tool.after hook whose feedback is appended to the result the model sees.
+            let audit = |event: HookEvent| async move {
+                Ok::<_, HookError>(HookResult::feedback(format!(
+                    "audit: {} was recorded",
+                    event.tool_name().unwrap_or("?")
+                )))
+            };
+            Ok(Arc::new(audit) as Arc<dyn HookHandler>)
+        })
+}
+
+/// One question for the human, and where the answer goes.
+type Question = (ApprovalRequest, oneshot::Sender<ApprovalDecision>);
+
+/// An [`ApprovalHandler`] that hands each question to the main task (where a real host
+/// would show a prompt or a dialog) and waits for its answer.
+struct AskTheMainTask(mpsc::UnboundedSender<Question>);
+
+impl ApprovalHandler for AskTheMainTask {
+    fn decide<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalDecision> {
+        Box::pin(async move {
+            let (answer, reply) = oneshot::channel();
+            if self.0.send((request.clone(), answer)).is_err() {
+                return ApprovalDecision::Defer;
+            }
+            reply.await.unwrap_or(ApprovalDecision::Defer)
+        })
+    }
+}
+
+/// Prints a tool result: status, the first lines of what the model sees, an artifact.
+fn print_result(result: &ToolResult, workspace: &Path) {
+    let status = match result.error_code() {
+        Some(code) => format!("failed ({code})"),
+        None if result.approved => "ok (approved)".to_owned(),
+        None => "ok".to_owned(),
+    };
+    println!("   ✓ {} {} {status}", result.tool_use_id, result.tool_name);
     let content = result.model_content();
     let shown: String = content.chars().take(400).collect();
     let more = content.chars().count().saturating_sub(400);
-    println!(
-        "  -> {} {}",
-        result.tool_name,
-        if result.is_error() { "ERROR" } else { "ok" }
-    );
     for line in shown.lines() {
-        println!("     | {line}");
+        println!("     │ {line}");
     }
     if more > 0 {
-        println!("     | … ({more} more characters)");
+        println!("     │ … ({more} more characters)");
     }
     if let Some(artifact) = &result.output.artifact {
         if artifact.text_path.is_some() {
             // The saved body's reference line tells the model how to page it.
             let reference = content.lines().last().unwrap_or_default();
-            println!("     | … {reference}");
+            println!("     │ … {reference}");
         }
+        let path = artifact
+            .path
+            .strip_prefix(workspace)
+            .unwrap_or(&artifact.path);
         println!(
             "     artifact: {} ({} bytes)",
-            artifact.path.display(),
+            path.display(),
             artifact.size_bytes
         );
     }
@@ -112,108 +169,176 @@ fn write_workspace(root: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Prints a run's events as they arrive.
+struct Printer<'a> {
+    workspace: &'a Path,
+    /// Calls started and not finished yet: the loop starts every call of a parallel
+    /// window before the first one finishes, and runs each barrier alone.
+    running: usize,
+    /// Whether the current window was announced.
+    announced: bool,
+    /// Whether the model's text is being printed (its line is still open).
+    in_text: bool,
+}
+
+impl Printer<'_> {
+    /// Prints one event; the outcome when it is the last one.
+    fn show(&mut self, event: RunEvent) -> Option<RunOutcome> {
+        if self.in_text && !matches!(event, RunEvent::TextDelta { .. }) {
+            println!();
+            self.in_text = false;
+        }
+        match event {
+            RunEvent::RunStarted {
+                run_id,
+                provider,
+                model,
+            } => println!("── run {run_id} started (provider {provider}, model {model})"),
+            RunEvent::TurnStarted { turn, tools } => {
+                println!(
+                    "\n── turn {turn}: the request carries {} tools",
+                    tools.len()
+                );
+                if turn == 1 {
+                    println!("   {}", tools.join(", "));
+                }
+            }
+            RunEvent::TextDelta { text } => {
+                if !self.in_text {
+                    print!("model › ");
+                    self.in_text = true;
+                }
+                print!("{text}");
+            }
+            RunEvent::Usage { usage, total, .. } => println!(
+                "   usage: {} in / {} out (run so far {} / {})",
+                usage.input_tokens, usage.output_tokens, total.input_tokens, total.output_tokens
+            ),
+            RunEvent::ToolCallStarted {
+                call_id,
+                tool_name,
+                arguments,
+                ..
+            } => {
+                if self.running == 0 {
+                    self.announced = false;
+                }
+                self.running += 1;
+                println!("   ▶ {call_id} {tool_name} {arguments}");
+            }
+            RunEvent::ApprovalRequested { request } => {
+                println!(
+                    "   ? {} needs approval: {}",
+                    request.call_id, request.reason
+                );
+            }
+            RunEvent::ToolCallFinished { result, .. } => {
+                if !self.announced && self.running > 1 {
+                    println!(
+                        "   ⇉ parallel window: {} calls started before any finished",
+                        self.running
+                    );
+                }
+                self.announced = true;
+                self.running = self.running.saturating_sub(1);
+                print_result(&result, self.workspace);
+            }
+            RunEvent::Finished { outcome } => return Some(outcome),
+            other => println!("   {other:?}"),
+        }
+        None
+    }
+}
+
+/// Prints the events of the streamed run and answers its approvals, until it ends.
+async fn watch(
+    mut events: RunStream,
+    mut questions: mpsc::UnboundedReceiver<Question>,
+    workspace: &Path,
+) -> Option<RunOutcome> {
+    let mut printer = Printer {
+        workspace,
+        running: 0,
+        announced: false,
+        in_text: false,
+    };
+    loop {
+        tokio::select! {
+            // Events first: each question comes after the event that announced it.
+            biased;
+            event = events.next() => {
+                if let Some(outcome) = printer.show(event?) {
+                    return Some(outcome);
+                }
+            }
+            Some((request, answer)) = questions.recv() => {
+                // A real host shows a prompt or a dialog here; the quickstart says yes.
+                println!(
+                    "   ApprovalHandler asked \"approve {} ({})?\" → approve",
+                    request.tool_name, request.call_id
+                );
+                // The run may have ended meanwhile; then nobody waits for the answer.
+                let _ = answer.send(ApprovalDecision::Approve);
+            }
+        }
+    }
+}
+
+/// Builds the runner from the loaded YAML and the assembled tool layer, and runs it.
+async fn run_agent(
+    loaded: &LoadedConfig,
+    env: &ToolEnvironment,
+) -> Result<RunOutcome, Box<dyn std::error::Error>> {
+    // The YAML's model (the scripted provider: turns replayed from its `script`),
+    // instructions, limits, hooks and run store, over the tool layer assembled above;
+    // the approval handler is what YAML cannot say.
+    let (ask, questions) = mpsc::unbounded_channel();
+    let runner = AgentRunner::builder_over(loaded, env, None)
+        .await?
+        .agent_id("quickstart")
+        .approval_handler(AskTheMainTask(ask))
+        .build();
+
+    println!("\nuser › {PROMPT}");
+    let events = runner.run_streamed(RunInput::new(PROMPT).session_id("quickstart"));
+    watch(events, questions, &env.workspace)
+        .await
+        .ok_or_else(|| "the run ended without a Finished event".into())
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     let workspace = dir.path().canonicalize()?;
     write_workspace(&workspace)?;
-    println!(
-        "Iris quickstart — workspace copied to {}",
-        workspace.display()
-    );
+    println!("Iris quickstart: a scripted agent run through iris_runner::AgentRunner");
+    println!("workspace copied to {}", workspace.display());
 
-    // A native command service (no Docker needed) runs exec_command and the command hook.
-    let service = CommandService::new(CommandConfig::default(), &workspace)?;
-    service.prepare().await?;
-    let commands = CommandBinding::owned(service);
+    // The agent YAML assembles the tool layer: built-ins, the #[tool] function, the hooks,
+    // the permissions and a native command service (no Docker needed).
+    // (Without `IRIS_` environment overrides, so the walkthrough is the same everywhere.)
+    let loaded = AgentConfig::load_with_env(workspace.join("iris.yaml"), false)?;
+    let env = build_tool_registry(&loaded, &host()).await?;
+    let outcome = run_agent(&loaded, &env).await;
+    env.close().await?;
 
-    // Built-in file and command tools beside a #[tool] function.
-    let registry = ToolRegistry::new();
-    registry.register_many(iris::files::builtin_tools())?;
-    registry.register_many(command_tools(&commands))?;
-    registry.register(render_log_table::tool())?;
-
-    // A command hook (a shell script reading the event JSON on stdin) guards exec_command.
-    let no_rm = HookRegistration::builder(
-        HookEventKind::ToolBefore,
-        "no-rm",
-        CommandHook::new(&commands, "sh hooks/no-rm.sh"),
-    )
-    .tools(["exec_command"])
-    .build()?;
-
-    // An after-hook that reminds the model what changed, to show hook feedback.
-    let audit = HookRegistration::builder(
-        HookEventKind::ToolAfter,
-        "audit-edits",
-        |event: HookEvent| async move {
-            Ok(HookResult::feedback(format!(
-                "audit: {} was recorded",
-                event.tool_name().unwrap_or("?")
-            )))
-        },
-    )
-    .tools(["edit_file", "write_file"])
-    .build()?;
-
-    let executor = ToolExecutor::new(registry.clone())
-        .with_permission_policy(DefaultPermissionPolicy::default())
-        .with_circuit_breaker(CircuitBreaker::default())
-        .with_hook_dispatcher(HookDispatcher::new(vec![no_rm, audit]));
-    let ctx = ToolExecutionContext::new(&workspace).session_id("quickstart");
-
-    println!("\nThe model sees {} tools:", registry.len());
-    for spec in registry.view(ViewFilter::default()).active_specs() {
-        let first_line = spec.description.lines().next().unwrap_or_default();
-        println!("  - {}: {first_line}", spec.name);
+    match outcome? {
+        RunOutcome::Completed {
+            output,
+            usage,
+            turns,
+            ..
+        } => {
+            println!(
+                "\n── run completed in {turns} turns, {} input + {} output tokens",
+                usage.input_tokens, usage.output_tokens
+            );
+            println!("answer › {output}");
+        }
+        other => return Err(format!("the run did not complete: {other:?}").into()),
     }
 
-    println!("\nStep 1 — read the config");
-    let read = ToolUse::new(
-        "call_1",
-        "read_file",
-        json!({"file_path": "config/app.toml"}),
-    );
-    print_result(&executor.execute_one(&read, &ctx, None).await);
-
-    println!("\nStep 2 — a parallel batch of reads (adjacent read-only calls share one window)");
-    let batch = vec![
-        ToolUse::new("call_2", "read_file", json!({"file_path": "README.md"})),
-        ToolUse::new(
-            "call_3",
-            "read_file",
-            json!({"file_path": "config/features.toml"}),
-        ),
-        ToolUse::new("call_4", "list_files", json!({"path": "."})),
-        ToolUse::new(
-            "call_5",
-            "grep_search",
-            json!({"pattern": "ERROR .*took=2[0-9]{2}ms", "path": "logs", "max_results": 3}),
-        ),
-    ];
-    println!("  plan: {}", executor.prepare_many(&batch, &ctx));
-    for result in executor.execute_many(&batch, &ctx).await {
-        print_result(&result);
-    }
-
-    println!("\nStep 3 — an edit needs approval (write_mode = confirm)");
-    let edit = ToolUse::new(
-        "call_6",
-        "edit_file",
-        json!({"file_path": "config/app.toml", "old_string": "level = \"DEBUG\"", "new_string": "level = \"INFO\""}),
-    );
-    let waiting = executor.execute_one(&edit, &ctx, None).await;
-    print_result(&waiting);
-    println!(
-        "  the host asks a human: {}",
-        waiting
-            .output
-            .approval()
-            .map(|a| a.reason.as_str())
-            .unwrap_or_default()
-    );
-    println!("  the human approves call_6; the executor re-checks permission and runs it");
-    print_result(&executor.execute_one(&edit, &ctx, Some("call_6")).await);
+    println!("\nThe workspace afterwards:");
     let config = std::fs::read_to_string(workspace.join("config/app.toml"))?;
     println!(
         "  config/app.toml now says: {}",
@@ -222,61 +347,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .find(|l| l.starts_with("level"))
             .unwrap_or_default()
     );
-
-    println!("\nStep 4 — a long result becomes an artifact the model can page with read_file");
-    let table = ToolUse::new("call_7", "render_log_table", json!({}));
-    let long = executor.execute_one(&table, &ctx, None).await;
-    print_result(&long);
-    if let Some(saved) = long
-        .output
-        .artifact
-        .as_ref()
-        .and_then(|a| a.text_path.as_ref())
-    {
-        let rel = saved
-            .strip_prefix(&workspace)
-            .unwrap_or(saved)
-            .display()
-            .to_string();
-        println!("  the model pages the saved body: read_file {rel} offset=1400 limit=3");
-        let page = ToolUse::new(
-            "call_7b",
-            "read_file",
-            json!({"file_path": rel, "offset": 1400, "limit": 3}),
+    println!(
+        "  logs/service.log still exists: {}",
+        workspace.join("logs/service.log").exists()
+    );
+    let published = workspace.join(".iris/published/quickstart");
+    for entry in std::fs::read_dir(&published)? {
+        let entry = entry?;
+        println!(
+            "  published copy: .iris/published/quickstart/{} ({} bytes)",
+            entry.file_name().to_string_lossy(),
+            entry.metadata()?.len()
         );
-        print_result(&executor.execute_one(&page, &ctx, None).await);
     }
-
-    println!("\nStep 5 — write a summary and publish it as an independent copy");
-    let write = ToolUse::new(
-        "call_9",
-        "write_file",
-        json!({"file_path": "SUMMARY.md", "content": "# Summary\n\nLog level set to INFO.\n"}),
-    );
-    print_result(&executor.execute_one(&write, &ctx, Some("call_9")).await);
-    let publish = ToolUse::new(
-        "call_10",
-        "publish_artifact",
-        json!({"file_path": "SUMMARY.md"}),
-    );
-    print_result(&executor.execute_one(&publish, &ctx, Some("call_10")).await);
-
-    println!("\nStep 6 — a command hook denies a dangerous command, even when a human approved it");
-    let rm = ToolUse::new("call_11", "exec_command", json!({"command": "rm -rf logs"}));
-    print_result(&executor.execute_one(&rm, &ctx, Some("call_11")).await);
-    println!("  logs/ still exists: {}", workspace.join("logs").exists());
-    let wc = ToolUse::new(
-        "call_12",
-        "exec_command",
-        json!({"command": "wc -l logs/service.log"}),
-    );
-    print_result(&executor.execute_one(&wc, &ctx, Some("call_12")).await);
-
-    println!("\nStep 7 — invalid input is a typed error, never a panic");
-    let bad = ToolUse::new("call_8", "read_file", json!({"file_path": 42}));
-    print_result(&executor.execute_one(&bad, &ctx, None).await);
-
-    commands.close().await?;
     println!("\nDone. Run `cargo xtask ci` to run every test.");
     Ok(())
 }
