@@ -249,17 +249,30 @@ fn schemas(check: bool) -> Result<(), String> {
 /// Divan benchmarks, then the Python reference measurements when Python has them.
 fn bench() -> Result<(), String> {
     let mut bench = cargo();
-    bench.args(["bench", "-p", "iris-executor", "-p", "iris-discovery"]);
+    bench.args([
+        "bench",
+        "-p",
+        "iris-executor",
+        "-p",
+        "iris-discovery",
+        "-p",
+        "iris-runner",
+    ]);
     run(bench)?;
-    let script = root().join("crates/iris-executor/benches/openai_agents_trivial.py");
-    if script.exists() {
-        // The reference needs `openai-agents`; IRIS_BENCH_PYTHON names an interpreter
-        // that has it (for example a venv's), else `python3`.
-        let python = std::env::var("IRIS_BENCH_PYTHON").unwrap_or_else(|_| "python3".into());
-        let mut py = Command::new(python);
-        py.arg(&script);
-        if let Err(e) = run(py) {
-            eprintln!("xtask: Python reference skipped: {e} (pip install openai-agents)");
+    // The references need `openai-agents`; IRIS_BENCH_PYTHON names an interpreter that
+    // has it (for example target/bench-venv/bin/python), else `python3`.
+    for script in [
+        "crates/iris-executor/benches/openai_agents_trivial.py",
+        "crates/iris-runner/benches/openai_agents_run_loop.py",
+    ] {
+        let script = root().join(script);
+        if script.exists() {
+            let python = std::env::var("IRIS_BENCH_PYTHON").unwrap_or_else(|_| "python3".into());
+            let mut py = Command::new(python);
+            py.arg(&script);
+            if let Err(e) = run(py) {
+                eprintln!("xtask: Python reference skipped: {e} (pip install openai-agents)");
+            }
         }
     }
     Ok(())
