@@ -223,7 +223,14 @@ fn test() -> Result<(), String> {
     let mut otel = cargo();
     otel.env("INSTA_UPDATE", "no").env("CI", "true");
     otel.args([
-        "test", "-p", "iris-runner", "--features", "otel", "--test", "all", "otel",
+        "test",
+        "-p",
+        "iris-runner",
+        "--features",
+        "otel",
+        "--test",
+        "all",
+        "otel",
     ]);
     run(otel)
 }
