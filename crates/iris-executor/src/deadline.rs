@@ -8,6 +8,53 @@ use iris_tools_core::{ToolErrorInfo, codes};
 /// The seed's default cap (seed 004: one minute unless overridden), used when no other bound is set.
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// One heartbeat of a call whose body is still running (seed 004: "running name=…
+/// elapsed=…", every 30 s by default), as a [`HeartbeatListener`] receives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Heartbeat {
+    /// The call id.
+    pub call_id: String,
+    /// The canonical tool name.
+    pub tool_name: String,
+    /// How long the body has run.
+    pub elapsed: Duration,
+    /// The call's deadline.
+    pub deadline: Duration,
+}
+
+/// Receives the heartbeats of the calls whose context carries it (in
+/// [`ToolExecutionContext::extensions`](iris_tools_core::ToolExecutionContext::extensions),
+/// as an `Arc<HeartbeatListener>`): the run loop turns them into
+/// `RunEvent::Heartbeat`, so users see a long call is alive, not only `tracing`.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use iris_executor::HeartbeatListener;
+/// let seen = Arc::new(Mutex::new(Vec::new()));
+/// let sink = Arc::clone(&seen);
+/// let listener = HeartbeatListener::new(move |beat| sink.lock().unwrap().push(beat.tool_name.clone()));
+/// # let _ = listener;
+/// ```
+pub struct HeartbeatListener(Box<dyn Fn(&Heartbeat) + Send + Sync>);
+
+impl HeartbeatListener {
+    /// A listener calling `f` for each heartbeat (on the call's task: keep it short).
+    pub fn new(f: impl Fn(&Heartbeat) + Send + Sync + 'static) -> Self {
+        Self(Box::new(f))
+    }
+
+    /// Delivers one heartbeat.
+    pub fn beat(&self, heartbeat: &Heartbeat) {
+        (self.0)(heartbeat);
+    }
+}
+
+impl std::fmt::Debug for HeartbeatListener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HeartbeatListener").finish_non_exhaustive()
+    }
+}
+
 /// How often a running body reports a heartbeat (seed 004: every 30 s).
 pub const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(30);
 

@@ -618,6 +618,8 @@ impl ToolExecutor {
                 // copied with) every call's future.
                 let wait = BodyWait {
                     name,
+                    call_id: &ctx.call_id,
+                    listener: ctx.extensions.get_arc::<deadline::HeartbeatListener>(),
                     deadline,
                     limit,
                     safety_net,
@@ -750,6 +752,8 @@ fn keep_whole(mut output: ToolOutput, def: &ToolDefinition, info: ToolErrorInfo)
 /// raced against its deadline, with a heartbeat event at each interval.
 struct BodyWait<'n> {
     name: &'n str,
+    call_id: &'n str,
+    listener: Option<Arc<deadline::HeartbeatListener>>,
     deadline: Deadline,
     limit: Duration,
     safety_net: bool,
@@ -761,6 +765,8 @@ impl BodyWait<'_> {
     async fn run(self, mut body: CatchUnwind<BoxFuture<'_, ToolOutput>>) -> ToolOutput {
         let Self {
             name,
+            call_id,
+            listener,
             deadline,
             limit,
             safety_net,
@@ -798,6 +804,14 @@ impl BodyWait<'_> {
                         started.elapsed().as_secs(),
                         deadline::fmt_secs(deadline.duration),
                     );
+                    if let Some(listener) = &listener {
+                        listener.beat(&deadline::Heartbeat {
+                            call_id: call_id.to_owned(),
+                            tool_name: name.to_owned(),
+                            elapsed: started.elapsed(),
+                            deadline: deadline.duration,
+                        });
+                    }
                     next_beat = next_beat.map(|at| at + heartbeat);
                 }
             }

@@ -20,8 +20,8 @@ pub mod workspace;
 pub use artifact::{SavedBody, ToolArtifactStore};
 pub use breaker::{CircuitBreaker, CircuitState, Clock, ManualClock, SystemClock};
 pub use deadline::{
-    DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_TOOL_TIMEOUT, Deadline, DeadlineBound,
-    TOOL_OWNED_DEADLINE_GRACE,
+    DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_TOOL_TIMEOUT, Deadline, DeadlineBound, Heartbeat,
+    HeartbeatListener, TOOL_OWNED_DEADLINE_GRACE,
 };
 pub use error::{Error, Result};
 pub use executor::{TRACING_TARGET, ToolExecutor};

@@ -295,6 +295,20 @@ pub enum RunEvent {
         /// The result (`output.outcome` tells ok / failed).
         result: ToolResult,
     },
+    /// A call's body is still running (seed 004: every 30 s by default, the
+    /// executor's heartbeat interval).
+    Heartbeat {
+        /// The turn.
+        turn: u32,
+        /// The call.
+        call_id: String,
+        /// The tool.
+        tool_name: String,
+        /// Seconds the body has run.
+        elapsed_seconds: f64,
+        /// The call's deadline in seconds.
+        deadline_seconds: f64,
+    },
     /// A call needs a human; an approval handler is asked, or the run waits.
     ApprovalRequested {
         /// What is asked.

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use iris_discovery::DisclosureState;
+use iris_executor::HeartbeatListener;
 use iris_files::ReadState;
 use iris_hooks::{EventCommon, RunStatus as HookRunStatus};
 use iris_providers::chat::{
@@ -420,7 +421,7 @@ impl AgentRunner {
                 ),
             )
         };
-        let ctx = self.turn_context(state, turn.turn);
+        let ctx = self.turn_context(state, turn.turn, sink);
         let result = match (&pending.interaction, answer) {
             (Interaction::Approval(_), Answer::Approve)
             | (Interaction::InDoubt(_), Answer::Rerun) => {
@@ -636,7 +637,7 @@ impl AgentRunner {
         };
         let sent: BTreeSet<&str> = turn.sent.iter().map(String::as_str).collect();
         let registry = inner.executor.registry();
-        let ctx = self.turn_context(state, turn.turn);
+        let ctx = self.turn_context(state, turn.turn, sink);
         // Calls that cannot run are answered first, in order; the rest run by plan.
         let mut runnable: Vec<(usize, ToolUse)> = Vec::new();
         for (i, call) in turn.calls.iter().enumerate() {
@@ -945,7 +946,7 @@ impl AgentRunner {
     }
 
     /// The context every call of one turn shares.
-    fn turn_context(&self, state: &RunState, turn: u32) -> ToolExecutionContext {
+    fn turn_context(&self, state: &RunState, turn: u32, sink: &Sink) -> ToolExecutionContext {
         let inner = &*self.inner;
         let mut ctx = ToolExecutionContext::new(&inner.workspace)
             .session_id(state.record.session_id.clone())
@@ -955,6 +956,18 @@ impl AgentRunner {
             .cancellation(state.cancel.clone());
         ctx = state.disclosure.attach(ctx);
         ctx.extensions.insert_arc(Arc::clone(&state.read_state));
+        if let Sink::Channel(tx) = sink {
+            let tx = tx.clone();
+            ctx.extensions.insert(HeartbeatListener::new(move |beat| {
+                let _ = tx.send(RunEvent::Heartbeat {
+                    turn,
+                    call_id: beat.call_id.clone(),
+                    tool_name: beat.tool_name.clone(),
+                    elapsed_seconds: beat.elapsed.as_secs_f64(),
+                    deadline_seconds: beat.deadline.as_secs_f64(),
+                });
+            }));
+        }
         if inner.strict == Strict::Yes {
             ctx = ctx.with_extension(StrictModeCall);
         }

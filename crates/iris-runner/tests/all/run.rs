@@ -697,3 +697,40 @@ model:
         runner.close().await.unwrap();
     });
 }
+
+#[test]
+fn a_long_call_reports_heartbeats_as_run_events() {
+    runtime().block_on(async {
+        let (live, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let registry = ToolRegistry::new();
+        registry.register(sleeper("nap", &live, &peak)).unwrap();
+        let provider = ScriptedProvider::from_yaml(
+            "- tool_calls: [{name: nap}]\n- {expect_tool_results: 1, text: awake}\n",
+        )
+        .unwrap();
+        let executor =
+            ToolExecutor::new(registry).with_heartbeat_interval(Duration::from_millis(40));
+        let runner = AgentRunner::builder(provider, executor).build();
+        let all = events(&runner, "nap").await;
+        assert_eq!(outcome(&all).output(), Some("awake"));
+        let beats: Vec<&RunEvent> = all
+            .iter()
+            .filter(|e| matches!(e, RunEvent::Heartbeat { .. }))
+            .collect();
+        assert!(
+            !beats.is_empty(),
+            "a 200 ms call with a 40 ms heartbeat: {all:#?}"
+        );
+        let RunEvent::Heartbeat {
+            call_id,
+            tool_name,
+            elapsed_seconds,
+            ..
+        } = beats[0]
+        else {
+            unreachable!()
+        };
+        assert_eq!((call_id.as_str(), tool_name.as_str()), ("call_1_1", "nap"));
+        assert!(*elapsed_seconds > 0.0);
+    });
+}
