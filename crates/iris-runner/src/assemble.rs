@@ -221,6 +221,10 @@ async fn assemble(
             Arc::new(LoadSkillTool::new(Arc::clone(skills))),
         )?;
     }
+    if config.goal.is_some() {
+        register("goal".into(), Arc::new(crate::goal::GoalTool::get_goal()))?;
+        register("goal".into(), Arc::new(crate::goal::GoalTool::report_goal()))?;
+    }
     let subagents = load_subagents(loaded)?;
     if subagents.is_some() {
         notes.push(

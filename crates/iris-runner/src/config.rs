@@ -52,7 +52,7 @@ use crate::model::{ModelConfig, ScriptSource};
 pub const ENV_PREFIX: &str = "IRIS_";
 
 /// The top-level keys of the agent YAML, in documentation order.
-pub const TOP_LEVEL_KEYS: [&str; 15] = [
+pub const TOP_LEVEL_KEYS: [&str; 16] = [
     "workspace",
     "tools",
     "mcp",
@@ -68,6 +68,7 @@ pub const TOP_LEVEL_KEYS: [&str; 15] = [
     "instructions",
     "max_turns",
     "run_store",
+    "goal",
 ];
 
 /// The default of `max_turns`: model requests one run may make.
@@ -114,6 +115,9 @@ pub struct AgentConfig {
     /// Where runs are persisted ([`RunStoreConfig`]; default SQLite at
     /// `<workspace>/.iris/runs.db`).
     pub run_store: RunStoreConfig,
+    /// The goal of every run; installs `get_goal` and `report_goal`
+    /// ([`crate::goal`]). Without it a run's goal is its prompt.
+    pub goal: Option<String>,
 }
 
 /// The `run_store` section: where [`AgentRunner`](crate::AgentRunner) persists runs so
@@ -167,6 +171,7 @@ impl Default for AgentConfig {
             instructions: None,
             max_turns: DEFAULT_MAX_TURNS,
             run_store: RunStoreConfig::default(),
+            goal: None,
         }
     }
 }
@@ -496,6 +501,9 @@ impl AgentConfig {
         self.skills
             .validate()
             .map_err(|e| invalid("skills", &e.to_string()))?;
+        if self.goal.as_deref().is_some_and(|g| g.trim().is_empty()) {
+            return Err(invalid("goal", "must not be empty"));
+        }
         if self.max_turns == 0 {
             return Err(invalid("max_turns", "must be at least 1"));
         }

@@ -4,6 +4,7 @@ pub mod ask;
 pub mod assemble;
 pub mod config;
 pub mod error;
+pub mod goal;
 pub mod host;
 pub mod model;
 #[cfg(feature = "otel")]

@@ -25,6 +25,7 @@ use tracing::Instrument;
 
 use crate::ask::{ASK_QUESTION, parse_question};
 use crate::error::codes;
+use crate::goal::{GET_GOAL, GoalStatus, REPORT_GOAL, parse_report};
 use crate::outcome::{
     Answer, ApprovalRequest, InDoubtRequest, Interaction, QuestionRequest, RunError, RunEvent,
     RunOutcome,
@@ -193,6 +194,12 @@ impl AgentRunner {
                 interaction: None,
                 output: None,
                 error: None,
+                goal: inner
+                    .goal
+                    .clone()
+                    .or_else(|| input.prompt.clone())
+                    .unwrap_or_default(),
+                goal_report: None,
             },
             cancel: input.cancellation.clone().unwrap_or_default(),
             disclosure: DisclosureState::new(),
@@ -548,6 +555,23 @@ impl AgentRunner {
             {
                 return stop;
             }
+            // `report_goal(done)` ends the run once its turn ran: the summary is the
+            // answer.
+            if let Some(report) = &state.record.goal_report
+                && report.status == GoalStatus::Done
+            {
+                let output = report.summary.clone();
+                state
+                    .record
+                    .history
+                    .push(Message::assistant(output.clone()));
+                return RunOutcome::Completed {
+                    output,
+                    usage: state.record.usage,
+                    turns: state.record.turns,
+                    history: state.record.history.clone(),
+                };
+            }
             if state.cancel.requested() {
                 return RunOutcome::Cancelled;
             }
@@ -668,6 +692,28 @@ impl AgentRunner {
                         )
                         .into_result(&call.id, &def.name),
                     )
+                } else if def.name == GET_GOAL {
+                    let report = state.record.goal_report.as_ref();
+                    let answer = json!({
+                        "goal": state.record.goal,
+                        "status": report.map_or("not_reported", |r| r.status.as_str()),
+                        "summary": report.map(|r| r.summary.clone()),
+                    });
+                    Some(
+                        ToolOutput::text(answer.to_string())
+                            .with_data("goal", answer)
+                            .into_result(&call.id, GET_GOAL),
+                    )
+                } else if def.name == REPORT_GOAL {
+                    Some(match parse_report(&call.arguments) {
+                        Err(message) => ToolOutput::err(core_codes::INVALID_INPUT, message)
+                            .into_result(&call.id, REPORT_GOAL),
+                        Ok(report) => {
+                            let text = format!("recorded: {}", report.status.as_str());
+                            state.record.goal_report = Some(report);
+                            ToolOutput::text(text).into_result(&call.id, REPORT_GOAL)
+                        }
+                    })
                 } else if def.name == ASK_QUESTION {
                     match parse_question(&call.arguments) {
                         Err(message) => Some(

@@ -185,6 +185,7 @@ pub(crate) struct Inner {
     pub(crate) approvals: Option<Arc<dyn ApprovalHandler>>,
     pub(crate) view_filter: ViewFilter,
     pub(crate) schema_budget: SchemaBudget,
+    pub(crate) goal: Option<String>,
     pub(crate) store: Option<Arc<dyn RunStore>>,
     pub(crate) lease_ttl: Duration,
     pub(crate) env: Option<ToolEnvironment>,
@@ -294,6 +295,9 @@ impl AgentRunner {
             .strict(model.strict_mode());
         if let Some(text) = &loaded.config.instructions {
             builder = builder.instructions(text.clone());
+        }
+        if let Some(goal) = &loaded.config.goal {
+            builder = builder.goal(goal.clone());
         }
         if let Some(max) = model.max_output_tokens {
             builder = builder.max_output_tokens(max);
@@ -556,6 +560,7 @@ pub struct AgentRunnerBuilder {
     approvals: Option<Arc<dyn ApprovalHandler>>,
     view_filter: ViewFilter,
     schema_budget: SchemaBudget,
+    goal: Option<String>,
     store: Option<Arc<dyn RunStore>>,
     lease_ttl: Duration,
     env: Option<ToolEnvironment>,
@@ -588,6 +593,7 @@ impl AgentRunnerBuilder {
             approvals: None,
             view_filter: ViewFilter::default(),
             schema_budget: SchemaBudget::chars(DEFAULT_REVEALED_SCHEMA_CHARS),
+            goal: None,
             store: None,
             lease_ttl: DEFAULT_LEASE_TTL,
             env: None,
@@ -687,6 +693,14 @@ impl AgentRunnerBuilder {
         self
     }
 
+    /// The goal of every run (`get_goal` answers it; without one a run's goal is its
+    /// prompt). Register [`GoalTool`](crate::goal::GoalTool)s for the model to use.
+    #[must_use]
+    pub fn goal(mut self, goal: impl Into<String>) -> Self {
+        self.goal = Some(goal.into());
+        self
+    }
+
     /// Where runs are persisted, so a waiting run can be resumed (and a crashed one
     /// recovered) by this or another process. Without a store nothing is persisted
     /// and [`AgentRunner::resume`] has nothing to resume; [`MemoryRunStore`] keeps
@@ -735,6 +749,7 @@ impl AgentRunnerBuilder {
                 approvals: self.approvals,
                 view_filter: self.view_filter,
                 schema_budget: self.schema_budget,
+                goal: self.goal,
                 store: self.store,
                 lease_ttl: self.lease_ttl,
                 env: self.env,

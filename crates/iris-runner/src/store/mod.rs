@@ -25,6 +25,7 @@ use iris_providers::chat::{Message, ModelToolCall, Usage};
 use iris_tools_core::{BoxFuture, ToolResult};
 use serde::{Deserialize, Serialize};
 
+use crate::goal::GoalReport;
 use crate::outcome::{Interaction, RunError};
 
 mod memory;
@@ -215,6 +216,12 @@ pub struct RunRecord {
     pub output: Option<String>,
     /// Why a failed run failed.
     pub error: Option<RunError>,
+    /// The run's goal: the YAML's `goal`, else its prompt.
+    #[serde(default)]
+    pub goal: String,
+    /// The last `report_goal`.
+    #[serde(default)]
+    pub goal_report: Option<GoalReport>,
 }
 
 /// One line of `iris runs`.

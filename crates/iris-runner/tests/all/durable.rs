@@ -128,6 +128,8 @@ fn record(run_id: &str, status: RunStatus) -> RunRecord {
         interaction: None,
         output: None,
         error: None,
+        goal: String::new(),
+        goal_report: None,
     }
 }
 

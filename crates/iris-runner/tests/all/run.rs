@@ -734,3 +734,85 @@ fn a_long_call_reports_heartbeats_as_run_events() {
         assert!(*elapsed_seconds > 0.0);
     });
 }
+
+#[test]
+fn report_goal_done_ends_the_run_with_its_summary_after_the_turns_other_calls() {
+    let fx = Fixture::new(
+        r#"
+goal: Write the release note to NOTES.md.
+tools: {builtin: [file.write]}
+permissions: {write_mode: allow}
+model:
+  provider: scripted
+  script:
+    - tool_calls:
+        - {name: get_goal}
+        - {name: report_goal, arguments: {status: shipped, summary: x}}
+        - {name: report_goal, arguments: {status: in_progress, summary: Reading the changes.}}
+    - expect_tool_results: 3
+      tool_calls:
+        - {name: report_goal, arguments: {status: done, summary: NOTES.md has the release note.}}
+        - {name: write_file, arguments: {file_path: NOTES.md, content: "v1.0: first release\n"}}
+"#,
+        &[],
+    );
+    runtime().block_on(async {
+        let runner = AgentRunner::from_config_path(fx.file()).await.unwrap();
+        let tools = runner.executor().registry().names();
+        assert!(
+            tools.contains(&"get_goal".to_owned()) && tools.contains(&"report_goal".to_owned())
+        );
+        let all = events(&runner, "Do the release note").await;
+        let RunOutcome::Completed { output, turns, .. } = outcome(&all) else {
+            panic!("{all:#?}")
+        };
+        // No third model request (the script has two turns): the summary is the answer.
+        assert_eq!(output, "NOTES.md has the release note.");
+        assert_eq!(*turns, 2);
+        assert_eq!(
+            std::fs::read_to_string(fx.root().join("NOTES.md")).unwrap(),
+            "v1.0: first release\n",
+            "the turn's other call ran before the run ended"
+        );
+        let results = finished(&all);
+        let goal: serde_json::Value = serde_json::from_str(&results[0].model_content()).unwrap();
+        assert_eq!(goal["goal"], "Write the release note to NOTES.md.");
+        assert_eq!(goal["status"], "not_reported");
+        assert_eq!(results[1].error_code(), Some("INVALID_INPUT"));
+        assert_eq!(results[2].model_content(), "recorded: in_progress");
+        runner.close().await.unwrap();
+    });
+}
+
+#[test]
+fn without_a_yaml_goal_there_are_no_goal_tools_and_a_builder_goal_defaults_to_the_prompt() {
+    let fx = Fixture::new(
+        "tools: {builtin: [file.read]}\nmodel: {provider: scripted, script: [{text: hi}]}\n",
+        &[],
+    );
+    runtime().block_on(async {
+        let runner = AgentRunner::from_config_path(fx.file()).await.unwrap();
+        assert!(
+            !runner
+                .executor()
+                .registry()
+                .names()
+                .contains(&"get_goal".to_owned())
+        );
+        runner.close().await.unwrap();
+
+        let registry = ToolRegistry::new();
+        registry
+            .register(iris_runner::goal::GoalTool::get_goal())
+            .unwrap();
+        let provider = ScriptedProvider::from_yaml(
+            "- tool_calls: [{name: get_goal}]\n- {expect_tool_results: 1, text: ok}\n",
+        )
+        .unwrap();
+        let runner = AgentRunner::builder(provider, ToolExecutor::new(registry)).build();
+        let all = events(&runner, "Tidy the docs").await;
+        let goal: serde_json::Value =
+            serde_json::from_str(&finished(&all)[0].model_content()).unwrap();
+        assert_eq!(goal["goal"], "Tidy the docs");
+    });
+}
