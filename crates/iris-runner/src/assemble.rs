@@ -221,6 +221,11 @@ async fn assemble(
             Arc::new(LoadSkillTool::new(Arc::clone(skills))),
         )?;
     }
+    if config.context_policy.retention.is_some() {
+        let key = || "context_policy.retention".to_owned();
+        register(key(), Arc::new(crate::context::ContextTool::read()))?;
+        register(key(), Arc::new(crate::context::ContextTool::search()))?;
+    }
     if config.goal.is_some() {
         register("goal".into(), Arc::new(crate::goal::GoalTool::get_goal()))?;
         register("goal".into(), Arc::new(crate::goal::GoalTool::report_goal()))?;

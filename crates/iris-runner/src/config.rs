@@ -360,6 +360,10 @@ pub struct ContextPolicyConfig {
     /// Publish MCP tools as deferred and install `tool_search`. Default `false`;
     /// requires `enabled`.
     pub deferred_tools: bool,
+    /// Shorten old observation results to previews in a run's requests and install
+    /// `context_read` / `context_search` ([`crate::context`]). Off by default;
+    /// requires `enabled`.
+    pub retention: Option<crate::context::RetentionConfig>,
 }
 
 impl Default for ContextPolicyConfig {
@@ -367,6 +371,7 @@ impl Default for ContextPolicyConfig {
         Self {
             enabled: true,
             deferred_tools: false,
+            retention: None,
         }
     }
 }
@@ -501,6 +506,12 @@ impl AgentConfig {
         self.skills
             .validate()
             .map_err(|e| invalid("skills", &e.to_string()))?;
+        if self.context_policy.retention.is_some() && !self.context_policy.enabled {
+            return Err(invalid(
+                "context_policy.retention",
+                "requires context_policy.enabled = true",
+            ));
+        }
         if self.goal.as_deref().is_some_and(|g| g.trim().is_empty()) {
             return Err(invalid("goal", "must not be empty"));
         }

@@ -3,6 +3,7 @@
 pub mod ask;
 pub mod assemble;
 pub mod config;
+pub mod context;
 pub mod error;
 pub mod goal;
 pub mod host;

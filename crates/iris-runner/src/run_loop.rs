@@ -24,6 +24,7 @@ use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use crate::ask::{ASK_QUESTION, parse_question};
+use crate::context::{self, CONTEXT_READ, CONTEXT_SEARCH, request_history};
 use crate::error::codes;
 use crate::goal::{GET_GOAL, GoalStatus, REPORT_GOAL, parse_report};
 use crate::outcome::{
@@ -592,8 +593,13 @@ impl AgentRunner {
                 turn,
                 tools: sent_names.clone(),
             });
+            let history = inner
+                .retention
+                .as_ref()
+                .and_then(|r| request_history(&state.record.history, inner.executor.registry(), r))
+                .unwrap_or_else(|| state.record.history.clone());
             let mut request = CompletionRequest::new(inner.model.clone())
-                .with_messages(state.record.history.iter().cloned())
+                .with_messages(history)
                 .with_tools(sent.specs)
                 .with_strict(inner.strict);
             request.instructions.clone_from(&inner.instructions);
@@ -691,6 +697,16 @@ impl AgentRunner {
                             .with_detail("tool_name", def.name.as_str()),
                         )
                         .into_result(&call.id, &def.name),
+                    )
+                } else if def.name == CONTEXT_READ {
+                    Some(
+                        context::read(&state.record.history, &call.arguments)
+                            .into_result(&call.id, CONTEXT_READ),
+                    )
+                } else if def.name == CONTEXT_SEARCH {
+                    Some(
+                        context::search(&state.record.history, &call.arguments)
+                            .into_result(&call.id, CONTEXT_SEARCH),
                     )
                 } else if def.name == GET_GOAL {
                     let report = state.record.goal_report.as_ref();

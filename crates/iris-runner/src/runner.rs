@@ -46,6 +46,7 @@ use tokio::sync::mpsc;
 
 use crate::assemble::{ToolEnvironment, build_tool_registry};
 use crate::config::{AgentConfig, DEFAULT_MAX_TURNS, LoadedConfig, RunStoreConfig};
+use crate::context::RetentionConfig;
 use crate::error::{Error, Result, codes};
 use crate::host::HostRegistry;
 use crate::model::{ModelConfig, ProviderSource};
@@ -186,6 +187,7 @@ pub(crate) struct Inner {
     pub(crate) view_filter: ViewFilter,
     pub(crate) schema_budget: SchemaBudget,
     pub(crate) goal: Option<String>,
+    pub(crate) retention: Option<RetentionConfig>,
     pub(crate) store: Option<Arc<dyn RunStore>>,
     pub(crate) lease_ttl: Duration,
     pub(crate) env: Option<ToolEnvironment>,
@@ -298,6 +300,9 @@ impl AgentRunner {
         }
         if let Some(goal) = &loaded.config.goal {
             builder = builder.goal(goal.clone());
+        }
+        if let Some(retention) = loaded.config.context_policy.retention {
+            builder = builder.retention(retention);
         }
         if let Some(max) = model.max_output_tokens {
             builder = builder.max_output_tokens(max);
@@ -561,6 +566,7 @@ pub struct AgentRunnerBuilder {
     view_filter: ViewFilter,
     schema_budget: SchemaBudget,
     goal: Option<String>,
+    retention: Option<RetentionConfig>,
     store: Option<Arc<dyn RunStore>>,
     lease_ttl: Duration,
     env: Option<ToolEnvironment>,
@@ -594,6 +600,7 @@ impl AgentRunnerBuilder {
             view_filter: ViewFilter::default(),
             schema_budget: SchemaBudget::chars(DEFAULT_REVEALED_SCHEMA_CHARS),
             goal: None,
+            retention: None,
             store: None,
             lease_ttl: DEFAULT_LEASE_TTL,
             env: None,
@@ -701,6 +708,14 @@ impl AgentRunnerBuilder {
         self
     }
 
+    /// Shortens old observation results to previews in each request (register the
+    /// [`ContextTool`](crate::context::ContextTool)s so the model can read them back).
+    #[must_use]
+    pub fn retention(mut self, retention: RetentionConfig) -> Self {
+        self.retention = Some(retention);
+        self
+    }
+
     /// Where runs are persisted, so a waiting run can be resumed (and a crashed one
     /// recovered) by this or another process. Without a store nothing is persisted
     /// and [`AgentRunner::resume`] has nothing to resume; [`MemoryRunStore`] keeps
@@ -750,6 +765,7 @@ impl AgentRunnerBuilder {
                 view_filter: self.view_filter,
                 schema_budget: self.schema_budget,
                 goal: self.goal,
+                retention: self.retention,
                 store: self.store,
                 lease_ttl: self.lease_ttl,
                 env: self.env,

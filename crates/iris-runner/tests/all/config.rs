@@ -96,7 +96,8 @@ fn defaults_match_the_seed() {
         c.context_policy,
         ContextPolicyConfig {
             enabled: true,
-            deferred_tools: false
+            deferred_tools: false,
+            retention: None,
         }
     );
     assert_eq!(c.permissions.write_mode, ApprovalMode::Confirm);

@@ -816,3 +816,76 @@ fn without_a_yaml_goal_there_are_no_goal_tools_and_a_builder_goal_defaults_to_th
         assert_eq!(goal["goal"], "Tidy the docs");
     });
 }
+
+/// A provider that records every request, replaying a script.
+struct Recording {
+    inner: ScriptedProvider,
+    requests: Arc<std::sync::Mutex<Vec<iris_providers::chat::CompletionRequest>>>,
+}
+
+impl iris_providers::CompletionProvider for Recording {
+    fn name(&self) -> &str {
+        "recording"
+    }
+
+    fn stream<'a>(
+        &'a self,
+        request: &'a iris_providers::chat::CompletionRequest,
+    ) -> iris_providers::ProviderStream<'a> {
+        self.requests.lock().unwrap().push(request.clone());
+        self.inner.stream(request)
+    }
+}
+
+#[test]
+fn old_observation_results_become_previews_that_context_read_pages_back() {
+    let fx = Fixture::new(
+        "tools: {builtin: [file.read, file.list]}\ncontext_policy: {retention: {recent_turns: 1, preview_chars: 40}}\n",
+        &[("big.txt", &"0123456789".repeat(300))],
+    );
+    runtime().block_on(async {
+        let loaded = iris_runner::AgentConfig::load_with_env(fx.file(), false).unwrap();
+        let env = iris_runner::build_tool_registry(&loaded, &iris_runner::HostRegistry::new())
+            .await
+            .unwrap();
+        let names = env.registry.names();
+        assert!(names.contains(&"context_read".to_owned()) && names.contains(&"context_search".to_owned()));
+        let requests = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let provider = Recording {
+            inner: ScriptedProvider::from_yaml(
+                r#"
+- tool_calls: [{name: read_file, arguments: {file_path: big.txt}}]
+- {expect_tool_results: 1, tool_calls: [{name: list_files}]}
+- {expect_tool_results: 1, tool_calls: [{name: context_search, arguments: {query: "56789012"}}]}
+- {expect_tool_results: 1, tool_calls: [{name: context_read, arguments: {ref: "result:call_1_1", offset: 2990, limit: 100}}]}
+- {expect_tool_results: 1, text: Read it back.}
+"#,
+            )
+            .unwrap(),
+            requests: Arc::clone(&requests),
+        };
+        let runner = AgentRunner::builder(provider, env.executor.clone())
+            .workspace(env.workspace.clone())
+            .retention(loaded.config.context_policy.retention.unwrap())
+            .build();
+        let all = events(&runner, "read big.txt").await;
+        assert_eq!(outcome(&all).output(), Some("Read it back."), "{all:#?}");
+        let requests = requests.lock().unwrap().clone();
+        let read_result_in = |r: &iris_providers::chat::CompletionRequest| {
+            serde_json::to_string(&r.messages[2]).unwrap()
+        };
+        // Request 2: the read is the newest tool turn, sent whole.
+        assert!(read_result_in(&requests[1]).contains(&"0123456789".repeat(200)));
+        // Request 3 on: it is older than the last tool turn: a preview naming its ref.
+        let third = read_result_in(&requests[2]);
+        assert!(!third.contains(&"0123456789".repeat(10)), "{third}");
+        assert!(third.contains("context_read") && third.contains("result:call_1_1"), "{third}");
+        let results = finished(&all);
+        // The search still sees the whole stored result; the read pages its end back.
+        assert_eq!(results[2].output.data["hits"][0]["ref"], "result:call_1_1");
+        assert_eq!(results[3].output.data["context"]["total_chars"], 3000);
+        assert_eq!(results[3].output.data["context"]["next_offset"], serde_json::Value::Null);
+        assert!(results[3].model_content().ends_with("56789"));
+        env.close().await.unwrap();
+    });
+}

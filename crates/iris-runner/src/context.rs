@@ -1,0 +1,465 @@
+//! Context retention and read-back: old observation results shown to the model as
+//! previews, and `context_read` / `context_search` to get them back.
+//!
+//! With `context_policy.retention` set (seed 000 `context_retention`, `context_read`,
+//! `context_search`):
+//!
+//! * **Previews.** A result of a tool whose definition says
+//!   `context_retention = observation` (the file tools' reads, listings and searches,
+//!   the web tools), in a tool message older than the last `recent_turns` tool turns,
+//!   is sent to the model as its first `preview_chars` characters plus a line naming its
+//!   reference: `[… 12,345 more characters: context_read {"ref": "result:call_3_1"}]`.
+//!   The run's history — what the run store keeps — holds the whole result; only the
+//!   request is shortened.
+//! * **`context_read(ref, representation, offset, limit)`** reads a message
+//!   (`message:<index>`, 0-based in the history) or a tool result
+//!   (`result:<call id>`) back, as `text` (what the model saw, in full) or `raw` (the
+//!   stored JSON), in pages of `limit` characters (default 4,000, at most 20,000) from
+//!   `offset`; the result's `data` says `total_chars` and `next_offset` (`null` at the
+//!   end).
+//! * **`context_search(query, cursor, limit)`** scans the history for messages whose
+//!   text holds `query` (case-insensitive), from message `cursor` (default 0), at most
+//!   `limit` hits (default 10, at most 50), each with its reference and a snippet;
+//!   `data.next_cursor` continues the scan (`null` at the end).
+//!
+//! Both are read-only, auto-allowed and answered by the run loop itself (they read the
+//! run's history); outside a run they are a `TOOL_FAILED` error saying so.
+
+use std::collections::HashSet;
+
+use iris_providers::chat::{Message, Part, Role};
+use iris_tools_core::{
+    BoxFuture, ContentBlock, ContextRetention, Tool, ToolDefinition, ToolExecutionContext,
+    ToolInput, ToolOutput, ToolRegistry, codes,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// `context_read`'s name.
+pub const CONTEXT_READ: &str = "context_read";
+/// `context_search`'s name.
+pub const CONTEXT_SEARCH: &str = "context_search";
+
+/// The default and the largest page of `context_read`, in characters.
+const READ_DEFAULT: usize = 4_000;
+const READ_MAX: usize = 20_000;
+/// The default and the largest number of `context_search` hits.
+const SEARCH_DEFAULT: usize = 10;
+const SEARCH_MAX: usize = 50;
+/// Characters of a search snippet around the match.
+const SNIPPET: usize = 160;
+
+/// `context_policy.retention`: when observation results become previews.
+///
+/// ```
+/// use iris_runner::context::RetentionConfig;
+/// let r: RetentionConfig = serde_yaml::from_str("{recent_turns: 2}").unwrap();
+/// assert_eq!((r.recent_turns, r.preview_chars), (2, 400));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetentionConfig {
+    /// Tool turns whose results are sent whole (the newest ones); default 3.
+    pub recent_turns: u32,
+    /// Characters an older observation result keeps; default 400.
+    pub preview_chars: usize,
+}
+
+impl Default for RetentionConfig {
+    fn default() -> Self {
+        Self {
+            recent_turns: 3,
+            preview_chars: 400,
+        }
+    }
+}
+
+/// One of the two read-back tools; see the [module docs](self).
+#[derive(Debug)]
+pub struct ContextTool {
+    definition: ToolDefinition,
+}
+
+impl ContextTool {
+    /// `context_read`.
+    pub fn read() -> Self {
+        let definition = ToolDefinition::new(
+            CONTEXT_READ,
+            "Read back a message or a tool result of this conversation in full.\n\nUse it \
+             when an older result was shortened to a preview: pass the reference the \
+             preview names (`result:<call id>`, or `message:<index>`), and `offset` to \
+             page on.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "ref": {"type": "string", "minLength": 1,
+                        "description": "`result:<call id>` or `message:<index>` (0-based)."},
+                    "representation": {"type": "string", "enum": ["text", "raw"],
+                        "description": "`text` (default): as the model saw it; `raw`: the stored JSON."},
+                    "offset": {"type": "integer", "minimum": 0, "description": "First character, default 0."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": READ_MAX,
+                        "description": "Characters to return, default 4000."}
+                },
+                "required": ["ref"],
+                "additionalProperties": false
+            }),
+        )
+        .with_group("core");
+        Self { definition }
+    }
+
+    /// `context_search`.
+    pub fn search() -> Self {
+        let definition = ToolDefinition::new(
+            CONTEXT_SEARCH,
+            "Search this conversation's messages and tool results for a text.\n\nUse it to \
+             find an earlier result to read back with context_read; pass `cursor` from the \
+             last answer to continue.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "minLength": 1, "description": "Text to find, case-insensitive."},
+                    "cursor": {"type": "integer", "minimum": 0, "description": "Message index to start at, default 0."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": SEARCH_MAX,
+                        "description": "Hits to return, default 10."}
+                },
+                "required": ["query"],
+                "additionalProperties": false
+            }),
+        )
+        .with_group("core");
+        Self { definition }
+    }
+}
+
+impl Tool for ContextTool {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn is_concurrency_safe(&self) -> bool {
+        false
+    }
+
+    /// Outside a run loop there is no conversation: a typed error saying so.
+    fn run<'a>(
+        &'a self,
+        _input: ToolInput,
+        _ctx: &'a ToolExecutionContext,
+    ) -> BoxFuture<'a, ToolOutput> {
+        let name = self.definition.name.clone();
+        Box::pin(async move {
+            ToolOutput::err(
+                codes::TOOL_FAILED,
+                format!("{name} reads the run's conversation: only the run loop answers it"),
+            )
+        })
+    }
+}
+
+/// The text of one message as the model saw it (tool results with their blocks).
+fn message_text(message: &Message) -> String {
+    let mut out = Vec::new();
+    for part in &message.content {
+        match part {
+            Part::Text { text } => out.push(text.clone()),
+            Part::ToolCall {
+                name, arguments, ..
+            } => out.push(format!("[call {name} {arguments}]")),
+            Part::ToolResult(block) => out.push(blocks_text(&block.content)),
+            _ => {}
+        }
+    }
+    out.join("\n")
+}
+
+fn blocks_text(blocks: &[ContentBlock]) -> String {
+    blocks
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text { text } => Some(text.clone()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn bad(message: impl Into<String>) -> ToolOutput {
+    ToolOutput::err(codes::INVALID_INPUT, message.into())
+}
+
+fn usize_arg(args: &Value, key: &str, default: usize, max: usize) -> Result<usize, String> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(default),
+        Some(v) => match v.as_u64().and_then(|n| usize::try_from(n).ok()) {
+            Some(n) if n <= max => Ok(n),
+            _ => Err(format!("`{key}` must be an integer from 0 to {max}")),
+        },
+    }
+}
+
+/// Answers a `context_read` call over `history`.
+pub(crate) fn read(history: &[Message], args: &Value) -> ToolOutput {
+    let Some(reference) = args.get("ref").and_then(Value::as_str) else {
+        return bad("`ref` is required: `result:<call id>` or `message:<index>`");
+    };
+    let raw = match args.get("representation").and_then(Value::as_str) {
+        None | Some("text") => false,
+        Some("raw") => true,
+        Some(other) => {
+            return bad(format!(
+                "`representation` is `text` or `raw`, not `{other}`"
+            ));
+        }
+    };
+    let (offset, limit) = match (
+        usize_arg(args, "offset", 0, usize::MAX),
+        usize_arg(args, "limit", READ_DEFAULT, READ_MAX),
+    ) {
+        (Ok(o), Ok(l)) if l > 0 => (o, l),
+        (Err(e), _) | (_, Err(e)) => return bad(e),
+        _ => return bad("`limit` must be at least 1"),
+    };
+    let text = if let Some(call_id) = reference.strip_prefix("result:") {
+        let found = history
+            .iter()
+            .flat_map(|m| &m.content)
+            .find_map(|p| match p {
+                Part::ToolResult(block) if block.tool_use_id == call_id => Some(block),
+                _ => None,
+            });
+        match found {
+            Some(block) if raw => serde_json::to_string(block).unwrap_or_default(),
+            Some(block) => blocks_text(&block.content),
+            None => {
+                return ToolOutput::err(
+                    codes::TOOL_NOT_FOUND,
+                    format!("no tool result of call `{call_id}` in this conversation"),
+                );
+            }
+        }
+    } else if let Some(index) = reference.strip_prefix("message:") {
+        let Ok(index) = index.parse::<usize>() else {
+            return bad("`message:<index>` takes a 0-based number");
+        };
+        match history.get(index) {
+            Some(m) if raw => serde_json::to_string(m).unwrap_or_default(),
+            Some(m) => message_text(m),
+            None => {
+                return ToolOutput::err(
+                    codes::TOOL_NOT_FOUND,
+                    format!(
+                        "the conversation has {} messages; there is no message {index}",
+                        history.len()
+                    ),
+                );
+            }
+        }
+    } else {
+        return bad("`ref` is `result:<call id>` or `message:<index>`");
+    };
+    let total = text.chars().count();
+    let page: String = text.chars().skip(offset).take(limit).collect();
+    let end = offset.saturating_add(page.chars().count());
+    let next = (end < total).then_some(end);
+    ToolOutput::text(page).with_data(
+        "context",
+        json!({"ref": reference, "total_chars": total, "offset": offset, "next_offset": next}),
+    )
+}
+
+/// Answers a `context_search` call over `history`.
+pub(crate) fn search(history: &[Message], args: &Value) -> ToolOutput {
+    let query = match args.get("query").and_then(Value::as_str) {
+        Some(q) if !q.trim().is_empty() => q.to_lowercase(),
+        _ => return bad("`query` must be a non-empty string"),
+    };
+    let (cursor, limit) = match (
+        usize_arg(args, "cursor", 0, usize::MAX),
+        usize_arg(args, "limit", SEARCH_DEFAULT, SEARCH_MAX),
+    ) {
+        (Ok(c), Ok(l)) if l > 0 => (c, l),
+        (Err(e), _) | (_, Err(e)) => return bad(e),
+        _ => return bad("`limit` must be at least 1"),
+    };
+    let mut hits = Vec::new();
+    let mut next_cursor = None;
+    for (index, message) in history.iter().enumerate().skip(cursor) {
+        if hits.len() == limit {
+            next_cursor = Some(index);
+            break;
+        }
+        let refs: Vec<(String, String)> = match message.role {
+            Role::Tool => message
+                .content
+                .iter()
+                .filter_map(|p| match p {
+                    Part::ToolResult(b) => {
+                        Some((format!("result:{}", b.tool_use_id), blocks_text(&b.content)))
+                    }
+                    _ => None,
+                })
+                .collect(),
+            _ => vec![(format!("message:{index}"), message_text(message))],
+        };
+        for (reference, text) in refs {
+            let lower = text.to_lowercase();
+            if let Some(at) = lower.find(&query) {
+                // Char-safe snippet around the match.
+                let start_char = lower[..at].chars().count().saturating_sub(SNIPPET / 2);
+                let snippet: String = text.chars().skip(start_char).take(SNIPPET).collect();
+                hits.push(json!({
+                    "ref": reference,
+                    "message": index,
+                    "role": message.role,
+                    "snippet": snippet,
+                }));
+            }
+        }
+    }
+    let text = if hits.is_empty() {
+        format!("no message holds `{query}`")
+    } else {
+        hits.iter()
+            .map(|h| {
+                format!(
+                    "{}: {}",
+                    h["ref"].as_str().unwrap_or(""),
+                    h["snippet"].as_str().unwrap_or("")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    ToolOutput::text(text)
+        .with_data("hits", Value::Array(hits))
+        .with_data("next_cursor", json!(next_cursor))
+}
+
+/// The history a request carries: observation results in tool messages older than
+/// the last `recent_turns` tool messages shortened to previews. `None` when nothing
+/// changes (no retention, or nothing old enough and long enough).
+pub(crate) fn request_history(
+    history: &[Message],
+    registry: &ToolRegistry,
+    retention: &RetentionConfig,
+) -> Option<Vec<Message>> {
+    let tool_messages: Vec<usize> = history
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.role == Role::Tool)
+        .map(|(i, _)| i)
+        .collect();
+    let keep = usize::try_from(retention.recent_turns).unwrap_or(usize::MAX);
+    if tool_messages.len() <= keep {
+        return None;
+    }
+    let old: HashSet<usize> = tool_messages[..tool_messages.len() - keep]
+        .iter()
+        .copied()
+        .collect();
+    let observation = |name: &str| {
+        registry
+            .get(name)
+            .is_ok_and(|t| t.definition().context_retention == ContextRetention::Observation)
+    };
+    let mut changed = false;
+    let out: Vec<Message> = history
+        .iter()
+        .enumerate()
+        .map(|(i, message)| {
+            if !old.contains(&i) {
+                return message.clone();
+            }
+            let content = message
+                .content
+                .iter()
+                .map(|part| match part {
+                    Part::ToolResult(block) if observation(&block.tool_name) => {
+                        let text = blocks_text(&block.content);
+                        let total = text.chars().count();
+                        if total <= retention.preview_chars {
+                            return part.clone();
+                        }
+                        changed = true;
+                        let head: String = text.chars().take(retention.preview_chars).collect();
+                        let mut shortened = block.clone();
+                        shortened.content = vec![ContentBlock::text(format!(
+                            "{head}\n[… {} more characters: context_read {{\"ref\": \"result:{}\"}}]",
+                            total - retention.preview_chars,
+                            block.tool_use_id
+                        ))];
+                        Part::ToolResult(shortened)
+                    }
+                    other => other.clone(),
+                })
+                .collect();
+            Message::new(message.role, content)
+        })
+        .collect();
+    changed.then_some(out)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use iris_tools_core::ToolOutput;
+
+    fn history() -> Vec<Message> {
+        let result = ToolOutput::text("alpha ".repeat(100)).into_result("call_1_1", "read_file");
+        vec![
+            Message::user("find alpha"),
+            Message::tool_results([&result]),
+            Message::assistant("Found it."),
+        ]
+    }
+
+    #[test]
+    fn read_pages_a_result_and_a_message() {
+        let h = history();
+        let page = read(&h, &json!({"ref": "result:call_1_1", "limit": 10}));
+        assert_eq!(page.model_content(), "alpha alph");
+        assert_eq!(page.data["context"]["next_offset"], 10);
+        assert_eq!(page.data["context"]["total_chars"], 600);
+        let last = read(&h, &json!({"ref": "result:call_1_1", "offset": 595}));
+        assert_eq!(last.data["context"]["next_offset"], Value::Null);
+        assert_eq!(
+            read(&h, &json!({"ref": "message:2"})).model_content(),
+            "Found it."
+        );
+        let raw = read(&h, &json!({"ref": "message:0", "representation": "raw"}));
+        assert!(raw.model_content().contains("\"role\":\"user\""));
+        assert_eq!(
+            read(&h, &json!({"ref": "message:9"})).error_code(),
+            Some("TOOL_NOT_FOUND")
+        );
+        assert_eq!(
+            read(&h, &json!({"ref": "result:nope"})).error_code(),
+            Some("TOOL_NOT_FOUND")
+        );
+        assert_eq!(
+            read(&h, &json!({"ref": "x"})).error_code(),
+            Some("INVALID_INPUT")
+        );
+        assert_eq!(
+            read(&h, &json!({"ref": "message:0", "limit": 0})).error_code(),
+            Some("INVALID_INPUT")
+        );
+    }
+
+    #[test]
+    fn search_finds_refs_and_continues_with_a_cursor() {
+        let h = history();
+        let found = search(&h, &json!({"query": "ALPHA", "limit": 1}));
+        assert_eq!(found.data["hits"][0]["ref"], "message:0");
+        assert_eq!(found.data["next_cursor"], 1);
+        let more = search(&h, &json!({"query": "alpha", "cursor": 1}));
+        assert_eq!(more.data["hits"][0]["ref"], "result:call_1_1");
+        assert_eq!(more.data["next_cursor"], Value::Null);
+        assert_eq!(
+            search(&h, &json!({"query": ""})).error_code(),
+            Some("INVALID_INPUT")
+        );
+    }
+}
