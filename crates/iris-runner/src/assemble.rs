@@ -228,7 +228,10 @@ async fn assemble(
     }
     if config.goal.is_some() {
         register("goal".into(), Arc::new(crate::goal::GoalTool::get_goal()))?;
-        register("goal".into(), Arc::new(crate::goal::GoalTool::report_goal()))?;
+        register(
+            "goal".into(),
+            Arc::new(crate::goal::GoalTool::report_goal()),
+        )?;
     }
     let subagents = load_subagents(loaded)?;
     if subagents.is_some() {

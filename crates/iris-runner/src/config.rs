@@ -52,7 +52,7 @@ use crate::model::{ModelConfig, ScriptSource};
 pub const ENV_PREFIX: &str = "IRIS_";
 
 /// The top-level keys of the agent YAML, in documentation order.
-pub const TOP_LEVEL_KEYS: [&str; 16] = [
+pub const TOP_LEVEL_KEYS: [&str; 17] = [
     "workspace",
     "tools",
     "mcp",
@@ -69,6 +69,7 @@ pub const TOP_LEVEL_KEYS: [&str; 16] = [
     "max_turns",
     "run_store",
     "goal",
+    "background_calls",
 ];
 
 /// The default of `max_turns`: model requests one run may make.
@@ -118,6 +119,22 @@ pub struct AgentConfig {
     /// The goal of every run; installs `get_goal` and `report_goal`
     /// ([`crate::goal`]). Without it a run's goal is its prompt.
     pub goal: Option<String>,
+    /// What a final answer does while background calls are outstanding
+    /// ([`BackgroundCalls`]; default `wait`).
+    pub background_calls: BackgroundCalls,
+}
+
+/// `background_calls`: a run whose model answers while background calls are still
+/// running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackgroundCalls {
+    /// Wait for the next one to finish, give the model its result, ask again: the run
+    /// completes only when none is outstanding.
+    #[default]
+    Wait,
+    /// Cancel them and complete with the answer.
+    Drop,
 }
 
 /// The `run_store` section: where [`AgentRunner`](crate::AgentRunner) persists runs so
@@ -172,6 +189,7 @@ impl Default for AgentConfig {
             max_turns: DEFAULT_MAX_TURNS,
             run_store: RunStoreConfig::default(),
             goal: None,
+            background_calls: BackgroundCalls::Wait,
         }
     }
 }

@@ -27,7 +27,7 @@ pub use outcome::{
 };
 pub use runner::{
     AgentRunner, AgentRunnerBuilder, ApprovalDecision, ApprovalHandler, ResumeStream, RunInput,
-    RunStream,
+    RunStream, open_store,
 };
 pub use store::{MemoryRunStore, PostgresRunStore, RunStatus, RunStore, SqliteRunStore};
 pub use trust::{TrustError, TrustStore, discover_config};

@@ -309,6 +309,13 @@ pub enum RunEvent {
         /// The call's deadline in seconds.
         deadline_seconds: f64,
     },
+    /// A background call finished; its result reaches the model at the next turn.
+    BackgroundFinished {
+        /// The turn that started it.
+        turn: u32,
+        /// Its result.
+        result: ToolResult,
+    },
     /// A call needs a human; an approval handler is asked, or the run waits.
     ApprovalRequested {
         /// What is asked.

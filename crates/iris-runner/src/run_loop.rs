@@ -24,6 +24,7 @@ use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use crate::ask::{ASK_QUESTION, parse_question};
+use crate::config::BackgroundCalls;
 use crate::context::{self, CONTEXT_READ, CONTEXT_SEARCH, request_history};
 use crate::error::codes;
 use crate::goal::{GET_GOAL, GoalStatus, REPORT_GOAL, parse_report};
@@ -33,8 +34,8 @@ use crate::outcome::{
 };
 use crate::runner::{AgentRunner, ApprovalDecision, Inner, RunInput, TRACING_TARGET};
 use crate::store::{
-    CallState, JournalEntry, PendingInteraction, PendingTurn, RunRecord, RunStatus, RunStore,
-    StoreError, now_ms,
+    BackgroundResult, CallState, JournalEntry, PendingInteraction, PendingTurn, RunRecord,
+    RunStatus, RunStore, StoreError, now_ms,
 };
 
 /// One run's live state: the record the store keeps, plus what only lives in memory.
@@ -47,6 +48,8 @@ pub(crate) struct RunState {
     pub(crate) owner: String,
     /// Renews the lease while the run is driven; dropped (aborted) when it stops.
     pub(crate) renewer: Option<tokio::task::JoinHandle<()>>,
+    /// Background calls in flight (dropping the set aborts them).
+    pub(crate) background: tokio::task::JoinSet<BackgroundResult>,
 }
 
 impl Drop for RunState {
@@ -201,12 +204,14 @@ impl AgentRunner {
                     .or_else(|| input.prompt.clone())
                     .unwrap_or_default(),
                 goal_report: None,
+                background_done: Vec::new(),
             },
             cancel: input.cancellation.clone().unwrap_or_default(),
             disclosure: DisclosureState::new(),
             read_state: Arc::new(ReadState::new()),
             owner: new_owner(),
             renewer: None,
+            background: tokio::task::JoinSet::new(),
         }
     }
 
@@ -224,6 +229,7 @@ impl AgentRunner {
             cancel,
             owner,
             renewer: None,
+            background: tokio::task::JoinSet::new(),
         }
     }
 
@@ -277,6 +283,16 @@ impl AgentRunner {
     ) -> Result<RunOutcome, RunError> {
         let mut state = self.take_over(run_id, cancel, RunStatus::Waiting).await?;
         let span = self.run_span(&state);
+        // Refusals come before any event: a refused resume streams nothing.
+        if let Err(e) = check_answer(&state, interaction_id, &answer) {
+            self.release(&state).await;
+            return Err(e);
+        }
+        sink.emit(RunEvent::RunStarted {
+            run_id: state.record.run_id.clone(),
+            provider: self.inner.provider_name.clone(),
+            model: self.inner.model.clone(),
+        });
         let prepared = self
             .apply_answer(&mut state, interaction_id, answer, sink)
             .await;
@@ -285,11 +301,6 @@ impl AgentRunner {
             return Err(e);
         }
         let outcome = async {
-            sink.emit(RunEvent::RunStarted {
-                run_id: state.record.run_id.clone(),
-                provider: self.inner.provider_name.clone(),
-                model: self.inner.model.clone(),
-            });
             let outcome = self.drive(&mut state, sink).await;
             self.end(&mut state, &outcome).await
         }
@@ -576,6 +587,8 @@ impl AgentRunner {
             if state.cancel.requested() {
                 return RunOutcome::Cancelled;
             }
+            self.collect_background(state, sink);
+            self.deliver_background(state);
             if state.record.turns >= inner.max_turns {
                 return failed(RunError::new(
                     codes::RUN_MAX_TURNS,
@@ -622,6 +635,26 @@ impl AgentRunner {
                 total: state.record.usage,
             });
             state.record.history.push(response.to_message());
+            if response.tool_calls.is_empty() && !state.background.is_empty() {
+                if inner.background_calls == BackgroundCalls::Wait {
+                    // The answer came before the background calls finished: wait for
+                    // the next one, give the model its result, and ask again.
+                    tokio::select! {
+                        biased;
+                        () = state.cancel.cancelled() => return RunOutcome::Cancelled,
+                        joined = state.background.join_next() => {
+                            if let Some(joined) = joined {
+                                push_joined(state, sink, joined);
+                            }
+                        }
+                    }
+                    if let Err(stop) = self.save(state).await {
+                        return stop;
+                    }
+                    continue;
+                }
+                state.background.abort_all();
+            }
             if response.tool_calls.is_empty() {
                 return RunOutcome::Completed {
                     output: response.text,
@@ -755,6 +788,11 @@ impl AgentRunner {
                                 Some(handler) => handler.answer(&request).await,
                                 None => None,
                             };
+                            // An in-process answer must be one of the options too;
+                            // one that is not leaves the question to `resume`.
+                            let answer = answer.filter(|text| {
+                                request.options.is_empty() || request.options.contains(text)
+                            });
                             match answer {
                                 Some(text) => {
                                     Some(ToolOutput::text(text).into_result(&call.id, ASK_QUESTION))
@@ -794,7 +832,30 @@ impl AgentRunner {
                     }
                 }
                 None => {
-                    if let Some(tool_use) = call.to_tool_use() {
+                    let Some(tool_use) = call.to_tool_use() else {
+                        continue;
+                    };
+                    if registry
+                        .get(&call.name)
+                        .is_ok_and(|t| t.definition().background)
+                    {
+                        let result = self.start_background(state, &tool_use, &ctx, turn.turn);
+                        sink.emit(RunEvent::ToolCallStarted {
+                            turn: turn.turn,
+                            call_id: call.id.clone(),
+                            tool_name: call.name.clone(),
+                            arguments: call.arguments.clone(),
+                        });
+                        sink.emit(RunEvent::ToolCallFinished {
+                            turn: turn.turn,
+                            result: result.clone(),
+                        });
+                        self.journal(state, i, call, CallState::Finished, Some(&result))
+                            .await?;
+                        if let Some(p) = state.record.pending.as_mut() {
+                            p.results[i] = Some(result);
+                        }
+                    } else {
                         runnable.push((i, tool_use));
                     }
                 }
@@ -912,6 +973,18 @@ impl AgentRunner {
 
     /// Puts the run into `waiting` on `interaction` (saved, lease released).
     async fn wait(&self, state: &mut RunState, slot: usize, interaction: Interaction) -> Stop {
+        // Background calls do not outlive this process's part of the run: they finish
+        // (or are cancelled with the run) and their results wait in the record for
+        // the next turn boundary.
+        while let Some(joined) = tokio::select! {
+            biased;
+            () = state.cancel.cancelled() => None,
+            joined = state.background.join_next() => joined,
+        } {
+            let finished = joined_result(joined);
+            state.record.background_done.push(finished);
+        }
+        state.background.abort_all();
         let run_id = state.record.run_id.clone();
         state.record.status = RunStatus::Waiting;
         state.record.interaction = Some(PendingInteraction {
@@ -1188,3 +1261,128 @@ fn stop_name(stop: &StopReason) -> &str {
 
 /// The default time to live of a run's lease (renewed every third of it).
 pub(crate) const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
+
+fn joined_result(joined: Result<BackgroundResult, tokio::task::JoinError>) -> BackgroundResult {
+    joined.unwrap_or_else(|e| BackgroundResult {
+        turn: 0,
+        result: ToolOutput::err(
+            if e.is_panic() {
+                core_codes::TOOL_PANICKED
+            } else {
+                core_codes::CANCELLED
+            },
+            "the background call's task ended without a result",
+        )
+        .into_result("", ""),
+    })
+}
+
+fn push_joined(
+    state: &mut RunState,
+    sink: &mut Sink,
+    joined: Result<BackgroundResult, tokio::task::JoinError>,
+) {
+    let finished = joined_result(joined);
+    sink.emit(RunEvent::BackgroundFinished {
+        turn: finished.turn,
+        result: finished.result.clone(),
+    });
+    state.record.background_done.push(finished);
+}
+
+impl AgentRunner {
+    /// Starts a background call; its receipt is the call's result now.
+    fn start_background(
+        &self,
+        state: &mut RunState,
+        tool_use: &ToolUse,
+        ctx: &ToolExecutionContext,
+        turn: u32,
+    ) -> ToolResult {
+        let executor = self.inner.executor.clone();
+        let (tool_use, ctx) = (tool_use.clone(), ctx.clone());
+        let receipt = json!({"task_id": tool_use.id, "status": "running"});
+        let result = ToolOutput::text(format!(
+            "{receipt}\nThe call runs in the background; its result arrives in a later message."
+        ))
+        .with_data("background", receipt)
+        .into_result(&tool_use.id, &tool_use.name);
+        state.background.spawn(async move {
+            let result = executor.execute_one(&tool_use, &ctx, None).await;
+            BackgroundResult { turn, result }
+        });
+        result
+    }
+
+    /// Moves finished background calls into the record (without waiting).
+    fn collect_background(&self, state: &mut RunState, sink: &mut Sink) {
+        while let Some(joined) = state.background.try_join_next() {
+            push_joined(state, sink, joined);
+        }
+    }
+
+    /// Puts collected background results into the history, one user message each:
+    /// they answer no pending tool call (the receipt did), so they arrive as news.
+    fn deliver_background(&self, state: &mut RunState) {
+        for done in std::mem::take(&mut state.record.background_done) {
+            let r = &done.result;
+            let status = r
+                .error_code()
+                .map_or_else(|| "finished".to_owned(), |c| format!("failed ({c})"));
+            state.record.history.push(Message::user(format!(
+                "[background call {} ({}) started in turn {} {status}]\n{}",
+                r.tool_use_id,
+                r.tool_name,
+                done.turn,
+                r.model_content()
+            )));
+        }
+    }
+}
+
+/// Whether `answer` fits the run's pending interaction `interaction_id` (the checks
+/// `resume` makes before anything runs).
+fn check_answer(state: &RunState, interaction_id: &str, answer: &Answer) -> Result<(), RunError> {
+    let run_id = &state.record.run_id;
+    let Some(pending) = &state.record.interaction else {
+        return Err(RunError::new(
+            codes::RUN_INTERACTION_STALE,
+            format!("run `{run_id}` has no pending interaction"),
+        ));
+    };
+    if pending.id != interaction_id {
+        return Err(RunError::new(
+            codes::RUN_INTERACTION_STALE,
+            format!(
+                "interaction `{interaction_id}` is not the one run `{run_id}` waits for \
+                 (`{}`); it was answered already or never existed",
+                pending.id
+            ),
+        ));
+    }
+    let expected = match (&pending.interaction, answer) {
+        (Interaction::Approval(_), Answer::Approve | Answer::Deny { .. })
+        | (Interaction::InDoubt(_), Answer::Rerun | Answer::Skip | Answer::Record { .. }) => {
+            return Ok(());
+        }
+        (Interaction::Question(q), Answer::Text { text }) => {
+            if q.options.is_empty() || q.options.contains(text) {
+                return Ok(());
+            }
+            return Err(RunError::new(
+                codes::RUN_ANSWER_INVALID,
+                format!("the answer must be one of: {}", q.options.join(", ")),
+            ));
+        }
+        (Interaction::Approval(_), _) => "approve or deny",
+        (Interaction::Question(_), _) => "a text answer",
+        (Interaction::InDoubt(_), _) => "rerun, skip or record",
+    };
+    Err(RunError::new(
+        codes::RUN_ANSWER_INVALID,
+        format!(
+            "interaction `{interaction_id}` is {}: answer it with {expected}",
+            pending.interaction.kind()
+        ),
+    ))
+}

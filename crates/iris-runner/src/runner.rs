@@ -45,7 +45,9 @@ use iris_tools_core::{BoxFuture, CancellationSignal, ViewFilter};
 use tokio::sync::mpsc;
 
 use crate::assemble::{ToolEnvironment, build_tool_registry};
-use crate::config::{AgentConfig, DEFAULT_MAX_TURNS, LoadedConfig, RunStoreConfig};
+use crate::config::{
+    AgentConfig, BackgroundCalls, DEFAULT_MAX_TURNS, LoadedConfig, RunStoreConfig,
+};
 use crate::context::RetentionConfig;
 use crate::error::{Error, Result, codes};
 use crate::host::HostRegistry;
@@ -188,6 +190,7 @@ pub(crate) struct Inner {
     pub(crate) schema_budget: SchemaBudget,
     pub(crate) goal: Option<String>,
     pub(crate) retention: Option<RetentionConfig>,
+    pub(crate) background_calls: BackgroundCalls,
     pub(crate) store: Option<Arc<dyn RunStore>>,
     pub(crate) lease_ttl: Duration,
     pub(crate) env: Option<ToolEnvironment>,
@@ -304,6 +307,7 @@ impl AgentRunner {
         if let Some(retention) = loaded.config.context_policy.retention {
             builder = builder.retention(retention);
         }
+        builder = builder.background_calls(loaded.config.background_calls);
         if let Some(max) = model.max_output_tokens {
             builder = builder.max_output_tokens(max);
         }
@@ -318,6 +322,17 @@ impl AgentRunner {
         }
         builder.store = Some(store);
         builder
+    }
+
+    /// Checks the model a runner from `loaded` would use (`model`, else the YAML's)
+    /// and builds its provider, starting nothing: a missing section, a missing key, a
+    /// bad `base_url` or an unreadable script are refused before any tool or server
+    /// starts.
+    ///
+    /// # Errors
+    /// As [`AgentRunner::builder_over`] for the model.
+    pub fn check_model(loaded: &LoadedConfig, model: Option<ModelConfig>) -> Result<()> {
+        checked_model(loaded, model).map(|_| ())
     }
 
     /// A builder for hosts that assemble the tool layer in Rust.
@@ -567,6 +582,7 @@ pub struct AgentRunnerBuilder {
     schema_budget: SchemaBudget,
     goal: Option<String>,
     retention: Option<RetentionConfig>,
+    background_calls: BackgroundCalls,
     store: Option<Arc<dyn RunStore>>,
     lease_ttl: Duration,
     env: Option<ToolEnvironment>,
@@ -601,6 +617,7 @@ impl AgentRunnerBuilder {
             schema_budget: SchemaBudget::chars(DEFAULT_REVEALED_SCHEMA_CHARS),
             goal: None,
             retention: None,
+            background_calls: BackgroundCalls::Wait,
             store: None,
             lease_ttl: DEFAULT_LEASE_TTL,
             env: None,
@@ -716,6 +733,14 @@ impl AgentRunnerBuilder {
         self
     }
 
+    /// What a final answer does while background calls are outstanding (default
+    /// [`BackgroundCalls::Wait`]).
+    #[must_use]
+    pub fn background_calls(mut self, policy: BackgroundCalls) -> Self {
+        self.background_calls = policy;
+        self
+    }
+
     /// Where runs are persisted, so a waiting run can be resumed (and a crashed one
     /// recovered) by this or another process. Without a store nothing is persisted
     /// and [`AgentRunner::resume`] has nothing to resume; [`MemoryRunStore`] keeps
@@ -766,6 +791,7 @@ impl AgentRunnerBuilder {
                 schema_budget: self.schema_budget,
                 goal: self.goal,
                 retention: self.retention,
+                background_calls: self.background_calls,
                 store: self.store,
                 lease_ttl: self.lease_ttl,
                 env: self.env,
@@ -775,8 +801,12 @@ impl AgentRunnerBuilder {
 }
 
 /// The run store the YAML's `run_store` names (default: SQLite at
-/// `<workspace>/.iris/runs.db`).
-async fn open_store(loaded: &LoadedConfig) -> Result<Arc<dyn RunStore>> {
+/// `<workspace>/.iris/runs.db`), opened without assembling anything else: what
+/// `iris runs` reads.
+///
+/// # Errors
+/// [`Error::Store`] (`RUN_STORE_FAILED`) when it cannot be opened.
+pub async fn open_store(loaded: &LoadedConfig) -> Result<Arc<dyn RunStore>> {
     let failed = |code: &'static str, message: String| Error::Store {
         file: loaded.file.clone(),
         code,

@@ -162,6 +162,13 @@ pub struct ToolDefinition {
     /// code, like [`auto_allow`](Self::auto_allow): never read from serialized data.
     #[serde(skip)]
     pub idempotent: bool,
+    /// Seed 004 `Background`: the run loop does not wait for the result. A call
+    /// answers at once with a receipt (`task_id`, `status: running`); the result
+    /// reaches the conversation on a later turn, and a run does not complete while
+    /// such calls are outstanding (unless the agent YAML's `background_calls` says
+    /// `drop`). Set only by Rust code, never read from serialized data.
+    #[serde(skip)]
+    pub background: bool,
 }
 
 fn default_group() -> String {
@@ -270,6 +277,7 @@ impl ToolDefinition {
             system_use: false,
             auto_allow: false,
             idempotent: false,
+            background: false,
         }
     }
 
@@ -407,6 +415,13 @@ impl ToolDefinition {
     #[must_use]
     pub fn with_idempotent(mut self, idempotent: bool) -> Self {
         self.idempotent = idempotent;
+        self
+    }
+
+    /// Makes the tool a background tool; see [`ToolDefinition::background`].
+    #[must_use]
+    pub fn with_background(mut self, background: bool) -> Self {
+        self.background = background;
         self
     }
 

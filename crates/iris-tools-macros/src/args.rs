@@ -28,6 +28,7 @@ const KEYS: &[&str] = &[
     "execution_mode",
     "auto_allow",
     "idempotent",
+    "background",
     "context_retention",
     "timeout_owner",
     "metadata",
@@ -75,6 +76,7 @@ pub(crate) struct ToolArgs {
     pub(crate) execution_mode: Option<(ExecutionMode, Span)>,
     pub(crate) auto_allow: bool,
     pub(crate) idempotent: bool,
+    pub(crate) background: bool,
     /// `ContextRetention` variant name (`Observation`); `None` keeps the default.
     pub(crate) context_retention: Option<Ident>,
     /// `ToolTimeoutOwner` variant name (`Tool`); `None` keeps the default.
@@ -192,6 +194,7 @@ fn parse_key(
         "deferred" => args.deferred = parse_flag(meta)?,
         "auto_allow" => args.auto_allow = parse_flag(meta)?,
         "idempotent" => args.idempotent = parse_flag(meta)?,
+        "background" => args.background = parse_flag(meta)?,
         "normalize_input" => args.normalize_input = parse_flag(meta)?,
         "input_error" => {
             let lit: LitStr = meta.value()?.parse()?;

@@ -644,6 +644,9 @@ impl Generated<'_> {
         if args.idempotent {
             calls.push(quote!(.idempotent(true)));
         }
+        if args.background {
+            calls.push(quote!(.background(true)));
+        }
         for (key, value) in &args.metadata {
             calls.push(quote!(.metadata(#key, #value)));
         }

@@ -222,6 +222,20 @@ pub struct RunRecord {
     /// The last `report_goal`.
     #[serde(default)]
     pub goal_report: Option<GoalReport>,
+    /// Background calls that finished and wait for the next turn boundary to reach
+    /// the conversation.
+    #[serde(default)]
+    pub background_done: Vec<BackgroundResult>,
+}
+
+/// A background call's result, waiting for the next turn boundary to reach the
+/// conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BackgroundResult {
+    /// The turn that started it.
+    pub turn: u32,
+    /// The result.
+    pub result: ToolResult,
 }
 
 /// One line of `iris runs`.

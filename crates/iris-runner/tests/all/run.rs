@@ -889,3 +889,98 @@ fn old_observation_results_become_previews_that_context_read_pages_back() {
         env.close().await.unwrap();
     });
 }
+
+/// A background tool: sleeps, then reports; counts how many finished.
+fn slow_report(done: &Arc<AtomicUsize>, millis: u64) -> impl iris_tools_core::Tool {
+    let def = ToolDefinition::new(
+        "build_report",
+        "Builds the weekly report in the background.",
+        json!({"type": "object"}),
+    )
+    .with_capabilities([ToolCapability::Read])
+    .with_background(true);
+    let done = Arc::clone(done);
+    FnTool::new(def, move |_, _| {
+        let done = Arc::clone(&done);
+        async move {
+            tokio::time::sleep(Duration::from_millis(millis)).await;
+            done.fetch_add(1, Ordering::SeqCst);
+            ToolOutput::text("report: 42 deploys")
+        }
+    })
+}
+
+#[test]
+fn a_background_call_answers_with_a_receipt_and_its_result_arrives_on_a_later_turn() {
+    runtime().block_on(async {
+        let done = Arc::new(AtomicUsize::new(0));
+        let registry = ToolRegistry::new();
+        registry.register(slow_report(&done, 300)).unwrap();
+        let provider = ScriptedProvider::from_yaml(
+            r#"
+- tool_calls: [{name: build_report}]
+- {expect_tool_results: 1, text: "Started the report; I will summarize it when it is ready."}
+- {text: "The report says 42 deploys."}
+"#,
+        )
+        .unwrap();
+        let runner = AgentRunner::builder(provider, ToolExecutor::new(registry)).build();
+        let all = events(&runner, "weekly report").await;
+        let RunOutcome::Completed {
+            output,
+            history,
+            turns,
+            ..
+        } = outcome(&all)
+        else {
+            panic!("{all:#?}")
+        };
+        assert_eq!(output, "The report says 42 deploys.");
+        assert_eq!(*turns, 3);
+        assert_eq!(done.load(Ordering::SeqCst), 1);
+        // The receipt answered the call at once; the result came as a later message.
+        let receipt = &finished(&all)[0];
+        assert_eq!(receipt.output.data["background"]["status"], "running");
+        assert!(
+            all.iter()
+                .any(|e| matches!(e, RunEvent::BackgroundFinished { .. }))
+        );
+        let roles: Vec<Role> = history.iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            [
+                Role::User,
+                Role::Assistant,
+                Role::Tool,
+                Role::Assistant,
+                Role::User,
+                Role::Assistant
+            ]
+        );
+        assert!(
+            history[4].text().contains("report: 42 deploys"),
+            "{:?}",
+            history[4]
+        );
+        assert!(history[4].text().contains("build_report"));
+    });
+}
+
+#[test]
+fn background_calls_drop_policy_completes_at_once_and_cancels_them() {
+    runtime().block_on(async {
+        let done = Arc::new(AtomicUsize::new(0));
+        let registry = ToolRegistry::new();
+        registry.register(slow_report(&done, 400)).unwrap();
+        let provider = ScriptedProvider::from_yaml(
+            "- tool_calls: [{name: build_report}]\n- {expect_tool_results: 1, text: Not waiting.}\n",
+        )
+        .unwrap();
+        let runner = AgentRunner::builder(provider, ToolExecutor::new(registry))
+            .background_calls(iris_runner::config::BackgroundCalls::Drop)
+            .build();
+        assert_eq!(runner.run("go").await.output(), Some("Not waiting."));
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        assert_eq!(done.load(Ordering::SeqCst), 0, "the dropped call was cancelled");
+    });
+}

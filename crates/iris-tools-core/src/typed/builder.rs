@@ -40,6 +40,7 @@ pub struct TypedToolBuilder {
     concurrency_safe: bool,
     auto_allow: bool,
     idempotent: bool,
+    background: bool,
     context_retention: ContextRetention,
     timeout_owner: ToolTimeoutOwner,
     metadata: Map<String, Value>,
@@ -85,6 +86,7 @@ impl TypedToolBuilder {
             concurrency_safe: true,
             auto_allow: false,
             idempotent: false,
+            background: false,
             context_retention: ContextRetention::Keep,
             timeout_owner: ToolTimeoutOwner::Runtime,
             metadata: Map::new(),
@@ -194,6 +196,13 @@ impl TypedToolBuilder {
         self
     }
 
+    /// Makes the tool a background tool (see [`ToolDefinition::background`]).
+    #[must_use]
+    pub fn background(mut self, background: bool) -> Self {
+        self.background = background;
+        self
+    }
+
     /// Whether old results may be reduced in a run's context view (default keep).
     #[must_use]
     pub fn context_retention(mut self, retention: ContextRetention) -> Self {
@@ -284,6 +293,7 @@ impl TypedToolBuilder {
             .with_deferred(self.deferred)
             .with_auto_allow(self.auto_allow)
             .with_idempotent(self.idempotent)
+            .with_background(self.background)
             .with_context_retention(self.context_retention);
         if let Some(group) = self.group {
             definition = definition.with_group(group);

@@ -83,7 +83,7 @@ fn idempotent_and_auto_allow_flags_reach_the_definition_but_not_its_json() {
     use iris_tools_core::tool;
 
     /// Charges a card once per idempotency key.
-    #[tool(capabilities(network), idempotent, auto_allow)]
+    #[tool(capabilities(network), idempotent, auto_allow, background)]
     fn charge(amount: u32) -> String {
         amount.to_string()
     }
@@ -93,10 +93,10 @@ fn idempotent_and_auto_allow_flags_reach_the_definition_but_not_its_json() {
         to
     }
     let def = charge::definition();
-    assert!(def.idempotent && def.auto_allow);
+    assert!(def.idempotent && def.auto_allow && def.background);
     let plain = send_email::definition();
-    assert!(!plain.idempotent && !plain.auto_allow);
+    assert!(!plain.idempotent && !plain.auto_allow && !plain.background);
     let round_trip: iris_tools_core::ToolDefinition =
         serde_json::from_value(serde_json::to_value(&def).unwrap()).unwrap();
-    assert!(!round_trip.idempotent && !round_trip.auto_allow);
+    assert!(!round_trip.idempotent && !round_trip.auto_allow && !round_trip.background);
 }
