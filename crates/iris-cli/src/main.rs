@@ -1,27 +1,40 @@
-//! `iris`: list, inspect, call and check the tools an agent YAML describes.
+//! `iris`: list, inspect, call and check the tools an agent YAML describes, and run the
+//! agent (`iris run`, `iris resume`, see [`run`]; `iris runs`, see [`runs`]).
 //!
 //! Exit codes (also in `iris --help` and docs/configuration.md):
-//! - 0: success;
-//! - 1: the command ran and found problems (`check`, `lint`), or the called tool
-//!   returned an error result;
+//! - 0: success (`iris run` / `iris resume`: the run completed);
+//! - 1: the command ran and found problems (`check`, `lint`), the called tool
+//!   returned an error result, or the run failed (`error[CODE]: …`); `iris resume` /
+//!   `iris runs show`: no such run (`RUN_NOT_FOUND`), or it does not wait for that
+//!   answer (`RUN_NOT_WAITING`, `RUN_INTERACTION_STALE`);
 //! - 2: bad command line or bad call input: input that is not JSON, or JSON the tool's
-//!   schema or parser rejects (an `INVALID_INPUT` result, which is still printed);
+//!   schema or parser rejects (an `INVALID_INPUT` result, which is still printed); an
+//!   answer that does not fit the waiting run (`RUN_ANSWER_INVALID`); a bad
+//!   `--session` id (`SESSION_ID_INVALID`);
 //! - 3: the configuration could not be loaded or assembled, a feature is not in this
-//!   build, a discovered config is in an untrusted folder (`WORKSPACE_UNTRUSTED`), or
-//!   stdout could not be written (a closed pipe is not an error);
-//! - 4: the call needs a human's approval and none was given;
+//!   build, a discovered config is in an untrusted folder (`WORKSPACE_UNTRUSTED`), the
+//!   run store failed (`RUN_STORE_FAILED`), or stdout could not be written (a closed
+//!   pipe is not an error);
+//! - 4: the call needs a human's approval and none was given; `iris run` / `iris
+//!   resume`: the run waits for a human and no terminal can answer (`RUN_WAITING`: the
+//!   run id, what it waits for and the `iris resume` commands that answer it);
+//! - 5: `iris resume`: another live process drives the run (`RUN_BUSY`);
 //! - 129, 130, 143: ended by SIGHUP, SIGINT or SIGTERM, after cancelling the running
 //!   call and closing the tool environment (every process it started is stopped).
 //!
 //! Text output escapes terminal controls ([`output::escape`]); `--json` is exact JSON.
 
 mod output;
+mod run;
+mod runs;
+mod session;
 mod signals;
 
 use std::future::Future;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -29,8 +42,8 @@ use iris_providers::adapters::{Provider, Strict, to_provider};
 use iris_providers::lint::lint_definition;
 use iris_runner::trust::codes as trust_codes;
 use iris_runner::{
-    AgentConfig, HostRegistry, LoadedConfig, ToolEnvironment, TrustError, TrustStore,
-    discover_config,
+    AgentConfig, Answer, HostRegistry, LoadedConfig, RunStatus, ToolEnvironment, TrustError,
+    TrustStore, discover_config,
 };
 use iris_tools_core::{CancellationSignal, ToolExecutionContext, ToolUse, ViewFilter, codes};
 use serde_json::{Value, json};
@@ -40,12 +53,22 @@ use crate::signals::{Caught, Signals};
 
 const AFTER_HELP: &str = "\
 Examples:
+  iris --config examples/iris.yaml run \"Summarize the project\"
+                                              a scripted multi-turn run (no key, no network)
+  iris run \"Fix the failing test\" --model openai:gpt-4.1-mini
+  echo \"What changed?\" | iris run - --json   the run's events as JSON lines
+  iris run \"Hi\" --model openai:llama3.1 --base-url http://127.0.0.1:11434/v1
   iris tools                                  list the agent's tools
   iris --config examples/iris.yaml tools --all
   iris schema exec_command --format anthropic
   iris call exec_command '{\"command\": \"ls\"}' --yes
   iris mcp list --json                        MCP servers, protocols, tools, diagnostics
   iris call tool_search '{\"queries\": [\"current time\"]}'
+  iris call read_file '{\"file_path\": \"a.txt\"}' --session s1
+                                              calls of one session share what was read
+  iris runs --status waiting                  runs waiting for a human
+  iris runs show RUN_ID                       a run's history and what it waits for
+  iris resume RUN_ID --approve                answer a waiting run and continue it
   echo '{\"name\": \"greeting\"}' | iris call load_skill -
   iris check                                  validate the config and what it points to
   iris trust                                  trust this folder's iris.yaml
@@ -59,16 +82,30 @@ the folder in $XDG_CONFIG_HOME/iris/trusted.json (else ~/.config/iris/trusted.js
 `--trust` trusts it for one run. Otherwise iris exits 3 (WORKSPACE_UNTRUSTED) and starts
 nothing. A file named with --config is trusted.
 
-Signals: SIGINT (Ctrl-C), SIGTERM and SIGHUP cancel the running call, stop every process
-it, a command hook or an MCP server started, and exit 130, 143 or 129.
+Run: `iris run PROMPT` streams the answer to stdout and each tool call's status to stderr;
+a call that needs a human and an ask_question are asked on the terminal (--yes approves
+all calls). --model provider:model (openai, openai-responses, anthropic, gemini,
+scripted) and --base-url replace the YAML's model; the key comes from model.api_key_env
+(default OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY). Runs are kept in the YAML's
+run_store (default .iris/runs.db): a run nobody can answer exits 4 (RUN_WAITING) printing
+the `iris resume RUN_ID --approve | --deny REASON | --answer TEXT | --rerun | --skip |
+--record TEXT` commands that continue it, in any process; `iris resume RUN_ID` alone takes
+over a run whose process died.
+
+Signals: SIGINT (Ctrl-C), SIGTERM and SIGHUP cancel the running call (or run), stop every
+process it, a command hook or an MCP server started, and exit 130, 143 or 129.
 
 Output: text escapes terminal controls (ESC, CR, bidi overrides show as \\x1b, \\r,
 \\u{202e}); --json is exact JSON. A closed stdout (iris ... | head) is not an error.
 
-Exit codes: 0 success; 1 problems found or the tool returned an error; 2 bad command
-line or call input (not JSON, or rejected by the tool's schema: INVALID_INPUT); 3
-configuration or assembly error, an untrusted folder, or stdout could not be written;
-4 approval required but not given; 129/130/143 ended by SIGHUP/SIGINT/SIGTERM.";
+Exit codes: 0 success (a run completed); 1 problems found, the tool returned an error, the
+run failed, or no such run / nothing to answer (RUN_NOT_FOUND, RUN_NOT_WAITING,
+RUN_INTERACTION_STALE); 2 bad command line or call input (not JSON, or rejected by the
+tool's schema: INVALID_INPUT; RUN_ANSWER_INVALID; SESSION_ID_INVALID); 3 configuration or
+assembly error, an untrusted folder, the run store failed, or stdout could not be
+written; 4 approval required but not given (a run waits for a human: RUN_WAITING, its run
+id and the resume commands are printed); 5 the run is driven by another process
+(RUN_BUSY); 129/130/143 ended by SIGHUP/SIGINT/SIGTERM.";
 
 /// How long a cancelled call may take to stop what it started before it is dropped
 /// (its process groups are then killed by their owners' drop).
@@ -89,11 +126,24 @@ mod cli_codes {
     pub(crate) const INTERRUPTED: &str = "INTERRUPTED";
     /// Closing the tool environment did not finish in time.
     pub(crate) const CLOSE_TIMEOUT: &str = "CLOSE_TIMEOUT";
+    /// `iris run --model` / `--base-url` cannot name a model (no provider, no model
+    /// name, `scripted` without a script, a base URL for the scripted model).
+    pub(crate) const MODEL_FLAG_INVALID: &str = "MODEL_FLAG_INVALID";
+    /// The run's task ended without its `finished` event.
+    pub(crate) const RUN_ABORTED: &str = "RUN_ABORTED";
+    /// `iris run` / `iris resume` (exit 4): the run waits for a human and no terminal
+    /// can answer; the message (or the `waiting` JSON line) names the interaction's
+    /// kind and the commands that answer it.
+    pub(crate) const RUN_WAITING: &str = "RUN_WAITING";
+    /// `iris call --session`: the id is empty, too long, or not a plain file name.
+    pub(crate) const SESSION_ID_INVALID: &str = "SESSION_ID_INVALID";
+    /// `iris call --session`: the session's file cannot be read or does not decode.
+    pub(crate) const SESSION_STATE_INVALID: &str = "SESSION_STATE_INVALID";
 }
 
 /// The iris command line.
 #[derive(Debug, Parser)]
-#[command(name = "iris", version, about = "Use an Iris agent's tools from a terminal.", after_help = AFTER_HELP)]
+#[command(name = "iris", version, about = "Use an Iris agent's tools, and run the agent, from a terminal.", after_help = AFTER_HELP)]
 struct Cli {
     /// The agent YAML (default: ./iris.yaml, else .iris/agent.yaml). A file named here
     /// is trusted.
@@ -114,6 +164,23 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run the agent on a prompt: the answer streams to stdout, tool calls show on stderr.
+    Run {
+        /// The user's message, or `-` to read it from stdin.
+        #[arg(value_name = "PROMPT")]
+        prompt: String,
+        /// Approve every call that needs a human without asking.
+        #[arg(long)]
+        yes: bool,
+        /// The model as `provider:model` (openai, openai-responses, anthropic, gemini,
+        /// scripted), e.g. `openai:gpt-4.1-mini`; replaces the YAML's model.
+        #[arg(long, value_name = "PROVIDER:MODEL")]
+        model: Option<String>,
+        /// Another server for the model's wire format (an OpenAI-compatible server, a
+        /// proxy); replaces `model.base_url`.
+        #[arg(long, value_name = "URL")]
+        base_url: Option<String>,
+    },
     /// List the tools: name, group, capabilities, deferred.
     Tools {
         /// Also list system tools.
@@ -141,6 +208,49 @@ enum Command {
         /// TOOL_TIMEOUT when it passes.
         #[arg(long, value_name = "SECONDS", value_parser = parse_timeout)]
         timeout: Option<Duration>,
+        /// Share the file tools' read observations with the other calls of this session
+        /// (kept in .iris/sessions/ID.reads.json), so a read lets a later edit through.
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+    },
+    /// List the runs of the run store, newest first (or `runs show RUN_ID`).
+    #[command(args_conflicts_with_subcommands = true)]
+    Runs {
+        #[command(subcommand)]
+        command: Option<RunsCommand>,
+        /// Only runs in this state.
+        #[arg(long, value_enum)]
+        status: Option<StatusArg>,
+        /// At most this many runs.
+        #[arg(long, value_name = "N", default_value_t = 50,
+              value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        limit: u32,
+    },
+    /// Answer a waiting run's pending interaction and continue it; without an answer,
+    /// take over a run whose process died.
+    #[command(group = clap::ArgGroup::new("reply").multiple(false))]
+    Resume {
+        /// The run (`iris runs` lists them).
+        #[arg(value_name = "RUN_ID")]
+        run_id: String,
+        /// Approve the call the run waits for.
+        #[arg(long, group = "reply")]
+        approve: bool,
+        /// Deny it; the model gets APPROVAL_DENIED with the reason.
+        #[arg(long, value_name = "REASON", group = "reply")]
+        deny: Option<String>,
+        /// Answer the question the run waits for (one of its options when it has any).
+        #[arg(long, value_name = "TEXT", group = "reply")]
+        answer: Option<String>,
+        /// Run the call a crash left in doubt again.
+        #[arg(long, group = "reply")]
+        rerun: bool,
+        /// Do not run the call in doubt again.
+        #[arg(long, group = "reply")]
+        skip: bool,
+        /// Record what the call in doubt produced, as its result.
+        #[arg(long, value_name = "TEXT", group = "reply")]
+        record: Option<String>,
     },
     /// MCP servers.
     Mcp {
@@ -166,6 +276,38 @@ enum Command {
         #[arg(long, conflicts_with_all = ["dir", "remove"])]
         list: bool,
     },
+}
+
+#[derive(Debug, Subcommand)]
+enum RunsCommand {
+    /// One run: its history, the turn in progress and what it waits for.
+    Show {
+        /// The run.
+        #[arg(value_name = "RUN_ID")]
+        run_id: String,
+    },
+}
+
+/// `iris runs --status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum StatusArg {
+    Running,
+    Waiting,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl StatusArg {
+    fn status(self) -> RunStatus {
+        match self {
+            StatusArg::Running => RunStatus::Running,
+            StatusArg::Waiting => RunStatus::Waiting,
+            StatusArg::Completed => RunStatus::Completed,
+            StatusArg::Failed => RunStatus::Failed,
+            StatusArg::Cancelled => RunStatus::Cancelled,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -294,8 +436,12 @@ async fn main_async(cli: &Cli) -> u8 {
     let code = match result {
         Ok(code) => code,
         Err(failure) => {
-            if cli.json {
-                print_json(&json!({"error": {"code": failure.code, "message": failure.message}}));
+            let error = json!({"error": {"code": failure.code, "message": failure.message}});
+            if cli.json && matches!(cli.command, Command::Run { .. } | Command::Resume { .. }) {
+                // `iris run --json` and `iris resume --json` print JSON lines.
+                output::json_line(&error);
+            } else if cli.json {
+                print_json(&error);
             } else {
                 err_line(&format!("error[{}]: {}", failure.code, failure.message));
             }
@@ -324,9 +470,67 @@ async fn run(cli: &Cli, signals: &mut Signals) -> Result<u8, Failure> {
         return check(cli, signals, file).await;
     }
     let loaded = interruptible(signals, load(cli, file?)).await?;
+    // The run store is read without assembling (and starting) anything.
+    if let Command::Runs {
+        command,
+        status,
+        limit,
+    } = &cli.command
+    {
+        let work = async {
+            match command {
+                Some(RunsCommand::Show { run_id }) => {
+                    runs::show(&loaded, run_id, cli.json, &iris_prefix(cli)).await
+                }
+                None => {
+                    let limit = usize::try_from(*limit).unwrap_or(usize::MAX);
+                    runs::list(&loaded, status.map(StatusArg::status), limit, cli.json).await
+                }
+            }
+        };
+        return interruptible(signals, work).await;
+    }
+    // A run's model is resolved (and its key looked up) before anything is started.
+    let model = match &cli.command {
+        Command::Run {
+            model, base_url, ..
+        } => {
+            let flags = run::ModelFlags {
+                model: model.as_deref(),
+                base_url: base_url.as_deref(),
+            };
+            Some(run::resolve_model(&loaded, flags)?)
+        }
+        Command::Resume { .. } => Some(run::resolve_model(&loaded, run::ModelFlags::default())?),
+        _ => None,
+    };
     let env = interruptible(signals, assemble(cli, &loaded)).await?;
     let cancel = CancellationSignal::new();
-    let outcome = supervise(signals, &cancel, dispatch(cli, &env, &cancel)).await;
+    let iris = iris_prefix(cli);
+    let work = async {
+        match (&cli.command, model) {
+            (Command::Run { prompt, yes, .. }, Some(model)) => {
+                let options = run::RunOptions {
+                    prompt,
+                    yes: *yes,
+                    json: cli.json,
+                    iris: &iris,
+                };
+                run::run(options, &loaded, &env, model, &cancel).await
+            }
+            (Command::Resume { run_id, .. }, Some(model)) => {
+                let options = run::ResumeOptions {
+                    run_id,
+                    answer: resume_answer(&cli.command),
+                    json: cli.json,
+                    iris: &iris,
+                };
+                run::resume(options, &loaded, &env, model, &cancel).await
+            }
+            _ => dispatch(cli, &env, &cancel).await,
+        }
+    };
+    let outcome = supervise(signals, &cancel, work).await;
     // Close even when the command failed; a close error only matters on success.
     let closed = close(signals, &env).await;
     let code = outcome?;
@@ -347,12 +551,14 @@ async fn dispatch(
             input,
             yes,
             timeout,
+            session,
         } => {
             let options = CallOptions {
                 name: tool,
                 input: input.as_deref(),
                 yes: *yes,
                 timeout: *timeout,
+                session: session.as_deref(),
             };
             call(cli, env, options, cancel).await
         }
@@ -361,8 +567,65 @@ async fn dispatch(
         Command::Mcp {
             command: McpCommand::List,
         } => mcp_list(cli, env),
-        Command::Check | Command::Trust { .. } => Ok(0),
+        // Handled before the environment is dispatched to.
+        Command::Run { .. }
+        | Command::Resume { .. }
+        | Command::Runs { .. }
+        | Command::Check
+        | Command::Trust { .. } => Ok(0),
     }
+}
+
+/// The answer flag of `iris resume`, if any (clap lets at most one through).
+fn resume_answer(command: &Command) -> Option<Answer> {
+    let Command::Resume {
+        approve,
+        deny,
+        answer,
+        rerun,
+        skip,
+        record,
+        ..
+    } = command
+    else {
+        return None;
+    };
+    if *approve {
+        Some(Answer::Approve)
+    } else if let Some(reason) = deny {
+        Some(Answer::Deny {
+            reason: reason.clone(),
+        })
+    } else if let Some(text) = answer {
+        Some(Answer::Text { text: text.clone() })
+    } else if *rerun {
+        Some(Answer::Rerun)
+    } else if *skip {
+        Some(Answer::Skip)
+    } else {
+        record.as_ref().map(|output| Answer::Record {
+            output: output.clone(),
+        })
+    }
+}
+
+/// `iris` with the global flags that find this agent (`--config`, `--workspace`,
+/// `--trust`), shell-quoted: the start of the exact commands `iris` prints for a
+/// waiting run.
+fn iris_prefix(cli: &Cli) -> String {
+    let mut words = vec!["iris".to_owned()];
+    if let Some(config) = &cli.config {
+        words.push("--config".into());
+        words.push(run::shell_word(&config.to_string_lossy()));
+    }
+    if let Some(workspace) = &cli.workspace {
+        words.push("--workspace".into());
+        words.push(run::shell_word(&workspace.to_string_lossy()));
+    }
+    if cli.trust {
+        words.push("--trust".into());
+    }
+    words.join(" ")
 }
 
 /// Runs `work` unless a signal comes first; dropping `work` stops what it started (the
@@ -736,6 +999,7 @@ struct CallOptions<'a> {
     input: Option<&'a str>,
     yes: bool,
     timeout: Option<Duration>,
+    session: Option<&'a str>,
 }
 
 async fn call(
@@ -749,7 +1013,11 @@ async fn call(
         input,
         yes,
         timeout,
+        session,
     } = options;
+    if let Some(id) = session {
+        session::check_id(id)?;
+    }
     if !env.registry.contains(name) {
         return Err(not_found(env, name));
     }
@@ -769,11 +1037,21 @@ async fn call(
         )
     })?;
     let mut ctx = ToolExecutionContext::new(&env.workspace)
-        .session_id(SESSION_ID)
+        .session_id(session.unwrap_or(SESSION_ID))
         .cancellation(cancel.clone());
     if let Some(timeout) = timeout {
         ctx = ctx.tool_timeout(timeout);
     }
+    // The session's read observations: read now, written back after the call.
+    let reads = match session {
+        Some(id) => {
+            let file = session::file(&env.workspace, id);
+            let state = session::load(&file)?;
+            ctx.extensions.insert_arc(Arc::clone(&state));
+            Some((file, state))
+        }
+        None => None,
+    };
     let tool_use = ToolUse::new(call_id(), name, arguments);
     let mut result = env.executor.execute_one(&tool_use, &ctx, None).await;
     if cancel.requested() {
@@ -808,6 +1086,9 @@ async fn call(
         if cancel.requested() {
             return Err(Failure::cancelled());
         }
+    }
+    if let Some((file, state)) = &reads {
+        session::save(file, state)?;
     }
     if cli.json {
         print_json(&serde_json::to_value(&result).unwrap_or_default());

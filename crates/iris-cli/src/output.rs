@@ -131,6 +131,40 @@ pub(crate) fn print_json(value: &Value) {
     write_stdout(text.as_bytes());
 }
 
+/// Prints `value` as one line of compact JSON on stdout (`iris run --json`: JSON lines).
+pub(crate) fn json_line(value: &Value) {
+    let mut text = serde_json::to_string(value).unwrap_or_default();
+    text.push('\n');
+    write_stdout(text.as_bytes());
+}
+
+/// Writes streamed text on stdout as it arrives, escaped as [`Mode::Block`], with no
+/// newline added (the model's answer, delta by delta).
+pub(crate) fn text(text: &str) {
+    write_stdout(escape(text, Mode::Block).as_bytes());
+}
+
+/// The terminal sequence that moves to the start of the line and erases it.
+const ERASE_LINE: &str = "\r\x1b[2K";
+
+/// Replaces the status line on a terminal's stderr with `text` (escaped as
+/// [`Mode::Line`]; only the erase sequence itself is a control).
+pub(crate) fn status(text: &str) {
+    let mut stderr = std::io::stderr().lock();
+    let line = format!("{ERASE_LINE}{}", escape(text, Mode::Line));
+    let _ = stderr
+        .write_all(line.as_bytes())
+        .and_then(|()| stderr.flush());
+}
+
+/// Erases the status line on a terminal's stderr.
+pub(crate) fn clear_status() {
+    let mut stderr = std::io::stderr().lock();
+    let _ = stderr
+        .write_all(ERASE_LINE.as_bytes())
+        .and_then(|()| stderr.flush());
+}
+
 /// Writes `text` on stderr, escaped as [`Mode::Line`], without a newline (a prompt).
 pub(crate) fn prompt(text: &str) {
     let mut stderr = std::io::stderr().lock();

@@ -7,10 +7,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
+mod durable;
 mod mcp;
 mod output;
+mod run;
 mod signals;
 mod trust;
+mod wire;
 
 /// Environment variables added to one run.
 type Vars<'a> = &'a [(&'a str, &'a str)];
@@ -235,7 +238,7 @@ fn every_subcommand_against_the_example() {
         (&["--json", "skills"], "", 0, "\"enabled\": true", ""),
         (&["check"], "", 0, "ok", ""),
         (&["--json", "check"], "", 0, "\"ok\": true", ""),
-        (&["lint"], "", 0, "ok: 5 tools", ""),
+        (&["lint"], "", 0, "ok: 7 tools", ""),
         (&["mcp", "list"], "", 0, "no MCP servers are configured", ""),
         (
             &["--json", "mcp", "list"],
@@ -259,6 +262,9 @@ fn help_lists_examples_and_exit_codes() {
         "Examples:",
         "Workspace trust: a discovered config",
         "Signals: SIGINT (Ctrl-C), SIGTERM and SIGHUP",
+        "iris --config examples/iris.yaml run \"Summarize the project\"",
+        "Run: `iris run PROMPT` streams the answer",
+        "4 approval required but not given (a run waits for a human",
         "Exit codes: 0 success",
         "129/130/143 ended by SIGHUP/SIGINT/SIGTERM",
     ] {

@@ -365,3 +365,117 @@ fn a_timed_out_call_does_not_keep_iris_alive() {
     assert_eq!(status.code(), Some(1), "{stdout} {}", iris.stderr_rest());
     assert!(stdout.contains("TOOL_TIMEOUT"), "{stdout}");
 }
+
+/// `iris run`: a signal during a long tool call cancels the run through its
+/// cancellation signal — the call's processes are killed — and exits 128 + n; with
+/// `--json` the events end with a `cancelled` finish, then the error as a JSON line.
+#[test]
+fn a_signal_during_a_run_cancels_its_tool_call() {
+    let cases = SIGNALS
+        .iter()
+        .map(|&signal| (signal, false))
+        .chain([(SIGNALS[1], true)]);
+    for ((signal, code, name), json) in cases {
+        let (dir, config) = agent(
+            "tools:\n  builtin: [exec.command]\npermissions:\n  execute_mode: allow\nmodel:\n  \
+             provider: scripted\n  script:\n    - tool_calls: [{name: exec_command, arguments: \
+             {command: 'sleep 300 & echo $! > sleep.pid; wait'}}]\n    - {expect_tool_results: \
+             1, text: never}\n",
+        );
+        let pidfile = dir.path().join("sleep.pid");
+        let mut args = vec!["--config", config.as_str()];
+        if json {
+            args.push("--json");
+        }
+        args.extend(["run", "Sleep"]);
+        let mut iris = spawn(dir.path(), &args, &[]);
+        let sleep = pid_in(&pidfile);
+        let shells = iris.children();
+        iris.signal(signal);
+        let status = iris.exit();
+        assert_gone(&[sleep]);
+        assert_gone(&shells);
+        let stderr = iris.stderr_rest();
+        assert_eq!(status.code(), Some(code), "{name}: {stderr}");
+        let mut stdout = String::new();
+        std::io::Read::read_to_string(iris.child.stdout.as_mut().unwrap(), &mut stdout).unwrap();
+        if json {
+            let lines: Vec<serde_json::Value> = stdout
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+            let finished = &lines[lines.len() - 2];
+            assert_eq!(finished["type"], "finished", "{stdout}");
+            assert_eq!(finished["outcome"]["status"], "cancelled", "{stdout}");
+            assert_eq!(
+                lines.last().unwrap()["error"]["code"],
+                "INTERRUPTED",
+                "{stdout}"
+            );
+        } else {
+            assert!(
+                stderr.contains("tool exec_command (call_1_1) ... error[CANCELLED]"),
+                "{stderr}"
+            );
+            assert!(
+                stderr.contains(&format!("error[INTERRUPTED]: interrupted by {name}")),
+                "{stderr}"
+            );
+        }
+    }
+}
+
+/// `iris resume`: a signal while the approved call runs cancels the resumed run through
+/// its own cancellation signal (the call's processes are killed), which ends
+/// `cancelled` in the store; `iris` exits 128 + n.
+#[test]
+fn a_signal_during_a_resumed_run_cancels_its_tool_call() {
+    let (dir, config) = agent(
+        "tools:\n  builtin: [exec.command]\nmodel:\n  provider: scripted\n  script:\n    - \
+         tool_calls: [{name: exec_command, arguments: {command: 'sleep 300 & echo $! > \
+         sleep.pid; wait'}}]\n    - {expect_tool_results: 1, text: never}\n",
+    );
+    let waiting = super::iris(dir.path(), &["--config", &config, "run", "Sleep"], &[], "");
+    assert_eq!(waiting.code, 4, "{waiting:?}");
+    let line = waiting
+        .stderr
+        .lines()
+        .find(|l| l.ends_with(" --approve"))
+        .unwrap();
+    let run_id = line
+        .split(" resume ")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap();
+    let mut iris = spawn(
+        dir.path(),
+        &["--config", &config, "resume", run_id, "--approve"],
+        &[],
+    );
+    let sleep = pid_in(&dir.path().join("sleep.pid"));
+    let shells = iris.children();
+    iris.signal(Signal::TERM);
+    let status = iris.exit();
+    assert_gone(&[sleep]);
+    assert_gone(&shells);
+    let stderr = iris.stderr_rest();
+    assert_eq!(status.code(), Some(143), "{stderr}");
+    assert!(
+        stderr.contains("tool exec_command (call_1_1) ... error[CANCELLED]"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("error[INTERRUPTED]: interrupted by SIGTERM"),
+        "{stderr}"
+    );
+    let list = super::iris(
+        dir.path(),
+        &["--config", &config, "--json", "runs"],
+        &[],
+        "",
+    );
+    let list: serde_json::Value = serde_json::from_str(&list.stdout).unwrap();
+    assert_eq!(list["runs"][0]["status"], "cancelled", "{list}");
+}

@@ -49,6 +49,10 @@ fn an_untrusted_folder_starts_nothing_until_trusted() {
         &["skills"],
         &["schema", "exec_command"],
         &call,
+        &["run", "Hi", "--model", "openai:gpt-4.1-mini"],
+        &["runs"],
+        &["runs", "show", "run_x"],
+        &["resume", "run_x", "--approve"],
     ] {
         let run = iris(repo.path(), args, &env, "");
         assert_eq!(run.code, 3, "{args:?}: {run:?}");
