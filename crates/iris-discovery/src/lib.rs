@@ -87,7 +87,12 @@
 extern crate self as iris_discovery;
 
 mod backend;
+mod config;
+#[cfg(feature = "embed")]
+pub mod embed;
 mod error;
+#[cfg(feature = "embed")]
+pub mod hybrid;
 mod input;
 mod layer;
 mod policy;
@@ -99,7 +104,10 @@ pub use backend::{
     DEFAULT_MIN_RELEVANCE, DiscoveryAnswer, DiscoveryBackend, DiscoveryRequest,
     LocalDiscoveryBackend, RankedCandidate, relevance,
 };
-pub use error::{Error, Result};
+pub use config::{BackendKind, BuiltBackend, DiscoveryConfig, MODEL_FILES, check_model_dir};
+pub use error::{EMBEDDING_FAILED, Error, MODEL_LOAD_FAILED, MODEL_MISSING, Result};
+#[cfg(feature = "embed")]
+pub use hybrid::HybridDiscoveryBackend;
 pub use input::{
     SUMMARY_DESCRIPTION_CHARS, ToolSearchInput, ToolSearchOutput, ToolSelection, ToolSummary,
     summary_description,

@@ -753,3 +753,21 @@ pub fn fixture_none_cases(set: &EvalSet, unrelated: &str) -> Result<Vec<NoneCase
         })
         .collect())
 }
+
+/// Where `data/fetch.sh` puts the BFCL files and the model: `$IRIS_DISCOVERY_DATA`, else
+/// `$CARGO_TARGET_DIR/discovery-data`, else the workspace's `target/discovery-data`.
+pub fn data_dir() -> std::path::PathBuf {
+    if let Some(dir) = std::env::var_os("IRIS_DISCOVERY_DATA") {
+        return dir.into();
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"),
+        std::path::PathBuf::from,
+    );
+    target.join("discovery-data")
+}
+
+/// The all-MiniLM-L6-v2 directory inside [`data_dir`].
+pub fn model_dir() -> std::path::PathBuf {
+    data_dir().join("all-minilm-l6-v2")
+}
