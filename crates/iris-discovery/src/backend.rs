@@ -68,6 +68,16 @@ pub trait DiscoveryBackend: Send + Sync {
         &'a self,
         request: DiscoveryRequest<'a>,
     ) -> BoxFuture<'a, Result<DiscoveryAnswer, ToolErrorInfo>>;
+
+    /// Does the per-catalog work for `candidates` ahead of the first search (an index,
+    /// tool embeddings), if the backend has any. Blocking. The default does nothing.
+    ///
+    /// # Errors
+    /// The backend's own error.
+    fn prepare(&self, candidates: &[Arc<dyn Tool>]) -> Result<(), ToolErrorInfo> {
+        let _ = candidates;
+        Ok(())
+    }
 }
 
 impl std::fmt::Debug for dyn DiscoveryBackend {
@@ -256,6 +266,13 @@ fn best_hit(
 impl DiscoveryBackend for LocalDiscoveryBackend {
     fn name(&self) -> &str {
         "local"
+    }
+
+    fn prepare(&self, candidates: &[Arc<dyn Tool>]) -> Result<(), ToolErrorInfo> {
+        if !candidates.is_empty() {
+            self.index_for(candidates);
+        }
+        Ok(())
     }
 
     fn discover<'a>(

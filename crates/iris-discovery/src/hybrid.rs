@@ -196,7 +196,7 @@ impl HybridIndex {
         }
         self.vectors
             .chunks_exact(self.dim)
-            .map(|v| v.iter().zip(query_vector).map(|(a, b)| a * b).sum())
+            .map(|v| dot(v, query_vector))
             .collect()
     }
 
@@ -207,31 +207,62 @@ impl HybridIndex {
             return Vec::new();
         }
         let n = self.len();
-        let mut hits: Vec<HybridHit> = self
-            .similarities(query_vector)
+        let similarities = self.similarities(query_vector);
+        let mut scores: Vec<f64> = similarities.iter().map(|&s| f64::from(s)).collect();
+        let lexical: Vec<(usize, f64)> = self
+            .lexical
+            .search(query, FUSION_DEPTH)
             .into_iter()
-            .enumerate()
-            .map(|(index, similarity)| HybridHit {
-                index,
-                score: f64::from(similarity),
-                similarity,
-                relevance: 0.0,
-            })
+            .map(|hit| (hit.index, relevance(hit.score, n)))
             .collect();
-        for hit in self.lexical.search(query, FUSION_DEPTH) {
-            let mixed = &mut hits[hit.index];
-            mixed.relevance = relevance(hit.score, n);
-            mixed.score += LEXICAL_WEIGHT * mixed.relevance.min(RELEVANCE_CAP);
+        for &(index, rel) in &lexical {
+            scores[index] += LEXICAL_WEIGHT * rel.min(RELEVANCE_CAP);
         }
-        let order =
-            |a: &HybridHit, b: &HybridHit| b.score.total_cmp(&a.score).then(a.index.cmp(&b.index));
-        if hits.len() > limit {
-            hits.select_nth_unstable_by(limit - 1, order);
-            hits.truncate(limit);
+        let order = |a: &u32, b: &u32| {
+            scores[*b as usize]
+                .total_cmp(&scores[*a as usize])
+                .then(a.cmp(b))
+        };
+        let mut top: Vec<u32> = (0..u32::try_from(n).unwrap_or(u32::MAX)).collect();
+        if top.len() > limit {
+            top.select_nth_unstable_by(limit - 1, order);
+            top.truncate(limit);
         }
-        hits.sort_unstable_by(order);
-        hits
+        top.sort_unstable_by(order);
+        top.into_iter()
+            .map(|i| {
+                let index = i as usize;
+                HybridHit {
+                    index,
+                    score: scores[index],
+                    similarity: similarities[index],
+                    relevance: lexical
+                        .iter()
+                        .find(|(d, _)| *d == index)
+                        .map_or(0.0, |(_, r)| *r),
+                }
+            })
+            .collect()
     }
+}
+
+/// The dot product in eight independent lanes, which the compiler turns into SIMD (a
+/// plain float sum must keep its order and stays scalar).
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut lanes = [0.0f32; 8];
+    let (a8, b8) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = a8
+        .remainder()
+        .iter()
+        .zip(b8.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    for (x, y) in a8.zip(b8) {
+        for i in 0..8 {
+            lanes[i] += x[i] * y[i];
+        }
+    }
+    lanes.iter().sum::<f32>() + tail
 }
 
 /// One cached candidate set: the candidates (the key, compared by identity; holding
@@ -246,10 +277,10 @@ struct CachedIndex {
 /// Records `metadata.hybrid_search = {min_score, score: [...], similarity: [...],
 /// relevance: [...]}` with the top hit's numbers per query.
 ///
-/// Embedding a large catalog the first time takes a while (tens of milliseconds per
-/// tool on CPU), and [`discover`](DiscoveryBackend::discover) does it inline: call
-/// [`prepare`](Self::prepare) from a blocking task at start-up to keep that off the
-/// first search.
+/// Embedding a large catalog the first time takes a while (milliseconds per tool on
+/// CPU), and [`discover`](DiscoveryBackend::discover) does it inline: call
+/// [`prepare`](Self::prepare) (or `ToolSearchTool::prepare`) from a blocking task at
+/// start-up to keep that off the first search.
 pub struct HybridDiscoveryBackend {
     model: Arc<EmbeddingModel>,
     min_score: f64,
@@ -450,6 +481,15 @@ impl HybridDiscoveryBackend {
 impl DiscoveryBackend for HybridDiscoveryBackend {
     fn name(&self) -> &str {
         "hybrid"
+    }
+
+    fn prepare(&self, candidates: &[Arc<dyn Tool>]) -> Result<(), ToolErrorInfo> {
+        if candidates.is_empty() {
+            return Ok(());
+        }
+        HybridDiscoveryBackend::prepare(self, candidates).map_err(|e| {
+            ToolErrorInfo::new(e.code(), e.to_string()).with_detail("backend", "hybrid")
+        })
     }
 
     fn discover<'a>(

@@ -1345,3 +1345,21 @@ fn context_policy_table() {
     );
     assert!(err.to_string().contains("context_policy.deferred_tools"));
 }
+
+#[tokio::test]
+async fn prepare_warms_the_local_backend_without_changing_answers() {
+    let registry = fixture_registry();
+    let view = registry.view(ViewFilter::default());
+    let cold = ToolSearchTool::new(view.clone());
+    let warm = ToolSearchTool::new(view);
+    warm.prepare().unwrap();
+    let input = ToolSearchInput::new(["open a ticket on GitHub", "bake a sourdough loaf"]);
+    let a = cold.search(&input).await.unwrap();
+    let b = warm.search(&input).await.unwrap();
+    assert_eq!(a.output, b.output);
+    assert_eq!(
+        a.output.selections[0].tool.as_deref(),
+        Some("mcp__github__create_issue")
+    );
+    assert_eq!(a.output.selections[1].tool, None);
+}

@@ -264,8 +264,13 @@ async fn tool_search_runs_on_the_hybrid_backend() {
             .unwrap();
     }
     let view = registry.view(ViewFilter::default());
-    let search = ToolSearchTool::with_backend(view, Arc::new(HybridDiscoveryBackend::new(model())));
+    let backend = Arc::new(HybridDiscoveryBackend::new(model()));
+    let search = ToolSearchTool::with_backend(view, backend.clone());
     assert_eq!(search.backend_name(), "hybrid");
+    // Warming up embeds the catalog once, before the first search.
+    assert_eq!(backend.remembered_vectors(), 0);
+    search.prepare().unwrap();
+    assert_eq!(backend.remembered_vectors(), catalog().len());
     let found = search
         .search(&ToolSearchInput::new([
             "how much money is in my account",

@@ -771,3 +771,70 @@ pub fn data_dir() -> std::path::PathBuf {
 pub fn model_dir() -> std::path::PathBuf {
     data_dir().join("all-minilm-l6-v2")
 }
+
+// ---------------------------------------------------------------------------------
+// The large synthetic catalog of the latency benchmarks.
+
+/// A small deterministic generator (xorshift64*), so every run builds the same catalog.
+pub struct Rng(
+    /// The state; any non-zero seed.
+    pub u64,
+);
+
+impl Rng {
+    /// The next number.
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// A number below `n` (0 when `n` is 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// `base` grown to `size` tools by perturbed copies: copy k of every tool is renamed
+/// `mcp__<group>_k<k>__<own name>` (group `<group>_k<k>`) and its description perturbed
+/// by a seeded generator (one word dropped, two neighbours swapped, two words of the
+/// base's own vocabulary inserted), so the vocabulary and the posting lists look like a
+/// large real deployment rather than identical blocks. Deterministic.
+pub fn large_catalog(base: &[ToolDefinition], size: usize) -> Vec<ToolDefinition> {
+    let vocabulary: Vec<String> = base
+        .iter()
+        .flat_map(|d| d.description.split_whitespace().map(str::to_owned))
+        .collect();
+    let mut rng = Rng(0x1D15_C0DE_9E37_79B9);
+    let mut out = Vec::with_capacity(size);
+    'copies: for copy in 0.. {
+        for def in base {
+            if out.len() == size {
+                break 'copies;
+            }
+            if copy == 0 {
+                out.push(def.clone());
+                continue;
+            }
+            let mut words: Vec<&str> = def.description.split_whitespace().collect();
+            if words.len() > 3 {
+                words.remove(rng.below(words.len()));
+                let at = rng.below(words.len() - 1);
+                words.swap(at, at + 1);
+            }
+            for _ in 0..2 {
+                let word = &vocabulary[rng.below(vocabulary.len())];
+                words.insert(rng.below(words.len() + 1), word);
+            }
+            let group = format!("{}_k{copy}", def.group);
+            let own = def.name.rsplit("__").next().unwrap_or(&def.name);
+            let mut copied = def.clone();
+            copied.name = format!("mcp__{group}__{own}");
+            copied.description = words.join(" ");
+            copied.group = group;
+            out.push(copied);
+        }
+    }
+    out
+}
