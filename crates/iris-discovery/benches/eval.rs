@@ -116,8 +116,10 @@ fn candidate_lists(cases: &[NoneCase]) -> HashMap<*const ToolDefinition, Vec<Arc
     out
 }
 
-/// The backend's one selection for `case`.
+/// The backend's one selection for `case` (the local backends answer at once, so a
+/// current-thread runtime only polls a ready future).
 fn select(
+    runtime: &tokio::runtime::Runtime,
     backend: &dyn DiscoveryBackend,
     lists: &HashMap<*const ToolDefinition, Vec<Arc<dyn Tool>>>,
     case: &NoneCase,
@@ -128,20 +130,17 @@ fn select(
         queries: &queries,
         candidates,
     };
-    let answer = futures_lite_block_on(backend.discover(request)).expect("the backend answers");
+    let answer = runtime
+        .block_on(backend.discover(request))
+        .expect("the backend answers");
     answer.selections.into_iter().next().flatten()
-}
-
-/// Runs a ready future to completion: the local backends never wait.
-fn futures_lite_block_on<F: std::future::Future>(future: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("a current-thread runtime")
-        .block_on(future)
 }
 
 fn print_none(name: &str, cases: &[NoneCase], backends: &[(&str, &dyn DiscoveryBackend)]) {
     let lists = candidate_lists(cases);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a current-thread runtime");
     for half in [Half::Test, Half::Tune] {
         let group: Vec<&NoneCase> = cases.iter().filter(|c| c.half == half).collect();
         let negatives = group.iter().filter(|c| c.expected.is_none()).count();
@@ -152,7 +151,7 @@ fn print_none(name: &str, cases: &[NoneCase], backends: &[(&str, &dyn DiscoveryB
         println!("| backend | none-precision | none-recall | accuracy when a tool fits |");
         println!("|---|---|---|---|");
         for (label, backend) in backends {
-            let m = eval::none_metrics(&group, |c| select(*backend, &lists, c));
+            let m = eval::none_metrics(&group, |c| select(&runtime, *backend, &lists, c));
             println!(
                 "| {label} | {:.3} | {:.3} | {:.3} |",
                 m.precision, m.recall, m.positive_accuracy
