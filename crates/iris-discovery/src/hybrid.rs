@@ -9,9 +9,9 @@
 //! [`SearchIndex::search`], each with its catalog-independent [`relevance`]). The two
 //! are mixed linearly: `similarity + LEXICAL_WEIGHT · min(relevance, RELEVANCE_CAP)`.
 //! Both scales mean the same in every catalog, so one weight serves small and large
-//! catalogs alike. The mix, its weight, the cap and the embedded text were chosen on the
-//! tune halves of the evaluation sets only (reciprocal-rank fusion was tried too and
-//! lost on both).
+//! catalogs alike. The mix, its weight and the embedded text were chosen on the tune
+//! halves of the evaluation sets only (reciprocal-rank fusion was tried too and did no
+//! better on either); the cap was set beforehand, not tuned.
 //!
 //! # "No tool"
 //!
