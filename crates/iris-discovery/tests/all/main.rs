@@ -1,6 +1,9 @@
 //! Integration tests of iris-discovery: one binary, one module per area.
 
+mod config;
 mod discovery;
 #[path = "../eval/mod.rs"]
 mod eval;
+#[cfg(feature = "embed")]
+mod hybrid;
 mod search;

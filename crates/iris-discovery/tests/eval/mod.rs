@@ -1,5 +1,6 @@
-//! Evaluation scaffolding shared by the search tests and benchmarks: fixture
-//! loading, a plain Okapi BM25 baseline and recall@k.
+//! Evaluation scaffolding shared by the search tests and benchmarks: fixture and BFCL
+//! loading, the deterministic tune/test split, query kinds, a plain Okapi BM25
+//! baseline, recall@k, MRR and "no tool" precision/recall.
 #![allow(dead_code, unreachable_pub)] // Each user takes a different subset.
 use std::collections::HashMap;
 use std::fmt;
@@ -109,9 +110,10 @@ pub fn load_queries(json: &str) -> Result<Vec<LabeledQuery>> {
     Ok(file.queries)
 }
 
-/// Plain Okapi BM25 (k1 = 1.2, b = 0.75) over `name + " " + description` with a
-/// lower-casing tokenizer that splits on anything but letters and digits: the
-/// baseline the ranking must beat.
+/// Plain Okapi BM25 (k1 = 1.2, b = 0.75) over the same text the Iris ranking indexes
+/// (name, group, tags, description, argument names and descriptions, concatenated into
+/// one field) with a lower-casing tokenizer that splits on anything but letters and
+/// digits, no stemming, no stop words, no synonyms: the baseline the ranking must beat.
 #[derive(Debug)]
 pub struct Bm25 {
     docs: Vec<HashMap<String, f64>>,
@@ -127,17 +129,57 @@ fn simple_tokens(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// Every text [`SearchIndex`] reads from a definition, as one string.
+pub fn indexed_text(def: &ToolDefinition) -> String {
+    fn schema_text(schema: &Value, out: &mut String, depth: usize) {
+        if depth > 32 {
+            return;
+        }
+        match schema {
+            Value::Object(obj) => {
+                if let Some(Value::Object(props)) = obj.get("properties") {
+                    for (key, sub) in props {
+                        out.push(' ');
+                        out.push_str(key);
+                        if let Some(Value::String(d)) = sub.get("description") {
+                            out.push(' ');
+                            out.push_str(d);
+                        }
+                        schema_text(sub, out, depth + 1);
+                    }
+                }
+                for key in ["items", "anyOf", "oneOf", "allOf", "$defs", "definitions"] {
+                    if let Some(v) = obj.get(key) {
+                        schema_text(v, out, depth + 1);
+                    }
+                }
+            }
+            Value::Array(items) => {
+                for item in items {
+                    schema_text(item, out, depth + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut text = format!("{} {} {}", def.name, def.group, def.tags().join(" "));
+    text.push(' ');
+    text.push_str(&def.description);
+    schema_text(&def.input_schema, &mut text, 0);
+    text
+}
+
 impl Bm25 {
     const K1: f64 = 1.2;
     const B: f64 = 0.75;
 
-    /// Indexes name and description of each definition.
+    /// Indexes the [`indexed_text`] of each definition.
     pub fn new(defs: &[ToolDefinition]) -> Self {
         let mut docs = Vec::with_capacity(defs.len());
         let mut lengths = Vec::with_capacity(defs.len());
         let mut df: HashMap<String, f64> = HashMap::new();
         for def in defs {
-            let tokens = simple_tokens(&format!("{} {}", def.name, def.description));
+            let tokens = simple_tokens(&indexed_text(def));
             lengths.push(tokens.len() as f64);
             let mut tf: HashMap<String, f64> = HashMap::new();
             for t in tokens {
@@ -269,4 +311,530 @@ impl fmt::Display for Comparison {
             self.iris.at1, self.iris.at5
         )
     }
+}
+
+// ---------------------------------------------------------------------------------
+// Honest evaluation: halves, kinds, metrics, external sets.
+
+/// Which half of a labelled set an item belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Half {
+    /// Weights, thresholds and synonyms may be tuned on it.
+    Tune,
+    /// Held out: only reported.
+    Test,
+}
+
+/// FNV-1a (64 bit) of `key`: a hash that is the same on every platform and run.
+pub fn fnv1a(key: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in key.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// The half of an item with this key (the fixture: the query text; BFCL: the entry
+/// id): [`Half::Tune`] when the FNV-1a hash of the key is even, else [`Half::Test`].
+/// Deterministic, independent of order, and stable when items are added.
+pub fn half_of(key: &str) -> Half {
+    if fnv1a(key).is_multiple_of(2) {
+        Half::Tune
+    } else {
+        Half::Test
+    }
+}
+
+/// How a query relates to the name of the tool it should find, computed from the
+/// text (never hand-labelled): the expected tool's own name (the last `__` segment)
+/// is analysed like the index analyses it, and so is the query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum QueryKind {
+    /// Every word of the tool's own name occurs in the query.
+    Direct,
+    /// Some but not all of them do.
+    Partial,
+    /// None does: the query paraphrases the tool.
+    Paraphrase,
+}
+
+impl QueryKind {
+    /// All kinds, in report order.
+    pub const ALL: [QueryKind; 3] = [QueryKind::Direct, QueryKind::Partial, QueryKind::Paraphrase];
+
+    /// Classifies `query` against the expected tool's canonical name.
+    pub fn of(query: &str, expected: &str) -> QueryKind {
+        let own = expected.rsplit("__").next().unwrap_or(expected);
+        let name = iris_discovery::search::analyze(own);
+        let words = iris_discovery::search::analyze(query);
+        let found = name.iter().filter(|w| words.contains(w)).count();
+        if !name.is_empty() && found == name.len() {
+            QueryKind::Direct
+        } else if found > 0 {
+            QueryKind::Partial
+        } else {
+            QueryKind::Paraphrase
+        }
+    }
+
+    /// Lower-case label for reports.
+    pub fn label(self) -> &'static str {
+        match self {
+            QueryKind::Direct => "direct",
+            QueryKind::Partial => "partial",
+            QueryKind::Paraphrase => "paraphrase",
+        }
+    }
+}
+
+/// One labelled ranking query of an [`EvalSet`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Case {
+    /// What the user asked for.
+    pub query: String,
+    /// The canonical name of the one tool that answers it.
+    pub expected: String,
+    /// How the query relates to that tool's name.
+    pub kind: QueryKind,
+    /// The half it belongs to.
+    pub half: Half,
+}
+
+/// A catalog and labelled queries over it.
+#[derive(Debug, Clone)]
+pub struct EvalSet {
+    /// Short name for reports (`fixture`, `bfcl-multiple`).
+    pub name: String,
+    /// The candidates, all searched by every query.
+    pub tools: Vec<ToolDefinition>,
+    /// The labelled queries.
+    pub cases: Vec<Case>,
+}
+
+impl EvalSet {
+    /// The set's queries of one half.
+    pub fn half(&self, half: Half) -> Vec<&Case> {
+        self.cases.iter().filter(|c| c.half == half).collect()
+    }
+}
+
+/// The fixture (`mcp_catalog.json` + `mcp_queries.json`) as an [`EvalSet`], split by
+/// query text.
+pub fn fixture_set(catalog: &str, queries: &str) -> Result<EvalSet> {
+    let tools = load_catalog(catalog)?;
+    let cases = load_queries(queries)?
+        .into_iter()
+        .map(|q| Case {
+            kind: QueryKind::of(&q.query, &q.expected),
+            half: half_of(&q.query),
+            query: q.query,
+            expected: q.expected,
+        })
+        .collect();
+    Ok(EvalSet {
+        name: "fixture".to_owned(),
+        tools,
+        cases,
+    })
+}
+
+/// R@1, R@5 and MRR of a ranking over some queries.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Metrics {
+    /// Number of queries.
+    pub n: usize,
+    /// Share whose expected tool ranks first.
+    pub at1: f64,
+    /// Share whose expected tool ranks in the top five.
+    pub at5: f64,
+    /// Mean reciprocal rank of the expected tool within the top ten (0 beyond).
+    pub mrr: f64,
+}
+
+/// How many hits [`metrics`] asks a ranking for.
+pub const MRR_DEPTH: usize = 10;
+
+/// Measures `rank(query, limit)` (candidate indices, best first) over `cases`.
+pub fn metrics(
+    tools: &[ToolDefinition],
+    cases: &[&Case],
+    mut rank: impl FnMut(&str, usize) -> Vec<usize>,
+) -> Metrics {
+    let (mut at1, mut at5, mut rr) = (0usize, 0usize, 0.0f64);
+    for case in cases {
+        let hits = rank(&case.query, MRR_DEPTH);
+        if let Some(p) = hits.iter().position(|&i| tools[i].name == case.expected) {
+            at1 += usize::from(p == 0);
+            at5 += usize::from(p < 5);
+            rr += 1.0 / (p + 1) as f64;
+        }
+    }
+    let n = cases.len().max(1) as f64;
+    Metrics {
+        n: cases.len(),
+        at1: at1 as f64 / n,
+        at5: at5 as f64 / n,
+        mrr: rr / n,
+    }
+}
+
+/// One "is there a tool for this?" question: a query, the candidates it is asked
+/// against, and the right answer (`None`: no candidate serves it).
+#[derive(Debug, Clone)]
+pub struct NoneCase {
+    /// What the user asked for.
+    pub query: String,
+    /// The candidates (shared by every question over the same catalog).
+    pub tools: std::sync::Arc<[ToolDefinition]>,
+    /// The tool that serves it, or `None`.
+    pub expected: Option<String>,
+    /// The half it belongs to.
+    pub half: Half,
+}
+
+/// "No tool" precision and recall, and the accuracy of the selections made.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct NoneMetrics {
+    /// Questions asked.
+    pub n: usize,
+    /// Questions no tool serves.
+    pub negatives: usize,
+    /// Of the "no tool" answers, the share that were right.
+    pub precision: f64,
+    /// Of the questions no tool serves, the share answered "no tool".
+    pub recall: f64,
+    /// Of the questions a tool serves, the share answered with exactly that tool.
+    pub positive_accuracy: f64,
+}
+
+/// Scores `answer(query, tools)` (the selected tool, or `None`) over `cases`.
+pub fn none_metrics(
+    cases: &[&NoneCase],
+    mut answer: impl FnMut(&NoneCase) -> Option<String>,
+) -> NoneMetrics {
+    let (mut said_none, mut right_none, mut negatives, mut right_tool) = (0, 0, 0, 0);
+    for case in cases {
+        let got = answer(case);
+        negatives += usize::from(case.expected.is_none());
+        if got.is_none() {
+            said_none += 1;
+            right_none += usize::from(case.expected.is_none());
+        } else if got == case.expected {
+            right_tool += 1;
+        }
+    }
+    let ratio = |a: usize, b: usize| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+    NoneMetrics {
+        n: cases.len(),
+        negatives,
+        precision: ratio(right_none, said_none),
+        recall: ratio(right_none, negatives),
+        positive_accuracy: ratio(right_tool, cases.len() - negatives),
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// BFCL v4 (the `bfcl-eval` package's non-live files).
+
+#[derive(Deserialize)]
+struct BfclEntry {
+    id: String,
+    question: Vec<Vec<BfclTurn>>,
+    function: Vec<BfclFunction>,
+}
+
+#[derive(Deserialize)]
+struct BfclTurn {
+    role: String,
+    content: String,
+}
+
+#[derive(Deserialize)]
+struct BfclFunction {
+    name: String,
+    description: String,
+    #[serde(default)]
+    parameters: Value,
+}
+
+#[derive(Deserialize)]
+struct BfclAnswer {
+    id: String,
+    ground_truth: Vec<serde_json::Map<String, Value>>,
+}
+
+/// A BFCL function name as a tool name: every character outside `[A-Za-z0-9_]`
+/// becomes `_` (`math.factorial` is `math_factorial`).
+pub fn bfcl_tool_name(name: &str) -> String {
+    let mut out: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if out.starts_with(|c: char| c.is_ascii_digit()) {
+        out.insert(0, '_');
+    }
+    out.truncate(64); // The longest valid tool name.
+    out
+}
+
+/// BFCL's parameter schemas use Python type names (`dict`, `float`, `tuple`, `any`);
+/// they become JSON Schema ones so the definitions validate.
+fn bfcl_schema(schema: &Value) -> Value {
+    match schema {
+        Value::Object(obj) => Value::Object(
+            obj.iter()
+                .map(|(k, v)| {
+                    let v = match (k.as_str(), v) {
+                        ("type", Value::String(t)) => Value::String(
+                            match t.as_str() {
+                                "dict" => "object",
+                                "float" => "number",
+                                "tuple" => "array",
+                                "any" => "string",
+                                other => other,
+                            }
+                            .to_owned(),
+                        ),
+                        _ => bfcl_schema(v),
+                    };
+                    (k.clone(), v)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(bfcl_schema).collect()),
+        other => other.clone(),
+    }
+}
+
+fn bfcl_definition(f: &BfclFunction) -> Result<ToolDefinition> {
+    let mut schema = bfcl_schema(&f.parameters);
+    if !schema.is_object() {
+        schema = serde_json::json!({"type": "object"});
+    }
+    if let Some(obj) = schema.as_object_mut() {
+        obj.insert("type".to_owned(), Value::String("object".to_owned()));
+    }
+    let def = ToolDefinition::new(bfcl_tool_name(&f.name), f.description.clone(), schema)
+        .with_group("bfcl")
+        .with_deferred(true);
+    def.validate()?;
+    Ok(def)
+}
+
+fn bfcl_entries(jsonl: &str) -> Result<Vec<BfclEntry>> {
+    jsonl
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| Ok(serde_json::from_str(l)?))
+        .collect()
+}
+
+/// The user's words of a BFCL entry: every user turn of the first round, joined.
+fn bfcl_query(entry: &BfclEntry) -> String {
+    entry
+        .question
+        .first()
+        .map(|turns| {
+            turns
+                .iter()
+                .filter(|t| t.role == "user")
+                .map(|t| t.content.as_str())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default()
+}
+
+/// The single ground-truth function of each `possible_answer` entry, by id.
+fn bfcl_answers(jsonl: &str) -> Result<HashMap<String, String>> {
+    let mut out = HashMap::new();
+    for line in jsonl.lines().filter(|l| !l.trim().is_empty()) {
+        let answer: BfclAnswer = serde_json::from_str(line)?;
+        if let Some(name) = answer.ground_truth.first().and_then(|m| m.keys().next()) {
+            out.insert(answer.id, bfcl_tool_name(name));
+        }
+    }
+    Ok(out)
+}
+
+/// BFCL `multiple` pooled into one catalog: every function of every entry, once per
+/// name (the first description wins when two entries describe a name differently),
+/// and each entry's question labelled with its ground-truth function. Split by id.
+pub fn bfcl_pooled(questions: &str, answers: &str) -> Result<EvalSet> {
+    let entries = bfcl_entries(questions)?;
+    let answers = bfcl_answers(answers)?;
+    let mut tools: Vec<ToolDefinition> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut cases = Vec::new();
+    for entry in &entries {
+        for f in &entry.function {
+            if seen.insert(bfcl_tool_name(&f.name)) {
+                tools.push(bfcl_definition(f)?);
+            }
+        }
+        if let Some(expected) = answers.get(&entry.id) {
+            let query = bfcl_query(entry);
+            cases.push(Case {
+                kind: QueryKind::of(&query, expected),
+                half: half_of(&entry.id),
+                query,
+                expected: expected.clone(),
+            });
+        }
+    }
+    Ok(EvalSet {
+        name: "bfcl-multiple".to_owned(),
+        tools,
+        cases,
+    })
+}
+
+/// BFCL's own "is there a tool?" questions: every `multiple` entry against its own
+/// functions (answer: its ground truth) and every `irrelevance` entry against its
+/// own functions (answer: none). Split by id.
+pub fn bfcl_none_cases(multiple: &str, answers: &str, irrelevance: &str) -> Result<Vec<NoneCase>> {
+    let answers = bfcl_answers(answers)?;
+    let mut out = Vec::new();
+    for (jsonl, positive) in [(multiple, true), (irrelevance, false)] {
+        for entry in bfcl_entries(jsonl)? {
+            let expected = if positive {
+                match answers.get(&entry.id) {
+                    Some(name) => Some(name.clone()),
+                    None => continue,
+                }
+            } else {
+                None
+            };
+            let mut tools = Vec::with_capacity(entry.function.len());
+            for f in &entry.function {
+                tools.push(bfcl_definition(f)?);
+            }
+            out.push(NoneCase {
+                query: bfcl_query(&entry),
+                tools: tools.into(),
+                expected,
+                half: half_of(&entry.id),
+            });
+        }
+    }
+    Ok(out)
+}
+
+#[derive(Deserialize)]
+struct UnrelatedFile {
+    queries: Vec<String>,
+}
+
+/// "Is there a tool?" questions over the fixture catalog: every labelled query
+/// (answer: its tool) and every request of `mcp_unrelated.json` (answer: none). Split
+/// by query text.
+pub fn fixture_none_cases(set: &EvalSet, unrelated: &str) -> Result<Vec<NoneCase>> {
+    let file: UnrelatedFile = serde_json::from_str(unrelated)?;
+    let positives = set
+        .cases
+        .iter()
+        .map(|c| (c.query.clone(), Some(c.expected.clone())));
+    let negatives = file.queries.into_iter().map(|q| (q, None));
+    let tools: std::sync::Arc<[ToolDefinition]> = set.tools.clone().into();
+    Ok(positives
+        .chain(negatives)
+        .map(|(query, expected)| NoneCase {
+            half: half_of(&query),
+            query,
+            tools: std::sync::Arc::clone(&tools),
+            expected,
+        })
+        .collect())
+}
+
+/// Where `data/fetch.sh` puts the BFCL files and the model: `$IRIS_DISCOVERY_DATA`, else
+/// `$CARGO_TARGET_DIR/discovery-data`, else the workspace's `target/discovery-data`.
+pub fn data_dir() -> std::path::PathBuf {
+    if let Some(dir) = std::env::var_os("IRIS_DISCOVERY_DATA") {
+        return dir.into();
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"),
+        std::path::PathBuf::from,
+    );
+    target.join("discovery-data")
+}
+
+/// The all-MiniLM-L6-v2 directory inside [`data_dir`].
+pub fn model_dir() -> std::path::PathBuf {
+    data_dir().join("all-minilm-l6-v2")
+}
+
+// ---------------------------------------------------------------------------------
+// The large synthetic catalog of the latency benchmarks.
+
+/// A small deterministic generator (xorshift64*), so every run builds the same catalog.
+pub struct Rng(
+    /// The state; any non-zero seed.
+    pub u64,
+);
+
+impl Rng {
+    /// The next number.
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// A number below `n` (0 when `n` is 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// `base` grown to `size` tools by perturbed copies: copy k of every tool is renamed
+/// `mcp__<group>_k<k>__<own name>` (group `<group>_k<k>`) and its description perturbed
+/// by a seeded generator (one word dropped, two neighbours swapped, two words of the
+/// base's own vocabulary inserted), so the vocabulary and the posting lists look like a
+/// large real deployment rather than identical blocks. Deterministic.
+pub fn large_catalog(base: &[ToolDefinition], size: usize) -> Vec<ToolDefinition> {
+    let vocabulary: Vec<String> = base
+        .iter()
+        .flat_map(|d| d.description.split_whitespace().map(str::to_owned))
+        .collect();
+    let mut rng = Rng(0x1D15_C0DE_9E37_79B9);
+    let mut out = Vec::with_capacity(size);
+    'copies: for copy in 0.. {
+        for def in base {
+            if out.len() == size {
+                break 'copies;
+            }
+            if copy == 0 {
+                out.push(def.clone());
+                continue;
+            }
+            let mut words: Vec<&str> = def.description.split_whitespace().collect();
+            if words.len() > 3 {
+                words.remove(rng.below(words.len()));
+                let at = rng.below(words.len() - 1);
+                words.swap(at, at + 1);
+            }
+            for _ in 0..2 {
+                let word = &vocabulary[rng.below(vocabulary.len())];
+                words.insert(rng.below(words.len() + 1), word);
+            }
+            let group = format!("{}_k{copy}", def.group);
+            let own = def.name.rsplit("__").next().unwrap_or(&def.name);
+            let mut copied = def.clone();
+            copied.name = format!("mcp__{group}__{own}");
+            copied.description = words.join(" ");
+            copied.group = group;
+            out.push(copied);
+        }
+    }
+    out
 }

@@ -1,0 +1,566 @@
+//! The discovery evaluation and its latency numbers (`cargo xtask bench` runs it).
+//!
+//! Prints, for every evaluation set and half, R@1 / R@5 / MRR per query kind of plain
+//! BM25 over the same text, the lexical ranking and (with the `embed` feature) the
+//! dense and hybrid rankings; then "no tool" precision/recall per backend; then p50
+//! query latency at 10,000 tools, index build time and memory per tool.
+//!
+//! Sets (see `tests/eval/mod.rs` for the split and the kinds):
+//! - `fixture`: `tests/fixtures/mcp_catalog.json` + `mcp_queries.json` (+
+//!   `mcp_unrelated.json` for "no tool");
+//! - `bfcl-multiple`: BFCL v4 non-live `multiple`, every function pooled into one
+//!   catalog; `bfcl` "no tool": each `multiple` entry against its own functions and
+//!   each `irrelevance` entry against its own functions.
+//!
+//! The BFCL files and the model come from PyPI through `crates/iris-discovery/data/
+//! fetch.sh` into `$IRIS_DISCOVERY_DATA` (default `$CARGO_TARGET_DIR/discovery-data`,
+//! else `target/discovery-data`). Without them the BFCL sets (and the model) are
+//! reported as missing and skipped.
+//!
+//! Latency is measured per query as the fastest of a few runs (the noise-free cost of
+//! that query), then the distribution over the fixture's 260 queries is reported, over
+//! the 10,000-tool catalog `eval::large_catalog` grows from the fixture. The hybrid
+//! figure includes embedding the query; the tool vectors are cached (computed once,
+//! and kept on disk under the data directory between runs, keyed by a hash of the tool
+//! texts). Memory per tool is the growth of the process's resident set while an index
+//! is built (lexical), plus the vectors' exact size (hybrid).
+// A broken fixture should stop the benchmark loudly.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use iris_discovery::search::SearchIndex;
+use iris_discovery::{DiscoveryBackend, DiscoveryRequest, LocalDiscoveryBackend};
+use iris_tools_core::{FnTool, Tool, ToolDefinition, ToolOutput};
+
+#[path = "../tests/eval/mod.rs"]
+mod eval;
+
+use eval::{Case, EvalSet, Half, NoneCase, QueryKind};
+
+const CATALOG: &str = include_str!("../tests/fixtures/mcp_catalog.json");
+const QUERIES: &str = include_str!("../tests/fixtures/mcp_queries.json");
+const UNRELATED: &str = include_str!("../tests/fixtures/mcp_unrelated.json");
+
+fn data_dir() -> PathBuf {
+    eval::data_dir()
+}
+
+fn read(path: &std::path::Path) -> Option<String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Some(text),
+        Err(e) => {
+            println!(
+                "(missing {}: {e}; run crates/iris-discovery/data/fetch.sh)",
+                path.display()
+            );
+            None
+        }
+    }
+}
+
+/// A ranking: candidate indices, best first.
+type Ranker<'a> = Box<dyn FnMut(&str, usize) -> Vec<usize> + 'a>;
+
+fn print_table(set: &EvalSet, half: Half, rankers: &mut [(&str, Ranker<'_>)]) {
+    let cases = set.half(half);
+    println!(
+        "\n### {} — {:?} half: {} queries over {} tools\n",
+        set.name,
+        half,
+        cases.len(),
+        set.tools.len()
+    );
+    println!("| ranking | kind | n | R@1 | R@5 | MRR |");
+    println!("|---|---|---|---|---|---|");
+    for (name, rank) in rankers.iter_mut() {
+        let mut groups: Vec<(&str, Vec<&Case>)> = vec![("all", cases.clone())];
+        for kind in QueryKind::ALL {
+            groups.push((
+                kind.label(),
+                cases.iter().copied().filter(|c| c.kind == kind).collect(),
+            ));
+        }
+        for (label, group) in groups {
+            if group.is_empty() {
+                continue;
+            }
+            let m = eval::metrics(&set.tools, &group, |q, k| rank(q, k));
+            println!(
+                "| {name} | {label} | {} | {:.3} | {:.3} | {:.3} |",
+                m.n, m.at1, m.at5, m.mrr
+            );
+        }
+    }
+}
+
+/// `Arc<dyn Tool>` candidates for every distinct catalog of `cases` (by identity), so a
+/// backend's per-catalog cache sees one candidate list per catalog.
+fn candidate_lists(cases: &[NoneCase]) -> HashMap<*const ToolDefinition, Vec<Arc<dyn Tool>>> {
+    let mut out = HashMap::new();
+    for case in cases {
+        out.entry(case.tools.as_ptr()).or_insert_with(|| {
+            case.tools
+                .iter()
+                .map(|d| {
+                    Arc::new(FnTool::new(d.clone(), |_, _| async {
+                        ToolOutput::text("ok")
+                    })) as Arc<dyn Tool>
+                })
+                .collect()
+        });
+    }
+    out
+}
+
+/// The backend's one selection for `case` (the local backends answer at once, so a
+/// current-thread runtime only polls a ready future).
+fn select(
+    runtime: &tokio::runtime::Runtime,
+    backend: &dyn DiscoveryBackend,
+    lists: &HashMap<*const ToolDefinition, Vec<Arc<dyn Tool>>>,
+    case: &NoneCase,
+) -> Option<String> {
+    let candidates = &lists[&case.tools.as_ptr()];
+    let queries = [case.query.clone()];
+    let request = DiscoveryRequest {
+        queries: &queries,
+        candidates,
+    };
+    let answer = runtime
+        .block_on(backend.discover(request))
+        .expect("the backend answers");
+    answer.selections.into_iter().next().flatten()
+}
+
+fn print_none(name: &str, cases: &[NoneCase], backends: &[(&str, &dyn DiscoveryBackend)]) {
+    let lists = candidate_lists(cases);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a current-thread runtime");
+    for half in [Half::Test, Half::Tune] {
+        let group: Vec<&NoneCase> = cases.iter().filter(|c| c.half == half).collect();
+        let negatives = group.iter().filter(|c| c.expected.is_none()).count();
+        println!(
+            "\n### \"no tool\" on {name} — {half:?} half: {} questions, {negatives} with no tool\n",
+            group.len()
+        );
+        println!("| backend | none-precision | none-recall | accuracy when a tool fits |");
+        println!("|---|---|---|---|");
+        for (label, backend) in backends {
+            let m = eval::none_metrics(&group, |c| select(&runtime, *backend, &lists, c));
+            println!(
+                "| {label} | {:.3} | {:.3} | {:.3} |",
+                m.precision, m.recall, m.positive_accuracy
+            );
+        }
+    }
+}
+
+/// Query vectors of every case of `sets`, by query text, embedded in one batch.
+#[cfg(feature = "embed")]
+fn query_vectors(
+    model: &iris_discovery::embed::EmbeddingModel,
+    queries: &[&str],
+) -> HashMap<String, Vec<f32>> {
+    let vectors = model.embed(queries).expect("queries embed");
+    queries
+        .iter()
+        .map(|q| (*q).to_owned())
+        .zip(vectors)
+        .collect()
+}
+
+/// The top hit's score of `case` under `score_of`, and its tool.
+struct Scored {
+    expected: Option<String>,
+    top: Option<String>,
+    score: f64,
+    half: Half,
+}
+
+/// "No tool" P/R of a threshold sweep over tune-half scores, and the threshold the
+/// calibration rule picks: the smallest at which every set reaches none-recall 0.6.
+fn sweep(label: &str, sets: &[(&str, Vec<Scored>)], thresholds: &[f64]) {
+    println!("\n### Threshold sweep, {label}, tune halves only\n");
+    print!("| threshold |");
+    for (name, _) in sets {
+        print!(" {name} none-P | {name} none-R |");
+    }
+    println!();
+    println!("|---|{}", "---|---|".repeat(sets.len()));
+    let mut picked = None;
+    for &t in thresholds {
+        print!("| {t:.2} |");
+        let mut all_reach = true;
+        for (_, scored) in sets {
+            let tune: Vec<&Scored> = scored.iter().filter(|s| s.half == Half::Tune).collect();
+            let (mut said, mut right, mut negatives) = (0usize, 0usize, 0usize);
+            for s in &tune {
+                negatives += usize::from(s.expected.is_none());
+                if s.top.is_none() || s.score < t {
+                    said += 1;
+                    right += usize::from(s.expected.is_none());
+                }
+            }
+            let p = right as f64 / said.max(1) as f64;
+            let r = right as f64 / negatives.max(1) as f64;
+            all_reach &= r >= 0.6;
+            print!(" {p:.3} | {r:.3} |");
+        }
+        println!();
+        if all_reach && picked.is_none() {
+            picked = Some(t);
+        }
+    }
+    match picked {
+        Some(t) => println!(
+            "\nRule (smallest threshold where every tune set has none-recall ≥ 0.6): {t:.2}"
+        ),
+        None => {
+            println!("\nRule: no threshold in the sweep reaches none-recall 0.6 on every tune set")
+        }
+    }
+}
+
+/// The local backend's top hit and relevance for every "no tool" question.
+fn local_scores(cases: &[NoneCase]) -> Vec<Scored> {
+    let mut indexes: HashMap<*const ToolDefinition, SearchIndex> = HashMap::new();
+    cases
+        .iter()
+        .map(|c| {
+            let index = indexes
+                .entry(c.tools.as_ptr())
+                .or_insert_with(|| SearchIndex::new(&c.tools));
+            let top = index.search(&c.query, 1).into_iter().next();
+            Scored {
+                expected: c.expected.clone(),
+                top: top.map(|h| c.tools[h.index].name.clone()),
+                score: top.map_or(0.0, |h| iris_discovery::relevance(h.score, c.tools.len())),
+                half: c.half,
+            }
+        })
+        .collect()
+}
+
+/// The hybrid ranking's top hit and mixed score for every "no tool" question.
+#[cfg(feature = "embed")]
+fn hybrid_scores(
+    model: &iris_discovery::embed::EmbeddingModel,
+    memo: &mut HashMap<String, Vec<f32>>,
+    cases: &[NoneCase],
+) -> Vec<Scored> {
+    use iris_discovery::hybrid::{HybridIndex, tool_text};
+    let mut texts: Vec<String> = cases
+        .iter()
+        .flat_map(|c| c.tools.iter().map(tool_text))
+        .filter(|t| !memo.contains_key(t))
+        .collect();
+    texts.sort();
+    texts.dedup();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    for (text, v) in texts.iter().zip(model.embed(&refs).expect("tools embed")) {
+        memo.insert(text.clone(), v);
+    }
+    let queries: Vec<&str> = cases.iter().map(|c| c.query.as_str()).collect();
+    let qv = query_vectors(model, &queries);
+    let mut indexes: HashMap<*const ToolDefinition, HybridIndex> = HashMap::new();
+    cases
+        .iter()
+        .map(|c| {
+            let index = indexes.entry(c.tools.as_ptr()).or_insert_with(|| {
+                let vectors: Vec<Vec<f32>> = c
+                    .tools
+                    .iter()
+                    .map(|d| memo[&tool_text(d)].clone())
+                    .collect();
+                HybridIndex::from_vectors(&c.tools, &vectors, model.dim()).expect("vectors fit")
+            });
+            let top = index.search(&c.query, &qv[&c.query], 1).into_iter().next();
+            Scored {
+                expected: c.expected.clone(),
+                top: top.map(|h| c.tools[h.index].name.clone()),
+                score: top.map_or(f64::MIN, |h| h.score),
+                half: c.half,
+            }
+        })
+        .collect()
+}
+
+fn main() {
+    let data = data_dir();
+    let fixture = eval::fixture_set(CATALOG, QUERIES).expect("the fixture loads");
+    let bfcl = match (
+        read(&data.join("bfcl/BFCL_v4_multiple.json")),
+        read(&data.join("bfcl/possible_answer/BFCL_v4_multiple.json")),
+        read(&data.join("bfcl/BFCL_v4_irrelevance.json")),
+    ) {
+        (Some(m), Some(a), Some(i)) => Some((
+            eval::bfcl_pooled(&m, &a).expect("BFCL multiple loads"),
+            eval::bfcl_none_cases(&m, &a, &i).expect("BFCL none cases load"),
+        )),
+        _ => None,
+    };
+    #[cfg(feature = "embed")]
+    let model = match iris_discovery::embed::EmbeddingModel::load(eval::model_dir()) {
+        Ok(model) => Some(Arc::new(model)),
+        Err(e) => {
+            println!("(no embedding model: {e}; run crates/iris-discovery/data/fetch.sh)");
+            None
+        }
+    };
+    #[cfg(not(feature = "embed"))]
+    println!("(built without the `embed` feature: dense and hybrid rows are skipped)");
+
+    println!("## Discovery evaluation");
+    let mut sets = vec![&fixture];
+    if let Some((pooled, _)) = &bfcl {
+        sets.push(pooled);
+    }
+    for set in &sets {
+        let bm25 = eval::Bm25::new(&set.tools);
+        let lexical = SearchIndex::new(&set.tools);
+        #[cfg(feature = "embed")]
+        let dense = model.as_ref().map(|model| {
+            let started = Instant::now();
+            let index =
+                iris_discovery::hybrid::HybridIndex::new(&set.tools, model).expect("tools embed");
+            println!(
+                "\n({}: {} tools embedded in {:.1?})",
+                set.name,
+                set.tools.len(),
+                started.elapsed()
+            );
+            let queries: Vec<&str> = set.cases.iter().map(|c| c.query.as_str()).collect();
+            (index, query_vectors(model, &queries))
+        });
+        for half in [Half::Test, Half::Tune] {
+            let mut rankers: Vec<(&str, Ranker<'_>)> = vec![
+                (
+                    "BM25",
+                    Box::new(|q: &str, k| bm25.search(q, k).iter().map(|h| h.index).collect()),
+                ),
+                (
+                    "lexical",
+                    Box::new(|q: &str, k| lexical.search(q, k).iter().map(|h| h.index).collect()),
+                ),
+            ];
+            #[cfg(feature = "embed")]
+            if let Some((index, vectors)) = &dense {
+                rankers.push((
+                    "dense",
+                    Box::new(|q: &str, k| {
+                        let s = index.similarities(&vectors[q]);
+                        let mut order: Vec<usize> = (0..s.len()).collect();
+                        order.sort_by(|a, b| s[*b].total_cmp(&s[*a]).then(a.cmp(b)));
+                        order.truncate(k);
+                        order
+                    }),
+                ));
+                rankers.push((
+                    "hybrid",
+                    Box::new(|q: &str, k| {
+                        index
+                            .search(q, &vectors[q], k)
+                            .iter()
+                            .map(|h| h.index)
+                            .collect()
+                    }),
+                ));
+            }
+            print_table(set, half, &mut rankers);
+        }
+    }
+
+    // "No tool": the backends as `tool_search` runs them, on both halves.
+    let local = LocalDiscoveryBackend::new();
+    #[cfg(feature = "embed")]
+    let hybrid = model
+        .as_ref()
+        .map(|m| iris_discovery::HybridDiscoveryBackend::new(Arc::clone(m)));
+    #[cfg_attr(not(feature = "embed"), allow(unused_mut))]
+    let mut backends: Vec<(&str, &dyn DiscoveryBackend)> = vec![("local", &local)];
+    #[cfg(feature = "embed")]
+    if let Some(hybrid) = &hybrid {
+        backends.push(("hybrid", hybrid));
+    }
+    let fixture_none = eval::fixture_none_cases(&fixture, UNRELATED).expect("unrelated loads");
+    print_none("fixture", &fixture_none, &backends);
+    if let Some((_, none)) = &bfcl {
+        print_none("bfcl", none, &backends);
+    }
+
+    // How the thresholds were calibrated: sweeps over the tune halves only.
+    let mut none_sets: Vec<(&str, &[NoneCase])> = vec![("fixture", &fixture_none)];
+    if let Some((_, none)) = &bfcl {
+        none_sets.push(("bfcl", none));
+    }
+    let local_sets: Vec<(&str, Vec<Scored>)> = none_sets
+        .iter()
+        .map(|(n, c)| (*n, local_scores(c)))
+        .collect();
+    sweep(
+        "local (lexical relevance)",
+        &local_sets,
+        &[0.8, 0.9, 1.0, 1.05, 1.1, 1.15, 1.2, 1.25, 1.3, 1.4, 1.5],
+    );
+    #[cfg(feature = "embed")]
+    if let Some(model) = &model {
+        let mut memo = HashMap::new();
+        let hybrid_sets: Vec<(&str, Vec<Scored>)> = none_sets
+            .iter()
+            .map(|(n, c)| (*n, hybrid_scores(model, &mut memo, c)))
+            .collect();
+        sweep(
+            "hybrid (mixed score)",
+            &hybrid_sets,
+            &[0.3, 0.35, 0.38, 0.4, 0.42, 0.45, 0.48, 0.5, 0.55],
+        );
+    }
+
+    latency(&fixture, &data);
+    #[cfg(feature = "embed")]
+    if let Some(model) = &model {
+        hybrid_latency(&fixture, &data, model);
+    }
+}
+
+/// Tools in the large catalog.
+const LARGE: usize = 10_000;
+
+/// The resident set size of this process, in bytes (Linux), if known.
+fn rss() -> Option<usize> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// p50 / p90 / p99 / max of per-query times, each the fastest of `runs` runs.
+fn distribution(queries: &[&str], runs: usize, mut run: impl FnMut(&str)) -> [Duration; 4] {
+    let mut per_query: Vec<Duration> = queries
+        .iter()
+        .map(|q| {
+            (0..runs)
+                .map(|_| {
+                    let started = Instant::now();
+                    run(q);
+                    started.elapsed()
+                })
+                .min()
+                .unwrap_or_default()
+        })
+        .collect();
+    per_query.sort();
+    let at = |p: f64| per_query[((per_query.len() - 1) as f64 * p).round() as usize];
+    [at(0.5), at(0.9), at(0.99), at(1.0)]
+}
+
+fn latency(fixture: &EvalSet, _data: &Path) {
+    println!("\n## Latency and memory at {LARGE} tools\n");
+    let large = eval::large_catalog(&fixture.tools, LARGE);
+    let before = rss();
+    let started = Instant::now();
+    let index = SearchIndex::new(&large);
+    let build = started.elapsed();
+    let grown = rss().zip(before).map(|(a, b)| a.saturating_sub(b));
+    let queries: Vec<&str> = fixture.cases.iter().map(|c| c.query.as_str()).collect();
+    let [p50, p90, p99, max] = distribution(&queries, 15, |q| {
+        std::hint::black_box(index.search(std::hint::black_box(q), 1));
+    });
+    println!("| measure | lexical |");
+    println!("|---|---|");
+    println!(
+        "| p50 / p90 / p99 / max per query (top 1) | {p50:.1?} / {p90:.1?} / {p99:.1?} / {max:.1?} |"
+    );
+    println!("| index build, {LARGE} tools | {build:.1?} |");
+    match grown {
+        Some(bytes) => println!(
+            "| memory per tool (resident set growth while building) | {} B |",
+            bytes / LARGE
+        ),
+        None => println!("| memory per tool | (no /proc/self/status) |"),
+    }
+}
+
+#[cfg(feature = "embed")]
+fn hybrid_latency(fixture: &EvalSet, data: &Path, model: &iris_discovery::embed::EmbeddingModel) {
+    use iris_discovery::hybrid::{HybridIndex, tool_text};
+    let large = eval::large_catalog(&fixture.tools, LARGE);
+    let texts: Vec<String> = large.iter().map(tool_text).collect();
+    let dim = model.dim();
+    // Tool vectors are computed once and kept on disk, keyed by the texts and the
+    // model's dimension.
+    let key = eval::fnv1a(&format!("{dim}\n{}", texts.join("\n")));
+    let cache = data.join(format!("cache/large-{LARGE}-{key:016x}.f32"));
+    let cached: Option<Vec<Vec<f32>>> = std::fs::read(&cache).ok().and_then(|bytes| {
+        (bytes.len() == LARGE * dim * 4).then(|| {
+            bytes
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect::<Vec<f32>>()
+                .chunks_exact(dim)
+                .map(<[f32]>::to_vec)
+                .collect()
+        })
+    });
+    let sample = 500;
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let started = Instant::now();
+    let sampled = model.embed(&refs[..sample]).expect("tools embed");
+    let per_tool = started.elapsed() / u32::try_from(sample).unwrap_or(1);
+    let vectors = match cached {
+        Some(v) => {
+            println!(
+                "\n(tool vectors for {LARGE} tools read from {})",
+                cache.display()
+            );
+            v
+        }
+        None => {
+            let started = Instant::now();
+            let mut v = sampled;
+            v.extend(model.embed(&refs[sample..]).expect("tools embed"));
+            println!(
+                "\n({LARGE} tools embedded in {:.1?})",
+                started.elapsed() + per_tool * u32::try_from(sample).unwrap_or(1)
+            );
+            if let Some(dir) = cache.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            let bytes: Vec<u8> = v.iter().flatten().flat_map(|x| x.to_le_bytes()).collect();
+            let _ = std::fs::write(&cache, bytes);
+            v
+        }
+    };
+    let index = HybridIndex::from_vectors(&large, &vectors, dim).expect("vectors fit");
+    let queries: Vec<&str> = fixture.cases.iter().map(|c| c.query.as_str()).collect();
+    let [p50, p90, p99, max] = distribution(&queries, 3, |q| {
+        let v = model
+            .embed(&[q])
+            .expect("query embeds")
+            .pop()
+            .unwrap_or_default();
+        std::hint::black_box(index.search(q, &v, 1));
+    });
+    let [e50, ..] = distribution(&queries, 3, |q| {
+        std::hint::black_box(model.embed(&[q]).expect("query embeds"));
+    });
+    println!("\n| measure | hybrid |");
+    println!("|---|---|");
+    println!(
+        "| p50 / p90 / p99 / max per query (top 1, query embedding included) | {p50:.1?} / {p90:.1?} / {p99:.1?} / {max:.1?} |"
+    );
+    println!("| of which: p50 of embedding the query alone | {e50:.1?} |");
+    println!(
+        "| index build: embedding per tool (first {sample} tools) | {per_tool:.1?}, so ≈ {:.0?} for {LARGE} tools |",
+        per_tool * u32::try_from(LARGE).unwrap_or(1)
+    );
+    println!(
+        "| memory per tool on top of the lexical index | {} B of vectors (the backend also remembers each by its text: ×2) |",
+        index.vector_bytes() / LARGE
+    );
+}

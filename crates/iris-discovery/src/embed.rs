@@ -1,0 +1,171 @@
+//! [`EmbeddingModel`]: a BERT-family sentence-embedding model (such as
+//! all-MiniLM-L6-v2) run on CPU with candle, loaded from a directory; nothing is
+//! downloaded at run time.
+//!
+//! A text becomes one vector: the tokenizer's word pieces (at most
+//! [`EmbeddingModel::MAX_TOKENS`]), the transformer's last hidden states, their mean over
+//! the real (unpadded) tokens, scaled to unit length, as sentence-transformers computes
+//! it. The dot product of two such vectors is their cosine similarity.
+
+use std::path::{Path, PathBuf};
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertModel, Config};
+use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
+
+use crate::config::check_model_dir;
+use crate::error::{Error, Result};
+
+/// Texts run through the model together (sorted by length, so padding stays small).
+const BATCH: usize = 16;
+
+/// A sentence-embedding model loaded from a directory with `config.json` (a BERT
+/// config), `tokenizer.json` and `model.safetensors`.
+///
+/// `Send + Sync`: one loaded model serves every search. Loading reads the weights into
+/// memory (about 90 MB for all-MiniLM-L6-v2).
+pub struct EmbeddingModel {
+    model: BertModel,
+    tokenizer: Tokenizer,
+    dim: usize,
+    dir: PathBuf,
+}
+
+impl std::fmt::Debug for EmbeddingModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmbeddingModel")
+            .field("dir", &self.dir)
+            .field("dim", &self.dim)
+            .finish_non_exhaustive()
+    }
+}
+
+fn load_error(path: &Path, reason: impl std::fmt::Display) -> Error {
+    Error::ModelLoad {
+        path: path.to_owned(),
+        reason: reason.to_string(),
+    }
+}
+
+fn embedding_error(reason: impl std::fmt::Display) -> Error {
+    Error::Embedding {
+        reason: reason.to_string(),
+    }
+}
+
+impl EmbeddingModel {
+    /// Word pieces kept per text, `[CLS]` and `[SEP]` included; longer texts are cut.
+    pub const MAX_TOKENS: usize = 128;
+
+    /// Loads the model in `dir` onto the CPU.
+    ///
+    /// # Errors
+    /// [`Error::ModelMissing`] (`MODEL_MISSING`) naming the first missing file;
+    /// [`Error::ModelLoad`] (`MODEL_LOAD_FAILED`) when a file is not a valid config,
+    /// tokenizer or safetensors file, or the weights do not fit the config.
+    pub fn load(dir: impl AsRef<Path>) -> Result<Self> {
+        let dir = dir.as_ref();
+        let [config_path, tokenizer_path, weights_path] = check_model_dir(dir)?;
+        let config =
+            std::fs::read_to_string(&config_path).map_err(|e| load_error(&config_path, e))?;
+        let config: Config =
+            serde_json::from_str(&config).map_err(|e| load_error(&config_path, e))?;
+        let dim = config.hidden_size;
+        let mut tokenizer =
+            Tokenizer::from_file(&tokenizer_path).map_err(|e| load_error(&tokenizer_path, e))?;
+        // Padding is done per batch here; the file's own (often a fixed 128) is off.
+        tokenizer.with_padding(None);
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                max_length: Self::MAX_TOKENS,
+                strategy: TruncationStrategy::LongestFirst,
+                stride: 0,
+                direction: TruncationDirection::Right,
+            }))
+            .map_err(|e| load_error(&tokenizer_path, e))?;
+        let weights = std::fs::read(&weights_path).map_err(|e| load_error(&weights_path, e))?;
+        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)
+            .map_err(|e| load_error(&weights_path, e))?;
+        let model = BertModel::load(vb, &config).map_err(|e| load_error(&weights_path, e))?;
+        Ok(Self {
+            model,
+            tokenizer,
+            dim,
+            dir: dir.to_owned(),
+        })
+    }
+
+    /// The length of every vector [`embed`](Self::embed) returns (384 for MiniLM).
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// The directory the model was loaded from.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// One unit-length vector per text, in input order. An empty text embeds the
+    /// special tokens alone.
+    ///
+    /// # Errors
+    /// [`Error::Embedding`] (`EMBEDDING_FAILED`) if tokenizing or running the model
+    /// fails.
+    pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        let mut encoded = Vec::with_capacity(texts.len());
+        for (i, text) in texts.iter().enumerate() {
+            let encoding = self
+                .tokenizer
+                .encode(*text, true)
+                .map_err(embedding_error)?;
+            encoded.push((i, encoding.get_ids().to_vec()));
+        }
+        // Shortest first: each batch pads to its own longest text.
+        encoded.sort_by_key(|(_, ids)| ids.len());
+        let mut out = vec![Vec::new(); texts.len()];
+        for batch in encoded.chunks(BATCH) {
+            let vectors = self.embed_batch(batch).map_err(embedding_error)?;
+            for ((i, _), vector) in batch.iter().zip(vectors) {
+                out[*i] = vector;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Runs one batch of token ids through the model: mean pooling over the real
+    /// tokens, then L2 normalisation.
+    fn embed_batch(&self, batch: &[(usize, Vec<u32>)]) -> candle_core::Result<Vec<Vec<f32>>> {
+        let width = batch
+            .iter()
+            .map(|(_, ids)| ids.len())
+            .max()
+            .unwrap_or(0)
+            .max(1);
+        let mut ids = Vec::with_capacity(batch.len() * width);
+        let mut mask = Vec::with_capacity(batch.len() * width);
+        for (_, tokens) in batch {
+            ids.extend_from_slice(tokens);
+            ids.resize(ids.len() + width - tokens.len(), 0);
+            mask.resize(mask.len() + tokens.len(), 1u32);
+            mask.resize(mask.len() + width - tokens.len(), 0);
+        }
+        let shape = (batch.len(), width);
+        let ids = Tensor::from_vec(ids, shape, &Device::Cpu)?;
+        let mask = Tensor::from_vec(mask, shape, &Device::Cpu)?;
+        let types = ids.zeros_like()?;
+        let hidden = self.model.forward(&ids, &types, Some(&mask))?;
+        let weights = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
+        let summed = hidden.broadcast_mul(&weights)?.sum(1)?;
+        let counts = weights.sum(1)?.clamp(1.0, f64::MAX)?;
+        let mean = summed.broadcast_div(&counts)?;
+        let norm = mean.sqr()?.sum_keepdim(1)?.sqrt()?.clamp(1e-12, f64::MAX)?;
+        mean.broadcast_div(&norm)?.to_vec2::<f32>()
+    }
+}
+
+// `tool_search` shares one model across tasks.
+const _: fn() = || {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<EmbeddingModel>();
+};
