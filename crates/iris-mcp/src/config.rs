@@ -28,6 +28,8 @@ use crate::redact;
 pub const DEFAULT_STARTUP_TIMEOUT_SEC: f64 = 30.0;
 /// Default `tool_timeout_sec`.
 pub const DEFAULT_TOOL_TIMEOUT_SEC: f64 = 30.0;
+/// Default `tool_max_sec` (never below the server's `tool_timeout_sec`).
+pub const DEFAULT_TOOL_MAX_SEC: f64 = 600.0;
 /// The root keys that may hold the server mapping; a file has exactly one.
 pub const ROOT_KEYS: [&str; 3] = ["mcpServers", "servers", "mcp_servers"];
 
@@ -48,7 +50,7 @@ const RESERVED_HEADERS: [&str; 5] = [
     "mcp-protocol-version",
     "last-event-id",
 ];
-const COMMON_FIELDS: [&str; 9] = [
+const COMMON_FIELDS: [&str; 10] = [
     "type",
     "enabled",
     "disabled",
@@ -56,6 +58,7 @@ const COMMON_FIELDS: [&str; 9] = [
     "startup_timeout_sec",
     "startup_timeout_ms",
     "tool_timeout_sec",
+    "tool_max_sec",
     "enabled_tools",
     "disabled_tools",
 ];
@@ -151,8 +154,14 @@ pub struct ServerConfig {
     pub trust_annotations: bool,
     /// Startup deadline: connect, handshake and the full tool listing.
     pub startup_timeout: Duration,
-    /// Deadline of one tool call.
+    /// Idle deadline of one tool call (`tool_timeout_sec`): how long a call may go
+    /// without an answer or a progress notification. Each progress notification
+    /// restarts it, up to [`ServerConfig::tool_max`].
     pub tool_timeout: Duration,
+    /// Absolute cap of one tool call (`tool_max_sec`, default
+    /// [`DEFAULT_TOOL_MAX_SEC`] or `tool_timeout_sec` when that is longer): progress
+    /// never extends a call past it.
+    pub tool_max: Duration,
     /// Wire names to publish; `None` publishes all.
     pub enabled_tools: Option<Vec<String>>,
     /// Wire names never published; wins over `enabled_tools`.
@@ -425,6 +434,9 @@ pub struct ServerOverride {
     /// Overrides `tool_timeout_sec`.
     #[serde(default)]
     pub tool_timeout_sec: Option<f64>,
+    /// Overrides `tool_max_sec`.
+    #[serde(default)]
+    pub tool_max_sec: Option<f64>,
 }
 
 /// Overrides for several servers, by raw server name.
@@ -1255,6 +1267,7 @@ fn parse_server(
     let tool_sec = f
         .positive_seconds("tool_timeout_sec", 1.0)?
         .unwrap_or(DEFAULT_TOOL_TIMEOUT_SEC);
+    let tool_max_sec = f.positive_seconds("tool_max_sec", 1.0)?;
 
     let mut server = ServerConfig {
         name: name.to_owned(),
@@ -1264,6 +1277,7 @@ fn parse_server(
         trust_annotations: false,
         startup_timeout: seconds(startup_sec),
         tool_timeout: seconds(tool_sec),
+        tool_max: Duration::ZERO,
         enabled_tools: f.strings("enabled_tools")?,
         disabled_tools: f.strings("disabled_tools")?.unwrap_or_default(),
         source: path.to_path_buf(),
@@ -1288,6 +1302,35 @@ fn parse_server(
                 seconds(check_positive(s).map_err(|m| over_err("tool_timeout_sec", m))?);
         }
     }
+    // The cap: the override's, else the file's, else the default (raised to the idle
+    // timeout, so a long `tool_timeout_sec` alone keeps working).
+    let (max_sec, max_field) = match over.and_then(|o| o.tool_max_sec) {
+        Some(s) => (
+            Some(check_positive(s).map_err(|m| {
+                McpError::config(path, Some(name), Some("mcp.overrides.tool_max_sec"), m)
+            })?),
+            "mcp.overrides.tool_max_sec",
+        ),
+        None => (tool_max_sec, "tool_max_sec"),
+    };
+    server.tool_max = match max_sec {
+        Some(s) => {
+            let max = seconds(s);
+            if max < server.tool_timeout {
+                return Err(McpError::config(
+                    path,
+                    Some(name),
+                    Some(max_field),
+                    format!(
+                        "the cap ({s}s) is shorter than tool_timeout_sec ({}s); progress can only extend a call up to the cap",
+                        server.tool_timeout.as_secs_f64()
+                    ),
+                ));
+            }
+            max
+        }
+        None => seconds(DEFAULT_TOOL_MAX_SEC).max(server.tool_timeout),
+    };
     Ok(server)
 }
 

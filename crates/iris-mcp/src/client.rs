@@ -1,0 +1,149 @@
+//! Iris's side of an MCP session: the rmcp client handler that routes progress
+//! notifications to the call waiting for them and records catalog changes.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rmcp::ClientHandler;
+use rmcp::model::{ClientConfig, ProgressNotificationParam, ProgressToken};
+use rmcp::service::{NotificationContext, RoleClient};
+use tokio::sync::mpsc;
+
+/// One progress notification, as the call waiting for it sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Progress {
+    pub(crate) progress: f64,
+    pub(crate) total: Option<f64>,
+    pub(crate) message: Option<String>,
+}
+
+/// Progress notifications buffered per call before older ones are dropped: a call
+/// only needs to know that progress happened, and the latest values.
+const PROGRESS_BUFFER: usize = 16;
+
+/// What one server's sessions report to the rest of the crate. Shared by every
+/// session of the server (a restart keeps it), so a call and the catalog never
+/// miss a notification because the connection was replaced.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ServerEvents {
+    progress: Arc<Mutex<HashMap<ProgressToken, mpsc::Sender<Progress>>>>,
+    /// The server said its tool list changed and the catalog has not re-read it.
+    tools_dirty: Arc<AtomicBool>,
+    /// Bumped on every change of any server of the manager.
+    generation: Arc<AtomicU64>,
+}
+
+impl ServerEvents {
+    /// Events feeding the manager-wide `generation` counter.
+    pub(crate) fn new(generation: Arc<AtomicU64>) -> Self {
+        Self {
+            progress: Arc::default(),
+            tools_dirty: Arc::default(),
+            generation,
+        }
+    }
+
+    /// Routes the progress notifications carrying `token` to the returned receiver
+    /// until the guard is dropped.
+    pub(crate) fn watch_progress(
+        &self,
+        token: ProgressToken,
+    ) -> (ProgressWatch, mpsc::Receiver<Progress>) {
+        let (tx, rx) = mpsc::channel(PROGRESS_BUFFER);
+        self.progress
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(token.clone(), tx);
+        (
+            ProgressWatch {
+                events: self.clone(),
+                token,
+            },
+            rx,
+        )
+    }
+
+    /// rmcp hands each notification to its own task, so one the server sent just
+    /// before its answer can arrive after the call ended; it then has no route and
+    /// is dropped (the answer already ended the wait it would have extended).
+    fn progress(&self, params: ProgressNotificationParam) {
+        let sender = self
+            .progress
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&params.progress_token)
+            .cloned();
+        match sender {
+            // A full buffer means the call has not looked yet; it will see the
+            // earlier ones, which reset its idle timer just as well.
+            Some(tx) => {
+                let _ = tx.try_send(Progress {
+                    progress: params.progress,
+                    total: params.total,
+                    message: params.message,
+                });
+            }
+            None => tracing::debug!(token = ?params.progress_token, "progress for no waiting call"),
+        }
+    }
+
+    /// The server's tool list changed (a notification, or a restart that listed
+    /// different tools).
+    pub(crate) fn tools_changed(&self) {
+        self.tools_dirty.store(true, Ordering::Release);
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Whether the tool list changed since the last [`ServerEvents::take_dirty`].
+    pub(crate) fn is_dirty(&self) -> bool {
+        self.tools_dirty.load(Ordering::Acquire)
+    }
+
+    /// Clears the changed flag, returning whether it was set.
+    pub(crate) fn take_dirty(&self) -> bool {
+        self.tools_dirty.swap(false, Ordering::AcqRel)
+    }
+}
+
+/// Removes a call's progress route when the call ends, however it ends.
+#[derive(Debug)]
+pub(crate) struct ProgressWatch {
+    events: ServerEvents,
+    token: ProgressToken,
+}
+
+impl Drop for ProgressWatch {
+    fn drop(&mut self) {
+        self.events
+            .progress
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.token);
+    }
+}
+
+/// The rmcp client handler of every Iris session.
+#[derive(Debug, Clone)]
+pub(crate) struct IrisClient {
+    pub(crate) info: ClientConfig,
+    pub(crate) events: ServerEvents,
+}
+
+impl ClientHandler for IrisClient {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.events.progress(params);
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.events.tools_changed();
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        self.info.clone()
+    }
+}
