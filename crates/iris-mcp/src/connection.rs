@@ -24,6 +24,9 @@ use crate::redact::Redactor;
 use crate::transport::stdio::{StdioProcess, StdioSpawn};
 use crate::transport::{Diagnostics, sse, stand_in_code, stdio};
 
+/// How long the 2026-07-28 `subscriptions/listen` stream may take to be acknowledged.
+const LISTEN_ACK_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Pages of `tools/list` followed before giving up on a server that never ends.
 pub(crate) const MAX_TOOL_PAGES: usize = 1000;
 
@@ -490,7 +493,17 @@ impl Connection {
     /// arrives as a plain notification instead (see [`IrisClient`]).
     async fn listen_for_changes(&self, events: &ServerEvents) {
         let filter = SubscriptionFilter::builder().tools_list_changed().build();
-        match self.peer.listen(filter).await {
+        // A server that advertises list changes but never acknowledges the stream
+        // must not hold startup up to its timeout.
+        let listen = tokio::time::timeout(LISTEN_ACK_TIMEOUT, self.peer.listen(filter));
+        let outcome = match listen.await {
+            Ok(outcome) => outcome.map_err(|e| e.to_string()),
+            Err(_) => Err(format!(
+                "no acknowledgment within {}s",
+                LISTEN_ACK_TIMEOUT.as_secs()
+            )),
+        };
+        match outcome {
             Ok(mut subscription) => {
                 let events = events.clone();
                 let server = self.server.clone();

@@ -351,6 +351,7 @@ impl McpTool {
         let mut last_reset = Instant::now();
         let mut deadline = (last_reset + idle).min(cap_at);
         let mut beats = 0u64;
+        let mut progress_open = true;
         let cancelled = async {
             match &ctx.cancellation {
                 Some(signal) => signal.cancelled().await,
@@ -363,7 +364,7 @@ impl McpTool {
                 biased;
                 answer = pending.answer() => Wake::Answer(Box::new(answer)),
                 () = &mut cancelled => Wake::Cancelled,
-                p = progress.recv() => Wake::Progress(p),
+                p = progress.recv(), if progress_open => Wake::Progress(p),
                 () = tokio::time::sleep_until(deadline) => Wake::Deadline,
             };
             match wake {
@@ -391,8 +392,9 @@ impl McpTool {
                     deadline = (last_reset + idle).min(cap_at);
                     self.heartbeat(ctx, &p, started, deadline - last_reset, conn);
                 }
-                // The route is held by `_watch`, so the channel never closes here.
-                Wake::Progress(None) => {}
+                // `_watch` holds the route, so this does not happen; if it did, the
+                // wait goes on without progress.
+                Wake::Progress(None) => progress_open = false,
                 Wake::Deadline => {
                     let mode = conn.cancel_mode();
                     let reason = "timed out";
