@@ -1,7 +1,7 @@
 //! Iris's side of an MCP session: the rmcp client handler that routes progress
 //! notifications to the call waiting for them and records catalog changes.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -22,12 +22,24 @@ pub(crate) struct Progress {
 /// only needs to know that progress happened, and the latest values.
 const PROGRESS_BUFFER: usize = 16;
 
+/// Progress notifications kept for tokens no call watches yet. rmcp makes the token
+/// while sending the request, so the call can watch it only once the request is
+/// out; a server that reports progress at once may be faster than that.
+const EARLY_PROGRESS: usize = 64;
+
+/// Where progress goes: the calls waiting, and what came before its call watched.
+#[derive(Debug, Default)]
+struct Routes {
+    calls: HashMap<ProgressToken, mpsc::Sender<Progress>>,
+    early: VecDeque<(ProgressToken, Progress)>,
+}
+
 /// What one server's sessions report to the rest of the crate. Shared by every
 /// session of the server (a restart keeps it), so a call and the catalog never
 /// miss a notification because the connection was replaced.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ServerEvents {
-    progress: Arc<Mutex<HashMap<ProgressToken, mpsc::Sender<Progress>>>>,
+    progress: Arc<Mutex<Routes>>,
     /// The server said its tool list changed and the catalog has not re-read it.
     tools_dirty: Arc<AtomicBool>,
     /// Bumped on every change of any server of the manager.
@@ -51,10 +63,17 @@ impl ServerEvents {
         token: ProgressToken,
     ) -> (ProgressWatch, mpsc::Receiver<Progress>) {
         let (tx, rx) = mpsc::channel(PROGRESS_BUFFER);
-        self.progress
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(token.clone(), tx);
+        let mut routes = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
+        let early = std::mem::take(&mut routes.early);
+        for (t, p) in early {
+            if t == token {
+                let _ = tx.try_send(p);
+            } else {
+                routes.early.push_back((t, p));
+            }
+        }
+        routes.calls.insert(token.clone(), tx);
+        drop(routes);
         (
             ProgressWatch {
                 events: self.clone(),
@@ -66,25 +85,28 @@ impl ServerEvents {
 
     /// rmcp hands each notification to its own task, so one the server sent just
     /// before its answer can arrive after the call ended; it then has no route and
-    /// is dropped (the answer already ended the wait it would have extended).
+    /// waits among the early ones until newer ones push it out (the answer already
+    /// ended the wait it would have extended).
     fn progress(&self, params: ProgressNotificationParam) {
-        let sender = self
-            .progress
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&params.progress_token)
-            .cloned();
-        match sender {
+        let progress = Progress {
+            progress: params.progress,
+            total: params.total,
+            message: params.message,
+        };
+        let mut routes = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
+        match routes.calls.get(&params.progress_token) {
             // A full buffer means the call has not looked yet; it will see the
             // earlier ones, which reset its idle timer just as well.
             Some(tx) => {
-                let _ = tx.try_send(Progress {
-                    progress: params.progress,
-                    total: params.total,
-                    message: params.message,
-                });
+                let _ = tx.try_send(progress);
             }
-            None => tracing::debug!(token = ?params.progress_token, "progress for no waiting call"),
+            None => {
+                tracing::debug!(token = ?params.progress_token, "progress for no waiting call (yet)");
+                if routes.early.len() == EARLY_PROGRESS {
+                    routes.early.pop_front();
+                }
+                routes.early.push_back((params.progress_token, progress));
+            }
         }
     }
 
@@ -119,6 +141,7 @@ impl Drop for ProgressWatch {
             .progress
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+            .calls
             .remove(&self.token);
     }
 }
@@ -145,5 +168,39 @@ impl ClientHandler for IrisClient {
 
     fn get_info(&self) -> ClientConfig {
         self.info.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::NumberOrString;
+
+    use super::*;
+
+    fn params(token: i64, progress: f64) -> ProgressNotificationParam {
+        ProgressNotificationParam::new(ProgressToken(NumberOrString::Number(token)), progress)
+    }
+
+    #[test]
+    fn progress_before_the_watch_is_delivered_and_strangers_age_out() {
+        let events = ServerEvents::new(Arc::default());
+        events.progress(params(1, 0.5));
+        for i in 0..EARLY_PROGRESS {
+            events.progress(params(1000 + i as i64, 1.0));
+        }
+        // Token 1's early notification was pushed out by the 64 newer ones.
+        let (_watch, mut rx) = events.watch_progress(ProgressToken(NumberOrString::Number(1)));
+        assert!(rx.try_recv().is_err());
+        drop(_watch);
+
+        events.progress(params(7, 0.25));
+        let (watch, mut rx) = events.watch_progress(ProgressToken(NumberOrString::Number(7)));
+        assert_eq!(rx.try_recv().map(|p| p.progress), Ok(0.25));
+        events.progress(params(7, 0.75));
+        assert_eq!(rx.try_recv().map(|p| p.progress), Ok(0.75));
+        drop(watch);
+        // Unwatched again: it waits among the early ones instead.
+        events.progress(params(7, 1.0));
+        assert!(rx.try_recv().is_err());
     }
 }
