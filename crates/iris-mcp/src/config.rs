@@ -496,6 +496,47 @@ impl MCPConfig {
     pub fn enabled_servers(&self) -> impl Iterator<Item = &ServerConfig> {
         self.servers.values().filter(|s| s.enabled)
     }
+
+    /// The enabled servers (raw names, sorted) that could publish a tool named
+    /// `tool_name`: those whose `mcp__<server>__` prefix (sanitized, or cut by the
+    /// 64-character limit) begins it. Usually one; several when two server names
+    /// sanitize alike; none for a name that is not an MCP tool's. A host that calls
+    /// one tool starts only these (with [`MCPConfig::retain_servers`]) instead of
+    /// every server.
+    ///
+    /// ```
+    /// use iris_mcp::{ConfigFormat, MCPConfig, McpOverrides};
+    /// let text = r#"{"mcpServers": {"time": {"command": "t"}, "my.docs": {"command": "d"}, "my_docs": {"command": "e"}}}"#;
+    /// let config = MCPConfig::from_str(text, ConfigFormat::Json, "mcp.json", &McpOverrides::new()).unwrap();
+    /// assert_eq!(config.servers_for_tool("mcp__time__get_current_time"), ["time"]);
+    /// assert_eq!(config.servers_for_tool("mcp__my_docs__search"), ["my.docs", "my_docs"]);
+    /// assert!(config.servers_for_tool("read_file").is_empty());
+    /// ```
+    pub fn servers_for_tool(&self, tool_name: &str) -> Vec<String> {
+        use iris_tools_core::definition::MAX_TOOL_NAME_LEN;
+        // A suffixed name keeps at most this much of `mcp__<server>__<tool>`.
+        let head = MAX_TOOL_NAME_LEN - 9;
+        self.enabled_servers()
+            .filter(|server| {
+                let prefix = crate::naming::sanitize(&format!(
+                    "{}{}__",
+                    crate::naming::MCP_TOOL_PREFIX,
+                    server.name
+                ));
+                tool_name.starts_with(&prefix)
+                    || (prefix.len() > head
+                        && tool_name.len() == MAX_TOOL_NAME_LEN
+                        && tool_name.get(..head).is_some_and(|h| prefix.starts_with(h)))
+            })
+            .map(|server| server.name.clone())
+            .collect()
+    }
+
+    /// Keeps only the servers named in `keep` (raw names); the others are dropped
+    /// from the config, so a manager over it neither starts nor lists them.
+    pub fn retain_servers(&mut self, keep: &[String]) {
+        self.servers.retain(|name, _| keep.contains(name));
+    }
 }
 
 /// The syntax of a config file.

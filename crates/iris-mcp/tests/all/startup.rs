@@ -79,3 +79,44 @@ async fn twenty_four_servers_start_at_once_under_cpu_load() {
         "close ended every server"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_calling_one_tool_starts_only_its_server() {
+    let long = "a.server-name-long-enough-that-every-tool-name-is-cut-short";
+    let entries = [
+        ("time", sdk_stdio(&["--name", "only-time"])),
+        ("docs", sdk_stdio(&["--name", "only-docs"])),
+        (long, sdk_stdio(&["--name", "only-long"])),
+    ];
+    let all = config(&entries, &McpOverrides::new());
+    // Every published name maps back to its server, cut names included.
+    let h = Harness::new(all.clone());
+    let snap = h.manager.prepare().await.unwrap();
+    assert!(
+        snap.tools
+            .iter()
+            .any(|t| t.server == long && t.name.len() == 64)
+    );
+    for t in &snap.tools {
+        assert_eq!(
+            all.servers_for_tool(&t.name),
+            [t.server.clone()],
+            "{}",
+            t.name
+        );
+    }
+    h.manager.close().await;
+
+    let mut one = all.clone();
+    let needed = one.servers_for_tool("mcp__docs__echo");
+    assert_eq!(needed, ["docs"]);
+    one.retain_servers(&needed);
+    let h = Harness::new(one);
+    let snap = h.manager.prepare().await.unwrap();
+    assert_eq!(snap.servers.len(), 1);
+    assert_eq!(h.manager.server_pids().await.len(), 1);
+    assert!(my_children_with("only-time").is_empty());
+    let r = h.call("mcp__docs__echo", json!({"text": "just me"})).await;
+    assert_eq!(r.model_content(), "just me");
+    h.manager.close().await;
+}
