@@ -100,7 +100,7 @@ async fn a_host_calling_one_tool_starts_only_its_server() {
     for t in &snap.tools {
         assert_eq!(
             all.servers_for_tool(&t.name),
-            [t.server.clone()],
+            std::slice::from_ref(&t.server),
             "{}",
             t.name
         );
