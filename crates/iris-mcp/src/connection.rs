@@ -463,6 +463,62 @@ pub(crate) fn dropped_answer(e: &ServiceError) -> Option<(&'static str, String)>
     }
 }
 
+/// Why a request failed without reaching the server (streamable HTTP could not
+/// connect), or `None` when it may have been delivered.
+pub(crate) fn undelivered(e: &ServiceError) -> Option<String> {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    let ServiceError::TransportSend(t) = e else {
+        return None;
+    };
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(t.error.as_ref());
+    while let Some(current) = cause {
+        if let Some(StreamableHttpError::Client(client)) =
+            current.downcast_ref::<StreamableHttpError<reqwest::Error>>()
+            && client.is_connect()
+        {
+            return Some(format!("cannot connect to the server ({client})"));
+        }
+        if let Some(client) = current.downcast_ref::<reqwest::Error>()
+            && client.is_connect()
+        {
+            return Some(format!("cannot connect to the server ({client})"));
+        }
+        cause = current.source();
+    }
+    None
+}
+
+/// A one-line description of a transport failure, for an error message.
+pub(crate) fn transport_failure(e: &ServiceError) -> String {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    let mut text = match e {
+        ServiceError::TransportSend(t) => {
+            match t
+                .error
+                .downcast_ref::<StreamableHttpError<reqwest::Error>>()
+            {
+                // The HTTP client's own words, with their causes ("connection closed
+                // before message completed"), not rmcp's wrapper type names.
+                Some(StreamableHttpError::Client(client)) => {
+                    let mut out = client.to_string();
+                    let mut cause = std::error::Error::source(client);
+                    while let Some(c) = cause {
+                        out.push_str(": ");
+                        out.push_str(&c.to_string());
+                        cause = c.source();
+                    }
+                    out
+                }
+                Some(other) => other.to_string(),
+                None => t.error.to_string(),
+            }
+        }
+        other => other.to_string(),
+    };
+    text = text.lines().next().unwrap_or_default().trim().to_owned();
+    text
+}
+
 impl Connection {
     /// The server's redactor: every message about it passes through this.
     pub(crate) fn redactor(&self) -> &Redactor {

@@ -26,9 +26,9 @@ pub mod codes {
     pub const MCP_NOT_PREPARED: &str = "MCP_NOT_PREPARED";
     /// The tool ran and the server reported `isError: true`.
     pub const MCP_TOOL_ERROR: &str = "MCP_TOOL_ERROR";
-    /// The server is not connected: the manager was closed, or the session broke
-    /// and restarting the server failed (or waits out its backoff). The call was
-    /// not sent.
+    /// The server is not connected: the manager was closed, the session broke and
+    /// restarting the server failed (or waits out its backoff), or an HTTP server
+    /// refused the connection. The call did not reach the server.
     pub const MCP_CONNECTION_CLOSED: &str = "MCP_CONNECTION_CLOSED";
     /// The session broke while the call was out (the process died, the stream
     /// closed) and the tool is not safe to repeat: the call may have run. The

@@ -32,7 +32,7 @@ use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 
 use crate::client::Progress;
-use crate::connection::{CancelMode, Connection, dropped_answer};
+use crate::connection::{CancelMode, Connection, dropped_answer, transport_failure, undelivered};
 use crate::error::codes;
 use crate::server::Server;
 
@@ -145,7 +145,10 @@ enum Attempt {
     /// The request never left: the session was already gone.
     NotSent,
     /// The session broke after the request was sent: the server may have run it.
-    Lost,
+    /// The reason, when the transport gave one.
+    Lost(Option<String>),
+    /// The request could not reach the server (a refused connection): it did not run.
+    Unreachable(String),
 }
 
 /// What the request's responder delivered.
@@ -303,7 +306,8 @@ impl McpTool {
                 // The request never reached the server; the next session gets it.
                 Attempt::NotSent if !unsent => unsent = true,
                 Attempt::NotSent => return self.unavailable(&conn.describe_closed()),
-                Attempt::Lost => {
+                Attempt::Unreachable(why) => return self.unavailable(&why),
+                Attempt::Lost(reason) => {
                     if let Some(process) = &conn.process {
                         // The stream usually closes a moment before the process is
                         // reaped; wait for that moment so the error can say how.
@@ -314,7 +318,7 @@ impl McpTool {
                         tracing::info!(target: TRACING_TARGET, server = %self.server.name, tool = %self.wire_name, "the connection broke mid-call; replaying the call (trusted read-only or idempotent)");
                         continue;
                     }
-                    return self.lost(&conn, replayed);
+                    return self.lost(&conn, replayed, reason.as_deref());
                 }
             }
         }
@@ -501,15 +505,22 @@ impl McpTool {
         conn: &Connection,
     ) -> Attempt {
         let result = match answer {
-            Err(_) => return Attempt::Lost,
+            Err(_) => return Attempt::Lost(None),
             Ok(Err(e)) => {
+                if let Some(why) = undelivered(&e) {
+                    return Attempt::Unreachable(conn.redactor().redact(&why));
+                }
                 if dropped_answer(&e).is_none()
                     && matches!(
                         e,
                         ServiceError::TransportClosed | ServiceError::TransportSend(_)
                     )
                 {
-                    return Attempt::Lost;
+                    let reason = match e {
+                        ServiceError::TransportSend(_) => Some(transport_failure(&e)),
+                        _ => None,
+                    };
+                    return Attempt::Lost(reason);
                 }
                 return Attempt::Done(self.service_error(&e, conn));
             }
@@ -581,9 +592,13 @@ impl McpTool {
     }
 
     /// The session broke while the call was out and it is not safe to repeat.
-    fn lost(&self, conn: &Connection, replayed: bool) -> ToolOutput {
+    fn lost(&self, conn: &Connection, replayed: bool, reason: Option<&str>) -> ToolOutput {
         let stderr = conn.redactor().redact(&conn.stderr_tail());
         let again = if replayed { " (after one replay)" } else { "" };
+        let how = match (&conn.process, reason) {
+            (None, Some(reason)) => reason.to_owned(),
+            _ => conn.describe_closed(),
+        };
         ToolOutput::error(
             self.failed(
                 codes::MCP_CONNECTION_LOST,
@@ -591,7 +606,7 @@ impl McpTool {
                     "the connection to MCP server `{}` broke while `{}` was running{again}: {}; the call may have run, and it was not repeated (only trusted read-only or idempotent tools are)",
                     self.server.name,
                     self.wire_name,
-                    conn.describe_closed()
+                    how
                 ),
                 conn,
             )

@@ -338,3 +338,42 @@ async fn progress_over_streamable_http() {
     assert_eq!(*count.lock().unwrap(), 8);
     h.manager.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_and_cancellation_over_the_sse_transport() {
+    // The legacy HTTP+SSE transport: one event stream carries every answer, so a
+    // timed-out call is withdrawn with notifications/cancelled.
+    let server = HttpServer::start_with("sse", free_port(), &["--extra-tools"]);
+    let entry = format!(
+        r#"{{"type": "sse", "url": {}, "tool_timeout_sec": 3}}"#,
+        q(&server.url("/sse"))
+    );
+    let h = Harness::new(config(&[("old", entry)], &McpOverrides::new()));
+    h.manager.prepare().await.unwrap();
+    let count = Arc::new(Mutex::new(0u32));
+    let sink = {
+        let count = Arc::clone(&count);
+        McpProgressSink::new(move |_| *count.lock().unwrap() += 1)
+    };
+    let tool = h.registry.get("mcp__old__progress").unwrap();
+    let ctx = h.ctx("p-sse").with_extension(sink);
+    let r = tool
+        .run(ToolInput::new(json!({"steps": 8, "interval": 0.5})), &ctx)
+        .await;
+    assert_eq!(r.model_content(), "done after 8 steps", "{r:?}");
+    assert_eq!(*count.lock().unwrap(), 8);
+
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("cancelled");
+    let r = h
+        .call(
+            "mcp__old__hang",
+            json!({"marker": marker.display().to_string()}),
+        )
+        .await;
+    let e = r.error_info().unwrap();
+    assert_eq!(e.code, core_codes::TOOL_TIMEOUT, "{e:?}");
+    assert_eq!(e.details["cancellation"], "notifications/cancelled");
+    assert!(wait_until(Duration::from_secs(20), || marker.exists()));
+    h.manager.close().await;
+}

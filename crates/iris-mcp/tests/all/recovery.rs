@@ -202,3 +202,44 @@ async fn an_expired_http_session_is_re_established() {
     assert_eq!(r.model_content(), "two", "{r:?}");
     h.manager.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_server_that_dies_mid_call() {
+    let port = free_port();
+    let server = HttpServer::start_with("streamable-http", port, &["--extra-tools"]);
+    let entry = format!(r#"{{"url": {}}}"#, q(&server.url("/mcp")));
+    let overrides: McpOverrides = [("web".to_owned(), trusted())].into();
+    let h = Harness::new(config(&[("web", entry)], &overrides));
+    h.manager.prepare().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("write").display().to_string();
+
+    // The response stream breaks with the process: the call may have run.
+    let r = h
+        .call("mcp__web__crash_once_write", json!({"marker": marker}))
+        .await;
+    assert_eq!(r.error_code(), Some(codes::MCP_CONNECTION_LOST), "{r:?}");
+    let e = r.error_info().unwrap();
+    assert_eq!(e.details["may_have_run"], true);
+    assert!(e.message.contains("error sending request"), "{}", e.message);
+    assert!(!e.message.contains("rmcp::"), "{}", e.message);
+
+    // Nobody listens: the call never left, and the error says so (not "may have
+    // run"), even for a tool that would be replayed.
+    drop(server);
+    let r = h.call("mcp__web__echo", json!({"text": "down"})).await;
+    assert_eq!(r.error_code(), Some(codes::MCP_CONNECTION_CLOSED), "{r:?}");
+    let e = r.error_info().unwrap();
+    assert!(
+        e.message.contains("cannot connect to the server"),
+        "{}",
+        e.message
+    );
+    assert!(!e.details.contains_key("may_have_run"));
+
+    // The server is back on its port: calls work again.
+    let _server = HttpServer::start_with("streamable-http", port, &["--extra-tools"]);
+    let r = h.call("mcp__web__echo", json!({"text": "up"})).await;
+    assert_eq!(r.model_content(), "up", "{r:?}");
+    h.manager.close().await;
+}
