@@ -6,8 +6,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::ClientHandler;
-use rmcp::model::{ClientConfig, ProgressNotificationParam, ProgressToken};
-use rmcp::service::{NotificationContext, RoleClient};
+use rmcp::model::{
+    ClientConfig, ElicitRequestParams, ElicitResult, ErrorCode, ErrorData,
+    ProgressNotificationParam, ProgressToken,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient};
+
+use crate::transport::Diagnostics;
 use tokio::sync::mpsc;
 
 /// One progress notification, as the call waiting for it sees it.
@@ -151,9 +156,33 @@ impl Drop for ProgressWatch {
 pub(crate) struct IrisClient {
     pub(crate) info: ClientConfig,
     pub(crate) events: ServerEvents,
+    pub(crate) diagnostics: Diagnostics,
+}
+
+impl IrisClient {
+    /// Refuses an elicitation loudly: the server gets a JSON-RPC error saying why,
+    /// and the user a diagnostic.
+    fn refuse_elicitation(&self) -> ErrorData {
+        let message = "iris cannot answer elicitation requests yet (it did not declare the capability); the request was refused";
+        let stored = self.diagnostics.push(&format!(
+            "the server sent an elicitation request: {message}"
+        ));
+        tracing::warn!("{stored}");
+        ErrorData::new(ErrorCode::METHOD_NOT_FOUND, message, None)
+    }
 }
 
 impl ClientHandler for IrisClient {
+    /// Elicitation is not declared, so a server should not ask; one that does is
+    /// refused with a reason rather than silently declined (rmcp's default).
+    async fn create_elicitation(
+        &self,
+        _request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        Err(self.refuse_elicitation())
+    }
+
     async fn on_progress(
         &self,
         params: ProgressNotificationParam,

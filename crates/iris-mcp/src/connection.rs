@@ -271,11 +271,13 @@ async fn negotiate<T: Transport<RoleClient>>(
 async fn serve<T: Transport<RoleClient> + 'static>(
     mut transport: T,
     events: &ServerEvents,
+    diagnostics: &Diagnostics,
 ) -> Result<Service, StartupError> {
     let (mode, info) = negotiate(&mut transport).await?;
     let client = IrisClient {
         info,
         events: events.clone(),
+        diagnostics: diagnostics.clone(),
     };
     client
         .serve_with_lifecycle(transport, mode)
@@ -331,7 +333,7 @@ pub(crate) async fn connect(
                 .process
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&process));
-            let service = serve(transport, events).await?;
+            let service = serve(transport, events, &diagnostics).await?;
             (service, TransportKind::Stdio, Some(process))
         }
         ResolvedTransport::Http {
@@ -348,12 +350,12 @@ pub(crate) async fn connect(
             )
             .await
             .map_err(StartupError::failed)?;
-            let service = serve(transport, events).await?;
+            let service = serve(transport, events, &diagnostics).await?;
             (service, TransportKind::Sse, None)
         }
         ResolvedTransport::Http { url, headers, .. } => {
             let transport = streamable_http(&url, &headers, max_message_bytes)?;
-            let service = serve(transport, events).await?;
+            let service = serve(transport, events, &diagnostics).await?;
             (service, TransportKind::StreamableHttp, None)
         }
     };
