@@ -24,6 +24,8 @@ pub mod codes {
     pub const MCP_CLOSED: &str = "MCP_CLOSED";
     /// The manager has not been prepared yet (`refresh_catalog` before `prepare`).
     pub const MCP_NOT_PREPARED: &str = "MCP_NOT_PREPARED";
+    /// A diagnostic: a server whose session broke was started again.
+    pub const MCP_SERVER_RESTARTED: &str = "MCP_SERVER_RESTARTED";
     /// The tool ran and the server reported `isError: true`.
     pub const MCP_TOOL_ERROR: &str = "MCP_TOOL_ERROR";
     /// The server is not connected: the manager was closed, the session broke and

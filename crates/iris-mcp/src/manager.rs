@@ -290,8 +290,10 @@ impl MCPManager {
         self.generation.load(Ordering::Acquire)
     }
 
-    /// Protocol complaints collected since `prepare` (non-JSON stdout lines, oversized
-    /// messages), per server. The snapshot holds those seen during startup.
+    /// What each server's sessions reported since `prepare`: protocol complaints
+    /// (non-JSON stdout lines, oversized messages, a refused elicitation;
+    /// `MCP_PROTOCOL_WARNING`), restarts (`MCP_SERVER_RESTARTED`) and failed
+    /// restarts (`MCP_STARTUP_FAILED`). The snapshot holds those seen during startup.
     pub async fn live_diagnostics(&self) -> Vec<McpDiagnostic> {
         let state = self.state.lock().await;
         let State::Prepared(prepared) = &*state else {
@@ -303,12 +305,12 @@ impl MCPManager {
             .flat_map(|l| {
                 l.server
                     .diagnostics
-                    .snapshot()
+                    .snapshot_coded()
                     .into_iter()
-                    .map(|m| McpDiagnostic {
+                    .map(|(code, m)| McpDiagnostic {
                         server: l.server.name.clone(),
                         severity: DiagnosticSeverity::Warning,
-                        code: codes::MCP_PROTOCOL_WARNING.into(),
+                        code: code.into(),
                         message: m,
                     })
             })

@@ -145,6 +145,7 @@ impl Server {
         }
         // The broken session's process is reaped (and its group ended) first.
         current.close().await;
+        let ended = current.describe_closed();
         match self.start_again().await {
             Ok((connection, tools)) => {
                 let connection = Arc::new(connection);
@@ -152,7 +153,11 @@ impl Server {
                     Arc::clone(&connection);
                 *state = RestartState::default();
                 self.restarts.fetch_add(1, Ordering::AcqRel);
-                tracing::info!(server = %self.name, "the MCP server was restarted");
+                let note = self.diagnostics.push_coded(
+                    crate::codes::MCP_SERVER_RESTARTED,
+                    &format!("the server was restarted after its session broke: {ended}"),
+                );
+                tracing::info!(server = %self.name, "{note}");
                 if tools != self.listed() {
                     // The catalog follows on its next refresh; the tools are kept.
                     self.set_listed(tools);
@@ -164,6 +169,10 @@ impl Server {
                 state.failures = state.failures.saturating_add(1);
                 state.retry_at = Some(Instant::now() + backoff(state.failures));
                 let message = self.diagnostics.redactor().redact(&e.message);
+                self.diagnostics.push_coded(
+                    crate::codes::MCP_STARTUP_FAILED,
+                    &format!("restarting the server failed: {message}"),
+                );
                 state.last_error = Some(message.clone());
                 tracing::warn!(server = %self.name, error = %message, "restarting the MCP server failed");
                 Err(format!("restarting the server failed: {message}"))

@@ -88,6 +88,13 @@ async fn a_call_lost_with_the_server_is_replayed_only_when_safe() {
         .await;
     assert_eq!(r.model_content(), "ran 2 times", "{r:?}");
     assert_eq!(h.manager.restart_counts().await["safe"], 2);
+    let live = h.manager.live_diagnostics().await;
+    assert!(
+        live.iter().any(|d| d.server == "safe"
+            && d.code == codes::MCP_SERVER_RESTARTED
+            && d.message.starts_with("the server was restarted after its session broke: the server process exited (exit status: 7)")),
+        "{live:?}"
+    );
 
     // A write that is not idempotent: not repeated, and the result says it may have
     // run. The next call restarts the server and runs normally.
@@ -155,6 +162,12 @@ async fn a_failed_restart_backs_off_then_recovers() {
         "{message}"
     );
     assert!(message.contains("exit status: 3"), "{message}");
+    let live = h.manager.live_diagnostics().await;
+    assert!(
+        live.iter().any(|d| d.code == codes::MCP_STARTUP_FAILED
+            && d.message.starts_with("restarting the server failed")),
+        "{live:?}"
+    );
     // At once again: inside the backoff, no new process is started.
     let r = h.call("mcp__flaky__echo", json!({"text": "x"})).await;
     let message = &r.error_info().unwrap().message;
