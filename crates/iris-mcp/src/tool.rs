@@ -282,6 +282,12 @@ impl McpTool {
                 .with_detail("server", self.server.name.clone()),
             );
         }
+        if ctx.cancel_requested() {
+            return ToolOutput::err(
+                core_codes::CANCELLED,
+                "the call was cancelled before it was sent to the MCP server",
+            );
+        }
         // Inside the executor `ctx.tool_timeout` is the call's effective deadline; a
         // zero one never reaches a body there, so it is ignored here like an unset one.
         let cap = match ctx.tool_timeout {

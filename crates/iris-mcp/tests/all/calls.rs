@@ -197,6 +197,21 @@ async fn host_cancellation_over_stdio_sends_notifications_cancelled() {
     assert_eq!(e.code, core_codes::CANCELLED, "{e:?}");
     assert_eq!(e.details["cancellation"], "notifications/cancelled");
     assert!(wait_until(Duration::from_secs(20), || marker.exists()));
+    // With the signal already raised, nothing is sent.
+    let never = dir.path().join("never-started");
+    let input =
+        json!({"marker": marker.display().to_string(), "started": never.display().to_string()});
+    let r = tool.run(ToolInput::new(input), &ctx).await;
+    assert_eq!(r.error_code(), Some(core_codes::CANCELLED), "{r:?}");
+    assert!(
+        r.error_info()
+            .unwrap()
+            .message
+            .contains("before it was sent")
+    );
+    let r = h.call("mcp__srv__echo", json!({"text": "after"})).await;
+    assert_eq!(r.model_content(), "after");
+    assert!(!never.exists(), "the server never saw the cancelled call");
 
     // A call whose future is dropped (the executor's safety net, a lost select) is
     // withdrawn too.
