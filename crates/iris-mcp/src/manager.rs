@@ -164,9 +164,15 @@ impl Catalog {
 struct Prepared {
     servers: Vec<Live>,
     catalog: Catalog,
-    /// Servers that did not start, with their snapshot entries kept as they were.
+    /// What `prepare` found (config warnings, skipped tools, optional failures).
     base_diagnostics: Vec<McpDiagnostic>,
+    /// What refreshes found since, newest last, at most [`MAX_REFRESH_NOTES`].
+    refresh_notes: std::collections::VecDeque<McpDiagnostic>,
 }
+
+/// Refresh diagnostics kept in the snapshot (a server that keeps failing must not
+/// grow it without bound).
+const MAX_REFRESH_NOTES: usize = 50;
 
 #[derive(Debug)]
 enum State {
@@ -457,6 +463,7 @@ impl MCPManager {
             servers: ready.into_iter().map(|(l, _)| l).collect(),
             catalog,
             base_diagnostics: diagnostics,
+            refresh_notes: std::collections::VecDeque::new(),
         };
         let snapshot = self.publish_snapshot(&prepared, self.catalog_generation());
         *state = State::Prepared(prepared);
@@ -520,6 +527,9 @@ impl MCPManager {
                             .redactor()
                             .redact(&format!("refreshing the tool list failed: {why}")),
                     });
+                    // Still changed: the generation moves again, so the host tries
+                    // once more before a later model request.
+                    live.server.events.tools_changed();
                     continue;
                 }
             };
@@ -567,7 +577,15 @@ impl MCPManager {
             self.registry.register_many(tools)?;
             prepared.catalog.entries.extend(added);
         }
-        prepared.base_diagnostics.extend(diagnostics);
+        for d in diagnostics {
+            if prepared.refresh_notes.contains(&d) {
+                continue;
+            }
+            if prepared.refresh_notes.len() == MAX_REFRESH_NOTES {
+                prepared.refresh_notes.pop_front();
+            }
+            prepared.refresh_notes.push_back(d);
+        }
         Ok(self.publish_snapshot(prepared, generation))
     }
 
@@ -613,7 +631,12 @@ impl MCPManager {
             generation,
             servers,
             tools: descriptors,
-            diagnostics: prepared.base_diagnostics.clone(),
+            diagnostics: prepared
+                .base_diagnostics
+                .iter()
+                .chain(&prepared.refresh_notes)
+                .cloned()
+                .collect(),
         });
         *self
             .snapshot

@@ -100,3 +100,47 @@ async fn refresh_round_trip(entry: String, protocol: &str) {
         codes::MCP_CLOSED
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refresh_that_cannot_reach_the_server_is_retried_later() {
+    let dir = tempfile::tempdir().unwrap();
+    let refuse = dir.path().join("refuse");
+    let refuse_arg = refuse.display().to_string();
+    let h = Harness::new(config(
+        &[(
+            "a",
+            sdk_stdio(&["--extra-tools", "--refuse-start-if", &refuse_arg]),
+        )],
+        &McpOverrides::new(),
+    ));
+    let first = h.manager.prepare().await.unwrap();
+    h.call("mcp__a__add_tool", json!({"name": "fresh"})).await;
+    assert!(changed_since(&h, first.generation).await);
+    // The server dies before the host refreshes, and cannot start again yet.
+    std::fs::write(&refuse, "").unwrap();
+    let r = h.call("mcp__a__crash", json!({})).await;
+    assert_eq!(r.error_code(), Some(codes::MCP_CONNECTION_LOST), "{r:?}");
+    let second = h.manager.refresh_catalog().await.unwrap();
+    assert!(
+        second.diagnostics.iter().any(|d| d.server == "a"
+            && d.code == codes::MCP_REQUEST_FAILED
+            && d.message.starts_with("refreshing the tool list failed")),
+        "{:#?}",
+        second.diagnostics
+    );
+    assert_eq!(second.tools.len(), first.tools.len());
+    assert!(
+        h.manager.catalog_generation() > second.generation,
+        "the change is still pending"
+    );
+    // Once the server can start, the next refresh restarts it and reads its list
+    // (the restarted process never had `fresh`).
+    std::fs::remove_file(&refuse).unwrap();
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let third = h.manager.refresh_catalog().await.unwrap();
+    assert_eq!(third.generation, h.manager.catalog_generation());
+    assert!(third.tool("a", "fresh").is_none());
+    let r = h.call("mcp__a__echo", json!({"text": "back"})).await;
+    assert_eq!(r.model_content(), "back", "{r:?}");
+    h.manager.close().await;
+}
