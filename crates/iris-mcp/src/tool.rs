@@ -380,7 +380,7 @@ impl McpTool {
             match wake {
                 Wake::Answer(answer) => {
                     pending.disarm();
-                    return self.answered(*answer, ctx, conn).await;
+                    return self.answered(*answer, ctx, conn);
                 }
                 Wake::Cancelled => {
                     let mode = conn.cancel_mode();
@@ -504,12 +504,7 @@ impl McpTool {
         }
     }
 
-    async fn answered(
-        &self,
-        answer: Answer,
-        ctx: &ToolExecutionContext,
-        conn: &Connection,
-    ) -> Attempt {
+    fn answered(&self, answer: Answer, ctx: &ToolExecutionContext, conn: &Connection) -> Attempt {
         let result = match answer {
             Err(_) => return Attempt::Lost(None),
             Ok(Err(e)) => {
