@@ -58,7 +58,6 @@ async fn twenty_four_servers_start_at_once_under_cpu_load() {
     for load_pid in load.pids() {
         assert!(running(load_pid), "the CPU load ran throughout startup");
     }
-    drop(load);
     assert_eq!(snap.servers.len(), SERVERS);
     for s in &snap.servers {
         assert_eq!(s.status, ServerStatus::Ready, "{}", s.name);
@@ -79,6 +78,9 @@ async fn twenty_four_servers_start_at_once_under_cpu_load() {
         my_children_with("loaded-s").is_empty(),
         "close ended every server"
     );
+    let pids = load.pids();
+    drop(load);
+    assert!(pids.iter().all(|p| !running(*p)), "the busy loops are gone");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
