@@ -3,8 +3,9 @@
 //! - `call_roundtrip_stdio`: one `echo` call through `McpTool::run` over stdio. Compare
 //!   with `benches/python_client_roundtrip.py`, the Python SDK's own client against the
 //!   same server.
-//! - `startup`: `prepare` + `close` of 1 and of 8 servers; 8 run concurrently, so the
-//!   ratio shows how much parallel startup saves.
+//! - `startup`: `prepare` + `close` of 1, 8 and 24 servers; they start concurrently,
+//!   so the ratio shows how much parallel startup saves (issue 21 compares 24 servers
+//!   with the slowest single one).
 //!
 //! Run: `cargo bench -p iris-mcp --bench mcp` (the Python venv is created on first use).
 
@@ -106,7 +107,7 @@ fn call_roundtrip_stdio(bencher: divan::Bencher<'_, '_>) {
     });
 }
 
-#[divan::bench(args = [1, 8], sample_count = 3, sample_size = 1)]
+#[divan::bench(args = [1, 8, 24], sample_count = 3, sample_size = 1)]
 fn startup(bencher: divan::Bencher<'_, '_>, servers: usize) {
     let workspace = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     bencher.bench_local(|| {

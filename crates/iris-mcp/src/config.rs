@@ -28,6 +28,8 @@ use crate::redact;
 pub const DEFAULT_STARTUP_TIMEOUT_SEC: f64 = 30.0;
 /// Default `tool_timeout_sec`.
 pub const DEFAULT_TOOL_TIMEOUT_SEC: f64 = 30.0;
+/// Default `tool_max_sec` (never below the server's `tool_timeout_sec`).
+pub const DEFAULT_TOOL_MAX_SEC: f64 = 600.0;
 /// The root keys that may hold the server mapping; a file has exactly one.
 pub const ROOT_KEYS: [&str; 3] = ["mcpServers", "servers", "mcp_servers"];
 
@@ -48,7 +50,7 @@ const RESERVED_HEADERS: [&str; 5] = [
     "mcp-protocol-version",
     "last-event-id",
 ];
-const COMMON_FIELDS: [&str; 9] = [
+const COMMON_FIELDS: [&str; 10] = [
     "type",
     "enabled",
     "disabled",
@@ -56,6 +58,7 @@ const COMMON_FIELDS: [&str; 9] = [
     "startup_timeout_sec",
     "startup_timeout_ms",
     "tool_timeout_sec",
+    "tool_max_sec",
     "enabled_tools",
     "disabled_tools",
 ];
@@ -151,8 +154,14 @@ pub struct ServerConfig {
     pub trust_annotations: bool,
     /// Startup deadline: connect, handshake and the full tool listing.
     pub startup_timeout: Duration,
-    /// Deadline of one tool call.
+    /// Idle deadline of one tool call (`tool_timeout_sec`): how long a call may go
+    /// without an answer or a progress notification. Each progress notification
+    /// restarts it, up to [`ServerConfig::tool_max`].
     pub tool_timeout: Duration,
+    /// Absolute cap of one tool call (`tool_max_sec`, default
+    /// [`DEFAULT_TOOL_MAX_SEC`] or `tool_timeout_sec` when that is longer): progress
+    /// never extends a call past it.
+    pub tool_max: Duration,
     /// Wire names to publish; `None` publishes all.
     pub enabled_tools: Option<Vec<String>>,
     /// Wire names never published; wins over `enabled_tools`.
@@ -425,6 +434,9 @@ pub struct ServerOverride {
     /// Overrides `tool_timeout_sec`.
     #[serde(default)]
     pub tool_timeout_sec: Option<f64>,
+    /// Overrides `tool_max_sec`.
+    #[serde(default)]
+    pub tool_max_sec: Option<f64>,
 }
 
 /// Overrides for several servers, by raw server name.
@@ -483,6 +495,47 @@ impl MCPConfig {
     /// The enabled servers.
     pub fn enabled_servers(&self) -> impl Iterator<Item = &ServerConfig> {
         self.servers.values().filter(|s| s.enabled)
+    }
+
+    /// The enabled servers (raw names, sorted) that could publish a tool named
+    /// `tool_name`: those whose `mcp__<server>__` prefix (sanitized, or cut by the
+    /// 64-character limit) begins it. Usually one; several when two server names
+    /// sanitize alike; none for a name that is not an MCP tool's. A host that calls
+    /// one tool starts only these (with [`MCPConfig::retain_servers`]) instead of
+    /// every server.
+    ///
+    /// ```
+    /// use iris_mcp::{ConfigFormat, MCPConfig, McpOverrides};
+    /// let text = r#"{"mcpServers": {"time": {"command": "t"}, "my.docs": {"command": "d"}, "my_docs": {"command": "e"}}}"#;
+    /// let config = MCPConfig::from_str(text, ConfigFormat::Json, "mcp.json", &McpOverrides::new()).unwrap();
+    /// assert_eq!(config.servers_for_tool("mcp__time__get_current_time"), ["time"]);
+    /// assert_eq!(config.servers_for_tool("mcp__my_docs__search"), ["my.docs", "my_docs"]);
+    /// assert!(config.servers_for_tool("read_file").is_empty());
+    /// ```
+    pub fn servers_for_tool(&self, tool_name: &str) -> Vec<String> {
+        use iris_tools_core::definition::MAX_TOOL_NAME_LEN;
+        // A suffixed name keeps at most this much of `mcp__<server>__<tool>`.
+        let head = MAX_TOOL_NAME_LEN - 9;
+        self.enabled_servers()
+            .filter(|server| {
+                let prefix = crate::naming::sanitize(&format!(
+                    "{}{}__",
+                    crate::naming::MCP_TOOL_PREFIX,
+                    server.name
+                ));
+                tool_name.starts_with(&prefix)
+                    || (prefix.len() > head
+                        && tool_name.len() == MAX_TOOL_NAME_LEN
+                        && tool_name.get(..head).is_some_and(|h| prefix.starts_with(h)))
+            })
+            .map(|server| server.name.clone())
+            .collect()
+    }
+
+    /// Keeps only the servers named in `keep` (raw names); the others are dropped
+    /// from the config, so a manager over it neither starts nor lists them.
+    pub fn retain_servers(&mut self, keep: &[String]) {
+        self.servers.retain(|name, _| keep.contains(name));
     }
 }
 
@@ -1255,6 +1308,7 @@ fn parse_server(
     let tool_sec = f
         .positive_seconds("tool_timeout_sec", 1.0)?
         .unwrap_or(DEFAULT_TOOL_TIMEOUT_SEC);
+    let tool_max_sec = f.positive_seconds("tool_max_sec", 1.0)?;
 
     let mut server = ServerConfig {
         name: name.to_owned(),
@@ -1264,6 +1318,7 @@ fn parse_server(
         trust_annotations: false,
         startup_timeout: seconds(startup_sec),
         tool_timeout: seconds(tool_sec),
+        tool_max: Duration::ZERO,
         enabled_tools: f.strings("enabled_tools")?,
         disabled_tools: f.strings("disabled_tools")?.unwrap_or_default(),
         source: path.to_path_buf(),
@@ -1288,6 +1343,35 @@ fn parse_server(
                 seconds(check_positive(s).map_err(|m| over_err("tool_timeout_sec", m))?);
         }
     }
+    // The cap: the override's, else the file's, else the default (raised to the idle
+    // timeout, so a long `tool_timeout_sec` alone keeps working).
+    let (max_sec, max_field) = match over.and_then(|o| o.tool_max_sec) {
+        Some(s) => (
+            Some(check_positive(s).map_err(|m| {
+                McpError::config(path, Some(name), Some("mcp.overrides.tool_max_sec"), m)
+            })?),
+            "mcp.overrides.tool_max_sec",
+        ),
+        None => (tool_max_sec, "tool_max_sec"),
+    };
+    server.tool_max = match max_sec {
+        Some(s) => {
+            let max = seconds(s);
+            if max < server.tool_timeout {
+                return Err(McpError::config(
+                    path,
+                    Some(name),
+                    Some(max_field),
+                    format!(
+                        "the cap ({s}s) is shorter than tool_timeout_sec ({}s); progress can only extend a call up to the cap",
+                        server.tool_timeout.as_secs_f64()
+                    ),
+                ));
+            }
+            max
+        }
+        None => seconds(DEFAULT_TOOL_MAX_SEC).max(server.tool_timeout),
+    };
     Ok(server)
 }
 

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ClientJsonRpcMessage, ClientRequest, DiscoverRequest,
-    DiscoverRequestParams, Implementation, JsonRpcMessage, NumberOrString, PaginatedRequestParams,
-    ProtocolVersion, RequestMetaObject, ServerJsonRpcMessage, ServerResult,
+    DiscoverRequestParams, ErrorCode, Implementation, JsonRpcMessage, NumberOrString,
+    PaginatedRequestParams, ProtocolVersion, RequestMetaObject, ServerJsonRpcMessage, ServerResult,
+    SubscriptionFilter,
 };
 use rmcp::service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -16,11 +17,15 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::{Peer, RoleClient, ServiceError};
 use serde_json::Value;
 
+use crate::client::{IrisClient, ServerEvents};
 use crate::config::{ResolvedTransport, TransportKind};
 use crate::error::codes;
 use crate::redact::Redactor;
 use crate::transport::stdio::{StdioProcess, StdioSpawn};
 use crate::transport::{Diagnostics, sse, stand_in_code, stdio};
+
+/// How long the 2026-07-28 `subscriptions/listen` stream may take to be acknowledged.
+const LISTEN_ACK_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Pages of `tools/list` followed before giving up on a server that never ends.
 pub(crate) const MAX_TOOL_PAGES: usize = 1000;
@@ -50,7 +55,27 @@ impl StartupError {
     }
 }
 
-type Service = RunningService<RoleClient, ClientConfig>;
+type Service = RunningService<RoleClient, IrisClient>;
+
+/// How a call that is given up on is withdrawn from the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CancelMode {
+    /// A stateful session: `notifications/cancelled` names the request.
+    Notification,
+    /// A stateless (2026-07-28) streamable-HTTP exchange: the request's response
+    /// stream is closed, which is how that revision cancels.
+    StreamClosed,
+}
+
+impl CancelMode {
+    /// The value of a result's `cancellation` detail.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            CancelMode::Notification => "notifications/cancelled",
+            CancelMode::StreamClosed => "request_stream_closed",
+        }
+    }
+}
 
 /// A connected, negotiated server.
 #[derive(Debug)]
@@ -60,11 +85,16 @@ pub(crate) struct Connection {
     pub(crate) peer: Peer<RoleClient>,
     /// The protocol revision actually in use.
     pub(crate) protocol: String,
+    /// Whether the session began with `server/discover` (2026-07-28), not `initialize`.
+    pub(crate) modern: bool,
     /// `serverInfo` name and version, when the server sent them.
     pub(crate) server_info: Option<(String, String)>,
     pub(crate) process: Option<Arc<StdioProcess>>,
     pub(crate) diagnostics: Diagnostics,
     service: tokio::sync::Mutex<Option<Service>>,
+    /// The `subscriptions/listen` stream that carries list changes on a 2026-07-28
+    /// session, read by a task that ends with the session.
+    listener: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 /// Where a connection attempt keeps what outlives a startup timeout: the process (so
@@ -78,9 +108,14 @@ pub(crate) struct Attempt {
 impl Attempt {
     /// An attempt whose messages pass through `redactor`.
     pub(crate) fn new(redactor: Redactor) -> Self {
+        Self::with_diagnostics(Diagnostics::new(redactor))
+    }
+
+    /// An attempt that reports into existing diagnostics (a restart).
+    pub(crate) fn with_diagnostics(diagnostics: Diagnostics) -> Self {
         Self {
             process: Arc::default(),
-            diagnostics: Diagnostics::new(redactor),
+            diagnostics,
         }
     }
 
@@ -125,21 +160,6 @@ fn client_info() -> ClientConfig {
 /// string id never clashes with them.
 const PROBE_ID: &str = "iris-discover-probe";
 
-/// How long the probe waits before assuming a legacy server that ignores unknown
-/// methods: half the startup budget, at least 10 s (rmcp's own probe timeout).
-fn probe_timeout(startup: Duration) -> Duration {
-    (startup / 2).max(Duration::from_secs(10))
-}
-
-/// A transport that hides the answer to an abandoned probe. rmcp's handshake treats
-/// any response it did not ask for as fatal, so a discover answer that arrives after
-/// the probe gave up must never reach it.
-#[derive(Debug)]
-struct ProbeFilter<T> {
-    inner: T,
-    drop_probe_answer: bool,
-}
-
 fn is_probe_answer(msg: &ServerJsonRpcMessage) -> bool {
     let probe = NumberOrString::String(PROBE_ID.into());
     match msg {
@@ -149,42 +169,19 @@ fn is_probe_answer(msg: &ServerJsonRpcMessage) -> bool {
     }
 }
 
-impl<T: Transport<RoleClient>> Transport<RoleClient> for ProbeFilter<T> {
-    type Error = T::Error;
-
-    fn send(
-        &mut self,
-        item: ClientJsonRpcMessage,
-    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        self.inner.send(item)
-    }
-
-    async fn receive(&mut self) -> Option<ServerJsonRpcMessage> {
-        loop {
-            let msg = self.inner.receive().await?;
-            if self.drop_probe_answer && is_probe_answer(&msg) {
-                self.drop_probe_answer = false;
-                continue;
-            }
-            return Some(msg);
-        }
-    }
-
-    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
-        self.inner.close()
-    }
-}
-
 /// Asks the server which protocol it speaks and picks rmcp's lifecycle mode: the
 /// newest revision through `server/discover` when the server lists it, else the
 /// `initialize` handshake (a legacy server answers the probe with an error).
 ///
-/// rmcp's own `Auto` mode does this too, but gives up after a fixed 10 s and then
-/// fails on the late answer; a Python server starting on a loaded machine easily
-/// takes that long.
+/// The probe waits for its answer as long as startup may take (the caller bounds
+/// it with `startup_timeout_sec`): a slow answer is not a legacy server. A server
+/// that already accepted the discover has switched to 2026-07-28 and refuses a
+/// later `initialize` (`-32022`), so `initialize` is sent only after the server
+/// answered the probe with an error. rmcp's own `Auto` mode gives up after a fixed
+/// 10 s and then sends `initialize` on the same connection, which is exactly the
+/// failure a Python server starting on a loaded machine produced.
 async fn negotiate<T: Transport<RoleClient>>(
-    transport: &mut ProbeFilter<T>,
-    startup: Duration,
+    transport: &mut T,
 ) -> Result<(ClientLifecycleMode, ClientConfig), StartupError> {
     let client = client_info();
     let meta = RequestMetaObject::with_client_context(
@@ -202,50 +199,86 @@ async fn negotiate<T: Transport<RoleClient>>(
         ))
         .await
         .map_err(|e| StartupError::failed(format!("sending server/discover failed: {e}")))?;
-    let answer = async {
-        loop {
-            let msg = transport.inner.receive().await?;
-            if is_probe_answer(&msg) {
-                return Some(msg);
-            }
-            // Log notifications and the like before the handshake are dropped, as
-            // rmcp's handshake does.
+    let answer = loop {
+        let Some(msg) = transport.receive().await else {
+            return Err(StartupError::failed(
+                "the connection closed before the server answered",
+            ));
+        };
+        if is_probe_answer(&msg) {
+            break msg;
         }
+        // Log notifications and the like before the handshake are dropped, as
+        // rmcp's handshake does.
     };
     let modern = |versions: &[ProtocolVersion]| versions.contains(&ProtocolVersion::V_2026_07_28);
     let mut legacy_client = client.clone();
     legacy_client.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
-    match tokio::time::timeout(probe_timeout(startup), answer).await {
-        Ok(Some(JsonRpcMessage::Response(r))) => match r.result {
-            ServerResult::DiscoverResult(d) if modern(&d.supported_versions) => Ok((
-                ClientLifecycleMode::Discover {
-                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-                },
-                client,
-            )),
+    let discover_mode = ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    };
+    match answer {
+        JsonRpcMessage::Response(r) => match r.result {
+            ServerResult::DiscoverResult(d) if modern(&d.supported_versions) => {
+                Ok((discover_mode, client))
+            }
+            ServerResult::DiscoverResult(d)
+                if !d
+                    .supported_versions
+                    .iter()
+                    .any(ProtocolVersion::has_initialize) =>
+            {
+                Err(StartupError::failed(format!(
+                    "the server speaks none of the protocol revisions iris does (it listed {})",
+                    d.supported_versions
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+                .complete())
+            }
             _ => Ok((ClientLifecycleMode::Initialize, legacy_client)),
         },
-        Ok(Some(_)) => Ok((ClientLifecycleMode::Initialize, legacy_client)),
-        Ok(None) => Err(StartupError::failed(
-            "the connection closed before the server answered",
-        )),
-        Err(_) => {
-            transport.drop_probe_answer = true;
+        JsonRpcMessage::Error(e) => {
+            let error = e.error;
+            if let Some(code) = stand_in_code(&error) {
+                return Err(StartupError {
+                    code,
+                    message: format!("server/discover: {}", error.message),
+                    complete: true,
+                });
+            }
+            // A 2026-07-28 server that refuses this client (a header mismatch, a
+            // missing capability) is not a legacy server: `initialize` would only
+            // be refused too.
+            if error.code == ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+                || error.code == ErrorCode::HEADER_MISMATCH
+            {
+                return Err(StartupError::failed(format!(
+                    "the server refused server/discover (JSON-RPC {}): {}",
+                    error.code.0, error.message
+                ))
+                .complete());
+            }
             Ok((ClientLifecycleMode::Initialize, legacy_client))
         }
+        _ => Ok((ClientLifecycleMode::Initialize, legacy_client)),
     }
 }
 
 /// Negotiates, then hands the transport to rmcp's client service.
 async fn serve<T: Transport<RoleClient> + 'static>(
-    transport: T,
-    startup: Duration,
+    mut transport: T,
+    events: &ServerEvents,
+    diagnostics: &Diagnostics,
 ) -> Result<Service, StartupError> {
-    let mut transport = ProbeFilter {
-        inner: transport,
-        drop_probe_answer: false,
+    let (mode, info) = negotiate(&mut transport).await?;
+    let client = IrisClient {
+        info,
+        events: events.clone(),
+        diagnostics: diagnostics.clone(),
     };
-    let (mode, client) = negotiate(&mut transport, startup).await?;
     client
         .serve_with_lifecycle(transport, mode)
         .await
@@ -262,13 +295,14 @@ async fn serve<T: Transport<RoleClient> + 'static>(
         })
 }
 
-/// Connects and negotiates. `attempt` receives the process as soon as it exists.
+/// Connects and negotiates. `attempt` receives the process as soon as it exists;
+/// `events` receives the session's progress and catalog notifications.
 pub(crate) async fn connect(
     server: &str,
     transport: ResolvedTransport,
     max_message_bytes: usize,
-    startup: Duration,
     attempt: &Attempt,
+    events: &ServerEvents,
 ) -> Result<Connection, StartupError> {
     let diagnostics = attempt.diagnostics.clone();
     let (service, kind, process) = match transport {
@@ -299,7 +333,7 @@ pub(crate) async fn connect(
                 .process
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&process));
-            let service = serve(transport, startup).await?;
+            let service = serve(transport, events, &diagnostics).await?;
             (service, TransportKind::Stdio, Some(process))
         }
         ResolvedTransport::Http {
@@ -316,12 +350,12 @@ pub(crate) async fn connect(
             )
             .await
             .map_err(StartupError::failed)?;
-            let service = serve(transport, startup).await?;
+            let service = serve(transport, events, &diagnostics).await?;
             (service, TransportKind::Sse, None)
         }
         ResolvedTransport::Http { url, headers, .. } => {
             let transport = streamable_http(&url, &headers, max_message_bytes)?;
-            let service = serve(transport, startup).await?;
+            let service = serve(transport, events, &diagnostics).await?;
             (service, TransportKind::StreamableHttp, None)
         }
     };
@@ -331,20 +365,35 @@ pub(crate) async fn connect(
         .as_ref()
         .map(|i| i.protocol_version.to_string())
         .unwrap_or_default();
+    let modern = info
+        .as_ref()
+        .is_some_and(|i| !i.protocol_version.has_initialize());
     let server_info = info
         .as_ref()
         .and_then(|i| i.server_info.as_ref())
         .map(|s| (s.name.clone(), s.version.clone()));
-    Ok(Connection {
+    let lists_changes = info.as_ref().is_some_and(|i| {
+        i.capabilities
+            .tools
+            .as_ref()
+            .is_some_and(|t| t.list_changed == Some(true))
+    });
+    let connection = Connection {
         server: server.to_owned(),
         kind,
         peer,
         protocol,
+        modern,
         server_info,
         process,
         diagnostics,
         service: tokio::sync::Mutex::new(Some(service)),
-    })
+        listener: Mutex::new(None),
+    };
+    if modern && lists_changes {
+        connection.listen_for_changes(events).await;
+    }
+    Ok(connection)
 }
 
 fn streamable_http(
@@ -416,10 +465,129 @@ pub(crate) fn dropped_answer(e: &ServiceError) -> Option<(&'static str, String)>
     }
 }
 
+/// Why a request failed without reaching the server (streamable HTTP could not
+/// connect), or `None` when it may have been delivered.
+pub(crate) fn undelivered(e: &ServiceError) -> Option<String> {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    let ServiceError::TransportSend(t) = e else {
+        return None;
+    };
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(t.error.as_ref());
+    while let Some(current) = cause {
+        if let Some(StreamableHttpError::Client(client)) =
+            current.downcast_ref::<StreamableHttpError<reqwest::Error>>()
+            && client.is_connect()
+        {
+            return Some(format!("cannot connect to the server ({client})"));
+        }
+        if let Some(client) = current.downcast_ref::<reqwest::Error>()
+            && client.is_connect()
+        {
+            return Some(format!("cannot connect to the server ({client})"));
+        }
+        cause = current.source();
+    }
+    None
+}
+
+/// A one-line description of a transport failure, for an error message.
+pub(crate) fn transport_failure(e: &ServiceError) -> String {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    let mut text = match e {
+        ServiceError::TransportSend(t) => {
+            match t
+                .error
+                .downcast_ref::<StreamableHttpError<reqwest::Error>>()
+            {
+                // The HTTP client's own words, with their causes ("connection closed
+                // before message completed"), not rmcp's wrapper type names.
+                Some(StreamableHttpError::Client(client)) => {
+                    let mut out = client.to_string();
+                    let mut cause = std::error::Error::source(client);
+                    while let Some(c) = cause {
+                        out.push_str(": ");
+                        out.push_str(&c.to_string());
+                        cause = c.source();
+                    }
+                    out
+                }
+                Some(other) => other.to_string(),
+                None => t.error.to_string(),
+            }
+        }
+        other => other.to_string(),
+    };
+    text = text.lines().next().unwrap_or_default().trim().to_owned();
+    text
+}
+
 impl Connection {
     /// The server's redactor: every message about it passes through this.
     pub(crate) fn redactor(&self) -> &Redactor {
         self.diagnostics.redactor()
+    }
+
+    /// Whether the session can still carry a request: the transport is open and,
+    /// for stdio, the process has not exited (the stream may not have noticed yet).
+    pub(crate) fn is_alive(&self) -> bool {
+        !self.peer.is_transport_closed()
+            && self
+                .process
+                .as_ref()
+                .is_none_or(|p| p.exit_status().is_none())
+    }
+
+    /// How a call on this session is withdrawn.
+    pub(crate) fn cancel_mode(&self) -> CancelMode {
+        if self.kind == TransportKind::StreamableHttp && self.modern {
+            CancelMode::StreamClosed
+        } else {
+            CancelMode::Notification
+        }
+    }
+
+    /// Opens the 2026-07-28 `subscriptions/listen` stream for tool-list changes and
+    /// reads it in a task until the session ends. On earlier revisions the change
+    /// arrives as a plain notification instead (see [`IrisClient`]).
+    async fn listen_for_changes(&self, events: &ServerEvents) {
+        let filter = SubscriptionFilter::builder().tools_list_changed().build();
+        // A server that advertises list changes but never acknowledges the stream
+        // must not hold startup up to its timeout.
+        let listen = tokio::time::timeout(LISTEN_ACK_TIMEOUT, self.peer.listen(filter));
+        let outcome = match listen.await {
+            Ok(outcome) => outcome.map_err(|e| e.to_string()),
+            Err(_) => Err(format!(
+                "no acknowledgment within {}s",
+                LISTEN_ACK_TIMEOUT.as_secs()
+            )),
+        };
+        match outcome {
+            Ok(mut subscription) => {
+                let events = events.clone();
+                let server = self.server.clone();
+                let task = tokio::spawn(async move {
+                    loop {
+                        match subscription.next().await {
+                            Ok(Some(
+                                rmcp::model::ServerNotification::ToolListChangedNotification(_),
+                            )) => events.tools_changed(),
+                            Ok(Some(_)) => {}
+                            Ok(None) => break,
+                            Err(e) => {
+                                tracing::debug!(server = %server, error = %e, "the list-changes subscription ended");
+                                break;
+                            }
+                        }
+                    }
+                });
+                *self.listener.lock().unwrap_or_else(PoisonError::into_inner) = Some(task);
+            }
+            Err(e) => {
+                self.diagnostics.push(&format!(
+                    "subscriptions/listen for tool-list changes failed ({e}); the catalog will not follow the server's changes"
+                ));
+            }
+        }
     }
 
     /// Every tool of the server as raw JSON, following `nextCursor` to the end.
@@ -485,6 +653,14 @@ impl Connection {
 
     /// Ends the session and, for stdio, the process group.
     pub(crate) async fn close(&self) {
+        if let Some(task) = self
+            .listener
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            task.abort();
+        }
         let service = self.service.lock().await.take();
         if let Some(service) = service {
             // Cancelling closes the transport (stdin EOF for stdio, stream aborted

@@ -22,10 +22,26 @@ pub mod codes {
     pub const MCP_REGISTRY_CONFLICT: &str = "MCP_REGISTRY_CONFLICT";
     /// The manager was closed; it cannot prepare again.
     pub const MCP_CLOSED: &str = "MCP_CLOSED";
+    /// The manager has not been prepared yet (`refresh_catalog` before `prepare`).
+    pub const MCP_NOT_PREPARED: &str = "MCP_NOT_PREPARED";
+    /// A diagnostic: a server whose session broke was started again.
+    pub const MCP_SERVER_RESTARTED: &str = "MCP_SERVER_RESTARTED";
     /// The tool ran and the server reported `isError: true`.
     pub const MCP_TOOL_ERROR: &str = "MCP_TOOL_ERROR";
-    /// The connection to the server is gone (the process exited, the stream closed).
+    /// The server is not connected: the manager was closed, the session broke and
+    /// restarting the server failed (or waits out its backoff), or an HTTP server
+    /// refused the connection. The call did not reach the server.
     pub const MCP_CONNECTION_CLOSED: &str = "MCP_CONNECTION_CLOSED";
+    /// The session broke while the call was out (the process died, the stream
+    /// closed) and the tool is not safe to repeat: the call may have run. The
+    /// server is restarted on the next call.
+    pub const MCP_CONNECTION_LOST: &str = "MCP_CONNECTION_LOST";
+    /// The tool declares an `outputSchema` and its `structuredContent` is missing or
+    /// does not match it.
+    pub const MCP_OUTPUT_SCHEMA_MISMATCH: &str = "MCP_OUTPUT_SCHEMA_MISMATCH";
+    /// The server no longer lists the tool (a catalog refresh after
+    /// `notifications/tools/list_changed`); it was not called.
+    pub const MCP_TOOL_REMOVED: &str = "MCP_TOOL_REMOVED";
     /// The server answered the request with a JSON-RPC error or an unexpected reply.
     pub const MCP_REQUEST_FAILED: &str = "MCP_REQUEST_FAILED";
     /// The server sent something that is not valid MCP (a non-JSON stdout line, an
@@ -101,6 +117,9 @@ pub enum McpError {
     /// The manager was closed.
     #[error("the MCP manager is closed")]
     Closed,
+    /// The call needs a prepared manager.
+    #[error("the MCP manager is not prepared; call prepare first")]
+    NotPrepared,
 }
 
 impl McpError {
@@ -111,6 +130,7 @@ impl McpError {
             McpError::Startup { code, .. } => code,
             McpError::Registry(_) => codes::MCP_REGISTRY_CONFLICT,
             McpError::Closed => codes::MCP_CLOSED,
+            McpError::NotPrepared => codes::MCP_NOT_PREPARED,
         }
     }
 

@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod client;
 pub mod config;
 mod connection;
 pub mod env;
@@ -8,6 +9,7 @@ pub mod manager;
 pub mod naming;
 mod redact;
 pub mod schema;
+mod server;
 pub mod tool;
 mod transport;
 
@@ -21,5 +23,5 @@ pub use manager::{
     DiagnosticSeverity, MCP_GROUP, MCPCatalogSnapshot, MCPManager, McpDiagnostic,
     McpServerSnapshot, McpToolDescriptor, ServerStatus,
 };
-pub use tool::McpTool;
+pub use tool::{McpProgress, McpProgressSink, McpTool};
 pub use transport::DEFAULT_MAX_MESSAGE_BYTES;

@@ -1,7 +1,9 @@
-//! [`MCPManager`]: starts the configured servers, publishes their tools, closes them.
+//! [`MCPManager`]: starts the configured servers, publishes their tools, follows
+//! their catalog changes, closes them.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use iris_tools_core::{Tool, ToolCapability, ToolDefinition, ToolRegistry};
@@ -9,14 +11,16 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::task::JoinSet;
 
+use crate::client::ServerEvents;
 use crate::config::{MCPConfig, ServerConfig};
-use crate::connection::{self, Attempt, Connection, StartupError};
+use crate::connection::{self, Attempt, StartupError};
 use crate::env::HostEnv;
 use crate::error::{McpError, Result, codes};
 use crate::naming::NameAllocator;
 use crate::redact::Redactor;
-use crate::schema::normalize_input_schema;
-use crate::tool::McpTool;
+use crate::schema::{compile_output_schema, normalize_input_schema};
+use crate::server::{Server, ServerSpec};
+use crate::tool::{McpTool, McpToolSpec};
 use crate::transport::DEFAULT_MAX_MESSAGE_BYTES;
 
 /// The catalog group of every MCP tool.
@@ -73,6 +77,11 @@ pub struct McpToolDescriptor {
     /// Whether the tool runs under the read-only policy (`trust_annotations` +
     /// `readOnlyHint: true`).
     pub read_only: bool,
+    /// Whether a call broken by a lost connection is replayed after the server
+    /// restarted (`trust_annotations` + `readOnlyHint` or `idempotentHint: true`).
+    pub replays_on_reconnect: bool,
+    /// Whether results are checked against the tool's `outputSchema`.
+    pub checks_output: bool,
     /// Whether the schema is disclosed only after discovery.
     pub deferred: bool,
 }
@@ -101,12 +110,16 @@ pub struct McpDiagnostic {
     pub message: String,
 }
 
-/// What `prepare` found: servers, their tools and diagnostics.
+/// What `prepare` (or the latest [`MCPManager::refresh_catalog`]) found: servers,
+/// their tools and diagnostics.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MCPCatalogSnapshot {
+    /// The [`MCPManager::catalog_generation`] this snapshot reflects.
+    pub generation: u64,
     /// Every configured server, by name.
     pub servers: Vec<McpServerSnapshot>,
-    /// Every published tool, in registration order.
+    /// Every published tool the servers list, in registration order (tools a
+    /// refresh added come after the ones published before).
     pub tools: Vec<McpToolDescriptor>,
     /// Notes and optional failures.
     pub diagnostics: Vec<McpDiagnostic>,
@@ -126,10 +139,45 @@ impl MCPCatalogSnapshot {
     }
 }
 
+/// One started server with what the catalog needs about it.
+#[derive(Debug)]
+struct Live {
+    config: ServerConfig,
+    server: Arc<Server>,
+}
+
+/// The published tools, by (raw server, wire name), in registration order.
+#[derive(Debug, Default)]
+struct Catalog {
+    entries: Vec<(McpToolDescriptor, Arc<McpTool>)>,
+}
+
+impl Catalog {
+    fn find(&self, server: &str, wire: &str) -> Option<&(McpToolDescriptor, Arc<McpTool>)> {
+        self.entries
+            .iter()
+            .find(|(d, _)| d.server == server && d.wire_name == wire)
+    }
+}
+
+#[derive(Debug)]
+struct Prepared {
+    servers: Vec<Live>,
+    catalog: Catalog,
+    /// What `prepare` found (config warnings, skipped tools, optional failures).
+    base_diagnostics: Vec<McpDiagnostic>,
+    /// What refreshes found since, newest last, at most [`MAX_REFRESH_NOTES`].
+    refresh_notes: std::collections::VecDeque<McpDiagnostic>,
+}
+
+/// Refresh diagnostics kept in the snapshot (a server that keeps failing must not
+/// grow it without bound).
+const MAX_REFRESH_NOTES: usize = 50;
+
 #[derive(Debug)]
 enum State {
     Idle,
-    Prepared(Vec<Arc<Connection>>),
+    Prepared(Prepared),
     Closed,
 }
 
@@ -142,6 +190,13 @@ enum State {
 /// becomes a diagnostic. The full catalog is published in one all-or-nothing
 /// registration. `close` ends every connection and process; the tools stay registered
 /// and answer `MCP_CONNECTION_CLOSED` afterwards.
+///
+/// A server that dies (or whose stream closes) is started again by the next call of
+/// one of its tools, with backoff after failed attempts (1 s, doubling, at most
+/// 30 s). A server that says its tool list changed (`notifications/tools/list_changed`,
+/// or the 2026-07-28 `subscriptions/listen` stream) bumps
+/// [`MCPManager::catalog_generation`]; the host calls
+/// [`MCPManager::refresh_catalog`] between model requests to re-read those servers.
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), iris_mcp::McpError> {
@@ -156,6 +211,11 @@ enum State {
 /// for tool in &snapshot.tools {
 ///     println!("{} -> {}/{}", tool.name, tool.server, tool.wire_name);
 /// }
+/// // Between model requests:
+/// if manager.catalog_generation() != snapshot.generation {
+///     let snapshot = manager.refresh_catalog().await?;
+///     println!("{} tools now", snapshot.tools.len());
+/// }
 /// manager.close().await;
 /// # Ok(()) }
 /// ```
@@ -167,13 +227,14 @@ pub struct MCPManager {
     defer_tools: bool,
     host_env: Option<HostEnv>,
     max_message_bytes: usize,
+    generation: Arc<AtomicU64>,
     state: tokio::sync::Mutex<State>,
     snapshot: RwLock<Option<Arc<MCPCatalogSnapshot>>>,
 }
 
 struct Started {
     server: ServerConfig,
-    outcome: std::result::Result<(Arc<Connection>, Vec<Value>), StartupError>,
+    outcome: std::result::Result<(Arc<Server>, Vec<Value>), StartupError>,
     diagnostics: Vec<String>,
 }
 
@@ -194,6 +255,7 @@ impl MCPManager {
             defer_tools,
             host_env: None,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            generation: Arc::default(),
             state: tokio::sync::Mutex::new(State::Idle),
             snapshot: RwLock::new(None),
         }
@@ -227,36 +289,68 @@ impl MCPManager {
             .clone()
     }
 
-    /// Protocol complaints collected since `prepare` (non-JSON stdout lines, oversized
-    /// messages), per server. The snapshot holds those seen during startup.
+    /// A counter that grows each time a server says its tools changed (or a
+    /// restarted server lists different tools). When it differs from the
+    /// snapshot's `generation`, [`MCPManager::refresh_catalog`] has news.
+    pub fn catalog_generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// What each server's sessions reported since `prepare`: protocol complaints
+    /// (non-JSON stdout lines, oversized messages, a refused elicitation;
+    /// `MCP_PROTOCOL_WARNING`), restarts (`MCP_SERVER_RESTARTED`) and failed
+    /// restarts (`MCP_STARTUP_FAILED`). The snapshot holds those seen during startup.
     pub async fn live_diagnostics(&self) -> Vec<McpDiagnostic> {
         let state = self.state.lock().await;
-        let State::Prepared(connections) = &*state else {
+        let State::Prepared(prepared) = &*state else {
             return Vec::new();
         };
-        connections
+        prepared
+            .servers
             .iter()
-            .flat_map(|c| {
-                c.diagnostics.snapshot().into_iter().map(|m| McpDiagnostic {
-                    server: c.server.clone(),
-                    severity: DiagnosticSeverity::Warning,
-                    code: codes::MCP_PROTOCOL_WARNING.into(),
-                    message: m,
-                })
+            .flat_map(|l| {
+                l.server
+                    .diagnostics
+                    .snapshot_coded()
+                    .into_iter()
+                    .map(|(code, m)| McpDiagnostic {
+                        server: l.server.name.clone(),
+                        severity: DiagnosticSeverity::Warning,
+                        code: code.into(),
+                        message: m,
+                    })
             })
             .collect()
     }
 
     /// The pids of the running stdio servers (their process group ids), for hosts
-    /// that supervise processes.
+    /// that supervise processes. A restarted server shows its new pid.
     pub async fn server_pids(&self) -> Vec<(String, u32)> {
         let state = self.state.lock().await;
-        let State::Prepared(connections) = &*state else {
+        let State::Prepared(prepared) = &*state else {
             return Vec::new();
         };
-        connections
+        prepared
+            .servers
             .iter()
-            .filter_map(|c| Some((c.server.clone(), c.process.as_ref()?.pid()?)))
+            .filter_map(|l| {
+                let conn = l.server.current();
+                let pid = conn.process.as_ref()?.pid()?;
+                Some((l.server.name.clone(), pid))
+            })
+            .collect()
+    }
+
+    /// How many times each started server was restarted, by raw name.
+    pub async fn restart_counts(&self) -> BTreeMap<String, u64> {
+        let state = self.state.lock().await;
+        let State::Prepared(prepared) = &*state else {
+            return BTreeMap::new();
+        };
+        prepared
+            .servers
+            .iter()
+            .map(|l| (l.server.name.clone(), l.server.restarts()))
             .collect()
     }
 
@@ -280,7 +374,8 @@ impl MCPManager {
             let host = host.clone();
             let workspace = self.workspace_root.clone();
             let max = self.max_message_bytes;
-            tasks.spawn(async move { start_one(server, &workspace, &host, max).await });
+            let events = ServerEvents::new(Arc::clone(&self.generation));
+            tasks.spawn(async move { start_one(server, &workspace, &host, max, events).await });
         }
         let mut started: Vec<Started> = Vec::new();
         while let Some(joined) = tasks.join_next().await {
@@ -302,9 +397,8 @@ impl MCPManager {
                 message: w.clone(),
             })
             .collect();
-        let mut ready: Vec<(ServerConfig, Arc<Connection>, Vec<Value>)> = Vec::new();
+        let mut ready: Vec<(Live, Vec<Value>)> = Vec::new();
         let mut failure: Option<McpError> = None;
-        let mut failed: BTreeSet<String> = BTreeSet::new();
         for s in started {
             for message in s.diagnostics {
                 diagnostics.push(McpDiagnostic {
@@ -315,9 +409,14 @@ impl MCPManager {
                 });
             }
             match s.outcome {
-                Ok((conn, tools)) => ready.push((s.server, conn, tools)),
+                Ok((server, tools)) => ready.push((
+                    Live {
+                        config: s.server,
+                        server,
+                    },
+                    tools,
+                )),
                 Err(e) => {
-                    failed.insert(s.server.name.clone());
                     if s.server.required {
                         failure.get_or_insert(McpError::Startup {
                             server: s.server.name.clone(),
@@ -336,172 +435,369 @@ impl MCPManager {
             }
         }
         if let Some(err) = failure {
-            close_all(ready.iter().map(|(_, c, _)| Arc::clone(c)).collect()).await;
+            close_all(ready.iter().map(|(l, _)| Arc::clone(&l.server)).collect()).await;
             return Err(err);
         }
 
-        let (tools, descriptors) = self.build_tools(&ready, &mut diagnostics);
+        let mut names = NameAllocator::new(self.registry.names());
+        let mut catalog = Catalog::default();
+        for (live, listed) in &ready {
+            for raw in listed {
+                if let Some(entry) =
+                    self.describe(live, raw, &mut names, &catalog, &mut diagnostics)
+                {
+                    catalog.entries.push(entry);
+                }
+            }
+        }
+        let tools: Vec<Arc<dyn Tool>> = catalog
+            .entries
+            .iter()
+            .map(|(_, t)| Arc::clone(t) as Arc<dyn Tool>)
+            .collect();
         if let Err(e) = self.registry.register_many(tools) {
-            close_all(ready.iter().map(|(_, c, _)| Arc::clone(c)).collect()).await;
+            close_all(ready.iter().map(|(l, _)| Arc::clone(&l.server)).collect()).await;
             return Err(McpError::Registry(e));
         }
+        let prepared = Prepared {
+            servers: ready.into_iter().map(|(l, _)| l).collect(),
+            catalog,
+            base_diagnostics: diagnostics,
+            refresh_notes: std::collections::VecDeque::new(),
+        };
+        let snapshot = self.publish_snapshot(&prepared, self.catalog_generation());
+        *state = State::Prepared(prepared);
+        Ok(snapshot)
+    }
 
+    /// Re-reads the tool list of every server that reported a change since the last
+    /// refresh (or `prepare`) and publishes the difference:
+    ///
+    /// - a tool seen before keeps its Iris name and its place in the catalog;
+    /// - a new tool is registered (after every tool published before, in the
+    ///   server's listing order) under a name that collides with nothing;
+    /// - a tool the server no longer lists stays registered (the registry cannot
+    ///   remove tools) but answers `MCP_TOOL_REMOVED` without calling the server,
+    ///   and leaves the snapshot; if it comes back it works again under its name;
+    /// - a tool whose description or schemas changed keeps its published
+    ///   definition, with a warning diagnostic.
+    ///
+    /// Returns the new snapshot (the current one when nothing changed). Cheap when
+    /// [`MCPManager::catalog_generation`] equals the snapshot's generation.
+    pub async fn refresh_catalog(&self) -> Result<Arc<MCPCatalogSnapshot>> {
+        let mut state = self.state.lock().await;
+        let prepared = match &mut *state {
+            State::Closed => return Err(McpError::Closed),
+            State::Idle => return Err(McpError::NotPrepared),
+            State::Prepared(p) => p,
+        };
+        // Read the counter first: a change that lands while listing bumps it again,
+        // so it is never lost.
+        let generation = self.catalog_generation();
+        if let Some(s) = self.snapshot()
+            && s.generation == generation
+        {
+            return Ok(s);
+        }
+        let mut diagnostics = Vec::new();
+        let mut added: Vec<(McpToolDescriptor, Arc<McpTool>)> = Vec::new();
+        let mut names = NameAllocator::new(self.registry.names());
+        for live in &prepared.servers {
+            if !live.server.events.is_dirty() {
+                continue;
+            }
+            live.server.events.take_dirty();
+            let listed = match live.server.connection().await {
+                Ok(conn) => conn.list_tools().await.map_err(|e| e.message),
+                Err(why) => Err(why),
+            };
+            let listed = match listed {
+                Ok(listed) => {
+                    live.server.set_listed(listed.clone());
+                    listed
+                }
+                Err(why) => {
+                    diagnostics.push(McpDiagnostic {
+                        server: live.server.name.clone(),
+                        severity: DiagnosticSeverity::Warning,
+                        code: codes::MCP_REQUEST_FAILED.into(),
+                        message: live
+                            .server
+                            .diagnostics
+                            .redactor()
+                            .redact(&format!("refreshing the tool list failed: {why}")),
+                    });
+                    // Still changed: the generation moves again, so the host tries
+                    // once more before a later model request.
+                    live.server.events.tools_changed();
+                    continue;
+                }
+            };
+            let mut present = BTreeSet::new();
+            for raw in &listed {
+                let Some(wire) = raw.get("name").and_then(Value::as_str) else {
+                    continue;
+                };
+                if let Some((descriptor, tool)) = prepared.catalog.find(&live.server.name, wire) {
+                    present.insert(wire.to_owned());
+                    tool.set_removed(false);
+                    if changed(descriptor, raw) {
+                        diagnostics.push(McpDiagnostic {
+                            server: live.server.name.clone(),
+                            severity: DiagnosticSeverity::Warning,
+                            code: codes::MCP_INVALID_SCHEMA.into(),
+                            message: format!(
+                                "tool `{wire}` changed its description or schema; the definition published first stays until the next prepare"
+                            ),
+                        });
+                    }
+                    continue;
+                }
+                let mut in_catalog = Catalog::default();
+                std::mem::swap(&mut in_catalog.entries, &mut added);
+                let entry = self.describe(live, raw, &mut names, &in_catalog, &mut diagnostics);
+                std::mem::swap(&mut in_catalog.entries, &mut added);
+                if let Some(entry) = entry {
+                    present.insert(wire.to_owned());
+                    added.push(entry);
+                }
+            }
+            for (descriptor, tool) in &prepared.catalog.entries {
+                if descriptor.server == live.server.name && !present.contains(&descriptor.wire_name)
+                {
+                    tool.set_removed(true);
+                }
+            }
+        }
+        if !added.is_empty() {
+            let tools: Vec<Arc<dyn Tool>> = added
+                .iter()
+                .map(|(_, t)| Arc::clone(t) as Arc<dyn Tool>)
+                .collect();
+            self.registry.register_many(tools)?;
+            prepared.catalog.entries.extend(added);
+        }
+        for d in diagnostics {
+            if prepared.refresh_notes.contains(&d) {
+                continue;
+            }
+            if prepared.refresh_notes.len() == MAX_REFRESH_NOTES {
+                prepared.refresh_notes.pop_front();
+            }
+            prepared.refresh_notes.push_back(d);
+        }
+        Ok(self.publish_snapshot(prepared, generation))
+    }
+
+    /// Builds, stores and returns the snapshot of `prepared`.
+    fn publish_snapshot(&self, prepared: &Prepared, generation: u64) -> Arc<MCPCatalogSnapshot> {
+        let descriptors: Vec<McpToolDescriptor> = prepared
+            .catalog
+            .entries
+            .iter()
+            .filter(|(_, t)| !t.is_removed())
+            .map(|(d, _)| d.clone())
+            .collect();
         let servers = self
             .config
             .servers
             .values()
             .map(|cfg| {
-                let conn = ready
-                    .iter()
-                    .find(|(s, _, _)| s.name == cfg.name)
-                    .map(|(_, c, _)| c);
+                let live = prepared.servers.iter().find(|l| l.config.name == cfg.name);
+                let conn = live.map(|l| l.server.current());
                 McpServerSnapshot {
                     name: cfg.name.clone(),
                     transport: cfg.transport.kind().as_str(),
                     status: if !cfg.enabled {
                         ServerStatus::Disabled
-                    } else if failed.contains(&cfg.name) || conn.is_none() {
+                    } else if conn.is_none() {
                         ServerStatus::Failed
                     } else {
                         ServerStatus::Ready
                     },
                     required: cfg.required,
-                    protocol_version: conn.map(|c| c.protocol.clone()),
-                    server_name: conn.and_then(|c| c.server_info.as_ref().map(|i| i.0.clone())),
-                    server_version: conn.and_then(|c| c.server_info.as_ref().map(|i| i.1.clone())),
+                    protocol_version: conn.as_ref().map(|c| c.protocol.clone()),
+                    server_name: conn
+                        .as_ref()
+                        .and_then(|c| c.server_info.as_ref().map(|i| i.0.clone())),
+                    server_version: conn
+                        .as_ref()
+                        .and_then(|c| c.server_info.as_ref().map(|i| i.1.clone())),
                     tool_count: descriptors.iter().filter(|d| d.server == cfg.name).count(),
                 }
             })
             .collect();
         let snapshot = Arc::new(MCPCatalogSnapshot {
+            generation,
             servers,
             tools: descriptors,
-            diagnostics,
+            diagnostics: prepared
+                .base_diagnostics
+                .iter()
+                .chain(&prepared.refresh_notes)
+                .cloned()
+                .collect(),
         });
         *self
             .snapshot
             .write()
             .unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&snapshot));
-        *state = State::Prepared(ready.into_iter().map(|(_, c, _)| c).collect());
-        Ok(snapshot)
+        snapshot
     }
 
-    fn build_tools(
+    /// The descriptor and tool for one listed tool, or `None` (with a diagnostic)
+    /// when it is skipped: disabled, nameless, listed twice, or its input schema
+    /// is unusable.
+    fn describe(
         &self,
-        ready: &[(ServerConfig, Arc<Connection>, Vec<Value>)],
+        live: &Live,
+        raw: &Value,
+        names: &mut NameAllocator,
+        catalog: &Catalog,
         diagnostics: &mut Vec<McpDiagnostic>,
-    ) -> (Vec<Arc<dyn Tool>>, Vec<McpToolDescriptor>) {
-        let mut names = NameAllocator::new(self.registry.names());
-        let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
-        let mut descriptors = Vec::new();
-        for (server, conn, listed) in ready {
-            let mut seen = BTreeSet::new();
-            for raw in listed {
-                let warn = |message: String| McpDiagnostic {
-                    server: server.name.clone(),
-                    severity: DiagnosticSeverity::Warning,
-                    code: codes::MCP_INVALID_SCHEMA.into(),
-                    message,
-                };
-                let Some(wire) = raw.get("name").and_then(Value::as_str) else {
-                    diagnostics.push(warn("a listed tool has no name; skipped".into()));
-                    continue;
-                };
-                if !server.tool_enabled(wire) {
-                    continue;
-                }
-                if !seen.insert(wire.to_owned()) {
-                    diagnostics.push(warn(format!(
-                        "tool `{wire}` is listed twice; the first is kept"
-                    )));
-                    continue;
-                }
-                let schema =
-                    match normalize_input_schema(raw.get("inputSchema").unwrap_or(&Value::Null)) {
-                        Ok(s) => s,
-                        Err(reason) => {
-                            diagnostics.push(warn(format!("tool `{wire}` skipped: {reason}")));
-                            continue;
-                        }
-                    };
-                let mut name = names.allocate(&server.name, wire);
-                while self.registry.contains(&name) {
-                    // Taken by an alias of a non-MCP tool.
-                    name = names.allocate(&server.name, wire);
-                }
-                let annotations = raw.get("annotations").cloned();
-                let read_only_hint = annotations
-                    .as_ref()
-                    .and_then(|a| a.get("readOnlyHint"))
-                    .and_then(Value::as_bool)
-                    == Some(true);
-                let read_only = server.trust_annotations && read_only_hint;
-                let description = raw
-                    .get("description")
-                    .and_then(Value::as_str)
-                    .filter(|d| !d.trim().is_empty())
-                    .or_else(|| raw.get("title").and_then(Value::as_str))
-                    .map_or_else(
-                        || format!("MCP tool `{wire}` from server `{}`.", server.name),
-                        str::to_owned,
-                    );
-                let mut metadata = serde_json::Map::new();
-                metadata.insert("server".into(), json!(server.name));
-                metadata.insert("tool".into(), json!(wire));
-                metadata.insert("transport".into(), json!(conn.kind.as_str()));
-                if let Some(title) = raw.get("title") {
-                    metadata.insert("title".into(), title.clone());
-                }
-                if let Some(a) = &annotations {
-                    metadata.insert("annotations".into(), a.clone());
-                }
-                if let Some(o) = raw.get("outputSchema") {
-                    metadata.insert("output_schema".into(), o.clone());
-                }
-                let definition =
-                    ToolDefinition::new(name.clone(), description.clone(), schema.clone())
-                        .with_capabilities([ToolCapability::Mcp])
-                        .with_group(MCP_GROUP)
-                        .with_deferred(self.defer_tools)
-                        .with_timeout(server.tool_timeout)
-                        .with_metadata("mcp", serde_json::Value::Object(metadata));
-                descriptors.push(McpToolDescriptor {
-                    name,
-                    server: server.name.clone(),
-                    wire_name: wire.to_owned(),
-                    description,
-                    input_schema: schema,
-                    annotations,
-                    read_only,
-                    deferred: self.defer_tools,
-                });
-                tools.push(Arc::new(McpTool::new(
-                    definition,
-                    wire.to_owned(),
-                    read_only,
-                    server.tool_timeout,
-                    Arc::clone(conn),
-                )));
-            }
+    ) -> Option<(McpToolDescriptor, Arc<McpTool>)> {
+        let server = &live.config;
+        let warn = |message: String| McpDiagnostic {
+            server: server.name.clone(),
+            severity: DiagnosticSeverity::Warning,
+            code: codes::MCP_INVALID_SCHEMA.into(),
+            message,
+        };
+        let Some(wire) = raw.get("name").and_then(Value::as_str) else {
+            diagnostics.push(warn("a listed tool has no name; skipped".into()));
+            return None;
+        };
+        if !server.tool_enabled(wire) {
+            return None;
         }
-        (tools, descriptors)
+        if catalog.find(&server.name, wire).is_some() {
+            diagnostics.push(warn(format!(
+                "tool `{wire}` is listed twice; the first is kept"
+            )));
+            return None;
+        }
+        let schema = match normalize_input_schema(raw.get("inputSchema").unwrap_or(&Value::Null)) {
+            Ok(s) => s,
+            Err(reason) => {
+                diagnostics.push(warn(format!("tool `{wire}` skipped: {reason}")));
+                return None;
+            }
+        };
+        let output_schema = match raw.get("outputSchema") {
+            None | Some(Value::Null) => None,
+            Some(o) => match compile_output_schema(o) {
+                Ok(v) => Some(Arc::new(v)),
+                Err(reason) => {
+                    diagnostics.push(warn(format!(
+                        "tool `{wire}`: {reason}; its results are not checked"
+                    )));
+                    None
+                }
+            },
+        };
+        let mut name = names.allocate(&server.name, wire);
+        while self.registry.contains(&name) {
+            // Taken by an alias of a non-MCP tool.
+            name = names.allocate(&server.name, wire);
+        }
+        let annotations = raw.get("annotations").cloned();
+        let hint = |key: &str| {
+            annotations
+                .as_ref()
+                .and_then(|a| a.get(key))
+                .and_then(Value::as_bool)
+                == Some(true)
+        };
+        let read_only = server.trust_annotations && hint("readOnlyHint");
+        let replay_safe =
+            server.trust_annotations && (hint("readOnlyHint") || hint("idempotentHint"));
+        let description = raw
+            .get("description")
+            .and_then(Value::as_str)
+            .filter(|d| !d.trim().is_empty())
+            .or_else(|| raw.get("title").and_then(Value::as_str))
+            .map_or_else(
+                || format!("MCP tool `{wire}` from server `{}`.", server.name),
+                str::to_owned,
+            );
+        let mut metadata = serde_json::Map::new();
+        metadata.insert("server".into(), json!(server.name));
+        metadata.insert("tool".into(), json!(wire));
+        metadata.insert("transport".into(), json!(live.server.kind.as_str()));
+        if let Some(title) = raw.get("title") {
+            metadata.insert("title".into(), title.clone());
+        }
+        if let Some(a) = &annotations {
+            metadata.insert("annotations".into(), a.clone());
+        }
+        if let Some(o) = raw.get("outputSchema") {
+            metadata.insert("output_schema".into(), o.clone());
+        }
+        metadata.insert(
+            "idle_timeout_seconds".into(),
+            json!(server.tool_timeout.as_secs_f64()),
+        );
+        let definition = ToolDefinition::new(name.clone(), description.clone(), schema.clone())
+            .with_capabilities([ToolCapability::Mcp])
+            .with_group(MCP_GROUP)
+            .with_deferred(self.defer_tools)
+            .with_timeout(server.tool_max)
+            .with_metadata("mcp", serde_json::Value::Object(metadata));
+        let descriptor = McpToolDescriptor {
+            name,
+            server: server.name.clone(),
+            wire_name: wire.to_owned(),
+            description,
+            input_schema: schema,
+            annotations,
+            read_only,
+            replays_on_reconnect: replay_safe,
+            checks_output: output_schema.is_some(),
+            deferred: self.defer_tools,
+        };
+        let tool = Arc::new(McpTool::new(
+            definition,
+            McpToolSpec {
+                wire_name: wire.to_owned(),
+                read_only,
+                replay_safe,
+                idle_timeout: server.tool_timeout,
+                max_duration: server.tool_max,
+                output_schema,
+            },
+            Arc::clone(&live.server),
+        ));
+        Some((descriptor, tool))
     }
 
     /// Ends every connection and stdio process group (stdin closed, then SIGTERM,
-    /// then SIGKILL; every process reaped). Idempotent; `prepare` is refused after.
+    /// then SIGKILL; every process reaped), restarted ones included; no restart
+    /// follows. Idempotent; `prepare` is refused after.
     pub async fn close(&self) {
         let mut state = self.state.lock().await;
         let previous = std::mem::replace(&mut *state, State::Closed);
-        if let State::Prepared(connections) = previous {
-            close_all(connections).await;
+        if let State::Prepared(prepared) = previous {
+            close_all(prepared.servers.into_iter().map(|l| l.server).collect()).await;
         }
     }
 }
 
-async fn close_all(connections: Vec<Arc<Connection>>) {
+/// Whether a listed tool differs from what was published for it.
+fn changed(descriptor: &McpToolDescriptor, raw: &Value) -> bool {
+    let description = raw.get("description").and_then(Value::as_str);
+    let schema = raw
+        .get("inputSchema")
+        .map(normalize_input_schema)
+        .and_then(std::result::Result::ok);
+    description.is_some_and(|d| !d.trim().is_empty() && d != descriptor.description)
+        || schema.is_some_and(|s| s != descriptor.input_schema)
+        || raw.get("annotations") != descriptor.annotations.as_ref()
+}
+
+async fn close_all(servers: Vec<Arc<Server>>) {
     let mut tasks = JoinSet::new();
-    for c in connections {
-        tasks.spawn(async move { c.close().await });
+    for s in servers {
+        tasks.spawn(async move { s.close().await });
     }
     while tasks.join_next().await.is_some() {}
 }
@@ -511,6 +807,7 @@ async fn start_one(
     workspace: &std::path::Path,
     host: &HostEnv,
     max_message_bytes: usize,
+    events: ServerEvents,
 ) -> Started {
     let (transport, secrets) = match server.resolve_with_secrets(workspace, host) {
         Ok(resolved) => resolved,
@@ -532,10 +829,10 @@ async fn start_one(
     let run = async {
         let conn = connection::connect(
             &server.name,
-            transport,
+            transport.clone(),
             max_message_bytes,
-            timeout,
             &attempt,
+            &events,
         )
         .await?;
         let conn = Arc::new(conn);
@@ -571,10 +868,23 @@ async fn start_one(
     {
         process.shutdown().await;
     }
-    let outcome = outcome.map_err(|mut e| {
-        e.message = attempt.redactor().redact(&e.message);
-        e
-    });
+    let outcome = outcome
+        .map(|(conn, tools)| {
+            let spec = ServerSpec {
+                name: server.name.clone(),
+                transport,
+                max_message_bytes,
+                startup_timeout: timeout,
+                events,
+                diagnostics: attempt.diagnostics.clone(),
+            };
+            let live = Arc::new(Server::new(spec, conn, tools.clone()));
+            (live, tools)
+        })
+        .map_err(|mut e| {
+            e.message = attempt.redactor().redact(&e.message);
+            e
+        });
     Started {
         server,
         outcome,

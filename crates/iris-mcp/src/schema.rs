@@ -46,6 +46,37 @@ pub fn normalize_input_schema(schema: &Value) -> Result<Value, String> {
     Ok(root)
 }
 
+/// Checks and compiles a tool's `outputSchema` (the same rules as an input schema:
+/// an object root, local `$ref`s only, a valid 2020-12 schema). The error is a
+/// one-line reason.
+///
+/// ```
+/// use serde_json::json;
+/// use iris_mcp::schema::compile_output_schema;
+/// let v = compile_output_schema(&json!({"type": "object", "properties": {"sum": {"type": "integer"}}, "required": ["sum"]})).unwrap();
+/// assert!(v.is_valid(&json!({"sum": 3})) && !v.is_valid(&json!({"sum": "3"})));
+/// assert!(compile_output_schema(&json!({"type": "string"})).is_err());
+/// ```
+pub fn compile_output_schema(schema: &Value) -> Result<jsonschema::Validator, String> {
+    let Value::Object(map) = schema else {
+        return Err("outputSchema must be a JSON object".into());
+    };
+    match map.get("type") {
+        None => {}
+        Some(Value::String(t)) if t == "object" => {}
+        Some(other) => {
+            return Err(format!(
+                "outputSchema root must be of type \"object\", found {other}"
+            ));
+        }
+    }
+    check_refs(schema, schema, "#")?;
+    jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .build(schema)
+        .map_err(|e| format!("outputSchema is not a valid 2020-12 schema: {e}"))
+}
+
 fn check_refs(root: &Value, node: &Value, at: &str) -> Result<(), String> {
     match node {
         Value::Object(map) => {

@@ -1,71 +1,235 @@
 //! [`McpTool`]: one server tool as an Iris [`Tool`].
+//!
+//! A call sends `tools/call` with a `progressToken` and waits under two bounds: the
+//! idle timeout (`tool_timeout_sec`), which every progress notification restarts,
+//! and the absolute cap (`tool_max_sec`, lowered by the context's `tool_timeout`).
+//! Each progress notification is the call's heartbeat: a tracing event on target
+//! [`TRACING_TARGET`] and, when the host put an [`McpProgressSink`] into the
+//! context's extensions, a call of that sink. A call given up on (a bound, the
+//! host's cancellation, the future dropped) is withdrawn from the server: a
+//! stateful session gets `notifications/cancelled`, a stateless 2026-07-28 HTTP
+//! exchange has its response stream closed, and the result's `cancellation` detail
+//! says which.
+//!
+//! A session that broke mid-call is replaced by the server's next session; the
+//! call is sent again only when the tool is safe to repeat (trusted `readOnlyHint`
+//! or `idempotentHint`), otherwise it fails with `MCP_CONNECTION_LOST` ("may have
+//! run").
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use iris_executor::ToolArtifactStore;
 use iris_tools_core::{
     BoxFuture, ContentBlock, Tool, ToolDefinition, ToolErrorInfo, ToolExecutionContext, ToolInput,
-    ToolOutput, codes as core_codes,
+    ToolOutput, ToolTimeoutOwner, codes as core_codes,
 };
-use rmcp::ServiceError;
-use rmcp::model::CallToolRequestParams;
+use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, ServerResult};
+use rmcp::service::{PeerRequestOptions, RequestHandle};
+use rmcp::{RoleClient, ServiceError};
 use serde_json::{Map, Value, json};
+use tokio::time::Instant;
 
-use crate::connection::{Connection, dropped_answer};
+use crate::client::Progress;
+use crate::connection::{CancelMode, Connection, dropped_answer, transport_failure, undelivered};
 use crate::error::codes;
+use crate::server::Server;
 
 /// Image types projected to model content; others become a short text note.
 pub const SUPPORTED_IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
 
+/// Largest `structuredContent` (as serialized JSON) carried whole in
+/// `ToolOutput.data["structured_content"]`. A larger one is replaced there by a
+/// bounded summary (`structured_content_summary`) naming the raw-result artifact,
+/// which keeps it whole.
+pub const MAX_INLINE_STRUCTURED_BYTES: usize = 64 * 1024;
+
+/// Characters of JSON text in the summary of an oversized `structuredContent`.
+const SUMMARY_PREVIEW_CHARS: usize = 2000;
+/// Top-level keys listed in the summary of an oversized `structuredContent`.
+const SUMMARY_MAX_KEYS: usize = 50;
+/// Schema violations quoted in an `MCP_OUTPUT_SCHEMA_MISMATCH` error.
+const MAX_SCHEMA_ERRORS: usize = 5;
+
 /// Characters of the model text kept in the raw-result artifact's preview.
 const ARTIFACT_PREVIEW_CHARS: usize = 200;
+
+/// The tracing target of the progress heartbeat.
+pub const TRACING_TARGET: &str = "iris::mcp";
+
+/// One progress notification of a running MCP call: the call's heartbeat.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct McpProgress {
+    /// The Iris tool name (`mcp__<server>__<tool>`).
+    pub tool: String,
+    /// The raw server name.
+    pub server: String,
+    /// The call id from the context (empty outside the executor).
+    pub call_id: String,
+    /// The server's progress value (grows with each notification).
+    pub progress: f64,
+    /// The total, when the server knows it.
+    pub total: Option<f64>,
+    /// The server's message, redacted and cut to one line.
+    pub message: Option<String>,
+    /// How long the call has run.
+    pub elapsed: Duration,
+    /// How much longer the call may now wait for its answer or the next progress
+    /// notification (the idle timeout, or what is left of the cap).
+    pub remaining: Duration,
+}
+
+/// A host's receiver of progress heartbeats. Put one into
+/// [`ToolExecutionContext::extensions`] and every MCP call run with that context
+/// calls it on each progress notification (from the task that waits for the call,
+/// so it should return quickly: send to a channel, update a line).
+///
+/// ```
+/// use iris_mcp::McpProgressSink;
+/// use iris_tools_core::ToolExecutionContext;
+/// let sink = McpProgressSink::new(|p| eprintln!("{} {}/{:?}", p.tool, p.progress, p.total));
+/// let ctx = ToolExecutionContext::new("/srv/workspace").with_extension(sink);
+/// assert!(ctx.extensions.get::<McpProgressSink>().is_some());
+/// ```
+#[derive(Clone)]
+pub struct McpProgressSink(Arc<dyn Fn(&McpProgress) + Send + Sync>);
+
+impl McpProgressSink {
+    /// A sink calling `f` for each progress notification.
+    pub fn new(f: impl Fn(&McpProgress) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(f))
+    }
+}
+
+impl std::fmt::Debug for McpProgressSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpProgressSink").finish_non_exhaustive()
+    }
+}
 
 /// A tool of an MCP server, published under its Iris name and called by its raw wire
 /// name.
 ///
 /// Capabilities are `{mcp}`; [`Tool::is_read_only`] is true only when the server's
-/// overrides set `trust_annotations` *and* the tool says `readOnlyHint: true`.
+/// overrides set `trust_annotations` *and* the tool says `readOnlyHint: true`. The
+/// tool owns its deadline ([`ToolTimeoutOwner::Tool`]): its definition's timeout is
+/// the cap, and the idle timeout is enforced inside the call.
 pub struct McpTool {
     definition: ToolDefinition,
     wire_name: String,
     read_only: bool,
-    timeout: Duration,
-    connection: Arc<Connection>,
+    replay_safe: bool,
+    idle_timeout: Duration,
+    max_duration: Duration,
+    server: Arc<Server>,
+    output_schema: Option<Arc<jsonschema::Validator>>,
+    removed: AtomicBool,
 }
 
 impl std::fmt::Debug for McpTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpTool")
             .field("name", &self.definition.name)
-            .field("server", &self.connection.server)
+            .field("server", &self.server.name)
             .field("wire_name", &self.wire_name)
             .field("read_only", &self.read_only)
             .finish_non_exhaustive()
     }
 }
 
+/// How one attempt of a call ended.
+enum Attempt {
+    Done(ToolOutput),
+    /// The request never left: the session was already gone.
+    NotSent,
+    /// The session broke after the request was sent: the server may have run it.
+    /// The reason, when the transport gave one.
+    Lost(Option<String>),
+    /// The request could not reach the server (a refused connection): it did not run.
+    Unreachable(String),
+}
+
+/// What the request's responder delivered.
+type Answer = Result<Result<ServerResult, ServiceError>, tokio::sync::oneshot::error::RecvError>;
+
+/// What woke the call's wait.
+enum Wake {
+    Answer(Box<Answer>),
+    Cancelled,
+    Progress(Option<Progress>),
+    Deadline,
+}
+
+/// A sent request not answered yet. Dropped while armed (the call's future was
+/// dropped), it withdraws the request from the server on a task of its own.
+struct PendingCall {
+    handle: Option<RequestHandle<RoleClient>>,
+}
+
+impl PendingCall {
+    async fn answer(&mut self) -> Answer {
+        match self.handle.as_mut() {
+            Some(handle) => (&mut handle.rx).await,
+            None => std::future::pending().await,
+        }
+    }
+
+    fn disarm(&mut self) {
+        self.handle.take();
+    }
+
+    async fn cancel(&mut self, reason: &str) {
+        if let Some(handle) = self.handle.take() {
+            // A session that is gone has nothing to withdraw.
+            let _ = handle.cancel(Some(reason.to_owned())).await;
+        }
+    }
+}
+
+impl Drop for PendingCall {
+    fn drop(&mut self) {
+        if let Some(handle) = self.handle.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(async move {
+                let _ = handle
+                    .cancel(Some("the call was abandoned by the client".to_owned()))
+                    .await;
+            });
+        }
+    }
+}
+
+/// What [`McpTool::new`] needs besides the definition.
+pub(crate) struct McpToolSpec {
+    pub(crate) wire_name: String,
+    pub(crate) read_only: bool,
+    pub(crate) replay_safe: bool,
+    pub(crate) idle_timeout: Duration,
+    pub(crate) max_duration: Duration,
+    pub(crate) output_schema: Option<Arc<jsonschema::Validator>>,
+}
+
 impl McpTool {
-    pub(crate) fn new(
-        definition: ToolDefinition,
-        wire_name: String,
-        read_only: bool,
-        timeout: Duration,
-        connection: Arc<Connection>,
-    ) -> Self {
+    pub(crate) fn new(definition: ToolDefinition, spec: McpToolSpec, server: Arc<Server>) -> Self {
         Self {
             definition,
-            wire_name,
-            read_only,
-            timeout,
-            connection,
+            wire_name: spec.wire_name,
+            read_only: spec.read_only,
+            replay_safe: spec.replay_safe,
+            idle_timeout: spec.idle_timeout,
+            max_duration: spec.max_duration,
+            server,
+            output_schema: spec.output_schema,
+            removed: AtomicBool::new(false),
         }
     }
 
     /// The raw server name.
     pub fn server(&self) -> &str {
-        &self.connection.server
+        &self.server.name
     }
 
     /// The raw tool name the server knows.
@@ -73,125 +237,410 @@ impl McpTool {
         &self.wire_name
     }
 
-    /// The per-call deadline from `tool_timeout_sec`.
-    pub fn timeout(&self) -> Duration {
-        self.timeout
+    /// The idle timeout from `tool_timeout_sec`: how long a call may go without an
+    /// answer or a progress notification.
+    pub fn idle_timeout(&self) -> Duration {
+        self.idle_timeout
+    }
+
+    /// The cap from `tool_max_sec`: progress never extends a call past it.
+    pub fn max_duration(&self) -> Duration {
+        self.max_duration
+    }
+
+    /// Whether a call broken by a lost connection is sent again after the server
+    /// restarted: the tool is trusted read-only or trusted idempotent.
+    pub fn replays_on_reconnect(&self) -> bool {
+        self.replay_safe
+    }
+
+    /// Whether the server no longer lists this tool (after a catalog refresh).
+    pub fn is_removed(&self) -> bool {
+        self.removed.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn set_removed(&self, removed: bool) {
+        self.removed.store(removed, Ordering::Release);
     }
 
     async fn call(&self, input: ToolInput, ctx: &ToolExecutionContext) -> ToolOutput {
         // The arguments go to the server as they are: `validate_input` checked their
-        // shape, and taking the value here moves it instead of copying it. The check
-        // repeats only for a direct `Tool::run` (a cheap match, no parse).
+        // shape. The check repeats only for a direct `Tool::run` (a cheap match).
         let arguments = match arguments(input.into_value()) {
             Ok(arguments) => arguments,
             Err(info) => return ToolOutput::error(info),
         };
-        if self.connection.peer.is_transport_closed() {
-            return self.closed_error();
+        if self.is_removed() {
+            return ToolOutput::error(
+                ToolErrorInfo::new(
+                    codes::MCP_TOOL_REMOVED,
+                    format!(
+                        "MCP server `{}` no longer lists tool `{}`; it was not called",
+                        self.server.name, self.wire_name
+                    ),
+                )
+                .with_detail("server", self.server.name.clone()),
+            );
         }
-        let mut params = CallToolRequestParams::new(self.wire_name.clone());
-        if let Some(arguments) = arguments {
-            params = params.with_arguments(arguments);
+        if ctx.cancel_requested() {
+            return ToolOutput::err(
+                core_codes::CANCELLED,
+                "the call was cancelled before it was sent to the MCP server",
+            );
         }
         // Inside the executor `ctx.tool_timeout` is the call's effective deadline; a
         // zero one never reaches a body there, so it is ignored here like an unset one.
-        let deadline = match ctx.tool_timeout {
-            Some(t) if !t.is_zero() => self.timeout.min(t),
-            _ => self.timeout,
+        let cap = match ctx.tool_timeout {
+            Some(t) if !t.is_zero() => self.max_duration.min(t),
+            _ => self.max_duration,
         };
-        let peer = self.connection.peer.clone();
-        // Dropping the call future (deadline, cancellation, or the executor's own
-        // deadline dropping this body) makes rmcp send `notifications/cancelled`, so
-        // the server stops working on an answer nobody will read.
-        let call = tokio::time::timeout(deadline, peer.call_tool(params));
-        let outcome = match &ctx.cancellation {
-            Some(signal) => tokio::select! {
-                r = call => r,
-                () = signal.cancelled() => {
-                    return ToolOutput::err(core_codes::CANCELLED, "the call was cancelled; the MCP server was told to stop");
+        let idle = self.idle_timeout.min(cap);
+        let started = Instant::now();
+        let mut replayed = false;
+        let mut unsent = false;
+        loop {
+            let conn = match self.server.connection().await {
+                Ok(conn) => conn,
+                Err(why) => return self.unavailable(&why),
+            };
+            let mut params = CallToolRequestParams::new(self.wire_name.clone());
+            if let Some(arguments) = &arguments {
+                params = params.with_arguments(arguments.clone());
+            }
+            match self.attempt(&conn, params, ctx, started, idle, cap).await {
+                Attempt::Done(output) => return output,
+                // The request never reached the server; the next session gets it.
+                Attempt::NotSent if !unsent => unsent = true,
+                Attempt::NotSent => return self.unavailable(&conn.describe_closed()),
+                Attempt::Unreachable(why) => return self.unavailable(&why),
+                Attempt::Lost(reason) => {
+                    if let Some(process) = &conn.process {
+                        // The stream usually closes a moment before the process is
+                        // reaped; wait for that moment so the error can say how.
+                        process.wait_exit(Duration::from_secs(2)).await;
+                    }
+                    if self.replay_safe && !replayed && started.elapsed() < cap {
+                        replayed = true;
+                        tracing::info!(target: TRACING_TARGET, server = %self.server.name, tool = %self.wire_name, "the connection broke mid-call; replaying the call (trusted read-only or idempotent)");
+                        continue;
+                    }
+                    return self.lost(&conn, replayed, reason.as_deref());
                 }
-            },
-            None => call.await,
-        };
-        match outcome {
-            Err(_elapsed) => ToolOutput::error(
-                ToolErrorInfo::new(
-                    core_codes::TOOL_TIMEOUT,
-                    format!(
-                        "MCP tool `{}` on server `{}` did not answer within {:.3}s; the server was told to cancel the call",
-                        self.wire_name,
-                        self.connection.server,
-                        deadline.as_secs_f64()
-                    ),
-                )
-                .retryable(true)
-                .with_detail("timeout_seconds", deadline.as_secs_f64()),
-            ),
-            Ok(Err(e)) => self.service_error(&e).await,
-            Ok(Ok(result)) => match serde_json::to_value(&result) {
-                Ok(raw) => self.project(raw, ctx),
-                Err(e) => ToolOutput::err(
-                    codes::MCP_REQUEST_FAILED,
-                    format!("the MCP result could not be read: {e}"),
-                ),
-            },
+            }
         }
+    }
+
+    /// One `tools/call` on `conn`, waited for under the idle timeout and the cap.
+    async fn attempt(
+        &self,
+        conn: &Arc<Connection>,
+        params: CallToolRequestParams,
+        ctx: &ToolExecutionContext,
+        started: Instant,
+        idle: Duration,
+        cap: Duration,
+    ) -> Attempt {
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        // rmcp puts a fresh `progressToken` into every request's `_meta`.
+        let handle = match conn
+            .peer
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+        {
+            Ok(handle) => handle,
+            Err(_) => return Attempt::NotSent,
+        };
+        let (_watch, mut progress) = self
+            .server
+            .events
+            .watch_progress(handle.progress_token.clone());
+        let mut pending = PendingCall {
+            handle: Some(handle),
+        };
+        let cap_at = started + cap;
+        let mut last_reset = Instant::now();
+        let mut deadline = (last_reset + idle).min(cap_at);
+        let mut beats = 0u64;
+        let mut progress_open = true;
+        let cancelled = async {
+            match &ctx.cancellation {
+                Some(signal) => signal.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(cancelled);
+        loop {
+            let wake = tokio::select! {
+                biased;
+                answer = pending.answer() => Wake::Answer(Box::new(answer)),
+                () = &mut cancelled => Wake::Cancelled,
+                p = progress.recv(), if progress_open => Wake::Progress(p),
+                () = tokio::time::sleep_until(deadline) => Wake::Deadline,
+            };
+            match wake {
+                Wake::Answer(answer) => {
+                    pending.disarm();
+                    return self.answered(*answer, ctx, conn);
+                }
+                Wake::Cancelled => {
+                    let mode = conn.cancel_mode();
+                    pending.cancel("cancelled by the host").await;
+                    return Attempt::Done(ToolOutput::error(
+                        ToolErrorInfo::new(
+                            core_codes::CANCELLED,
+                            format!(
+                                "the call was cancelled; the MCP server was told to stop ({})",
+                                mode.as_str()
+                            ),
+                        )
+                        .with_detail("cancellation", mode.as_str()),
+                    ));
+                }
+                Wake::Progress(Some(p)) => {
+                    beats += 1;
+                    last_reset = Instant::now();
+                    deadline = (last_reset + idle).min(cap_at);
+                    self.heartbeat(ctx, &p, started, deadline - last_reset, conn);
+                }
+                // `_watch` holds the route, so this does not happen; if it did, the
+                // wait goes on without progress.
+                Wake::Progress(None) => progress_open = false,
+                Wake::Deadline => {
+                    let mode = conn.cancel_mode();
+                    let reason = "timed out";
+                    pending.cancel(reason).await;
+                    // The cap fired when it cut the idle window short.
+                    let capped = deadline == cap_at && cap_at - last_reset < idle;
+                    return Attempt::Done(self.timed_out(mode, capped, idle, cap, beats));
+                }
+            }
+        }
+    }
+
+    fn timed_out(
+        &self,
+        mode: CancelMode,
+        capped: bool,
+        idle: Duration,
+        cap: Duration,
+        beats: u64,
+    ) -> ToolOutput {
+        let (message, bound, seconds) = if capped {
+            (
+                format!(
+                    "MCP tool `{}` on server `{}` did not finish within its cap of {:.3}s (tool_max_sec, or the call's deadline), though it reported progress; the server was told to cancel the call ({})",
+                    self.wire_name,
+                    self.server.name,
+                    cap.as_secs_f64(),
+                    mode.as_str()
+                ),
+                "cap",
+                cap,
+            )
+        } else {
+            (
+                format!(
+                    "MCP tool `{}` on server `{}` sent neither an answer nor progress for {:.3}s; the server was told to cancel the call ({})",
+                    self.wire_name,
+                    self.server.name,
+                    idle.as_secs_f64(),
+                    mode.as_str()
+                ),
+                "idle",
+                idle,
+            )
+        };
+        ToolOutput::error(
+            ToolErrorInfo::new(core_codes::TOOL_TIMEOUT, message)
+                .retryable(true)
+                .with_detail("timeout_seconds", seconds.as_secs_f64())
+                .with_detail("bound", bound)
+                .with_detail("idle_timeout_seconds", idle.as_secs_f64())
+                .with_detail("cap_seconds", cap.as_secs_f64())
+                .with_detail("progress_notifications", beats)
+                .with_detail("cancellation", mode.as_str()),
+        )
+    }
+
+    /// Reports one progress notification: a tracing event and the host's sink.
+    fn heartbeat(
+        &self,
+        ctx: &ToolExecutionContext,
+        p: &Progress,
+        started: Instant,
+        remaining: Duration,
+        conn: &Connection,
+    ) {
+        let message = p
+            .message
+            .as_deref()
+            .map(|m| conn.redactor().redact(&one_line(m)));
+        let elapsed = started.elapsed();
+        let name = self.definition.name.as_str();
+        let of = p.total.map(|t| format!("/{t}")).unwrap_or_default();
+        tracing::info!(
+            target: TRACING_TARGET,
+            name,
+            server = %self.server.name,
+            elapsed_seconds = elapsed.as_secs(),
+            progress = p.progress,
+            total = p.total,
+            "running name={name} elapsed={}s progress={}{of}{}",
+            elapsed.as_secs(),
+            p.progress,
+            message.as_deref().map(|m| format!(" {m}")).unwrap_or_default(),
+        );
+        if let Some(sink) = ctx.extensions.get::<McpProgressSink>() {
+            (sink.0)(&McpProgress {
+                tool: self.definition.name.clone(),
+                server: self.server.name.clone(),
+                call_id: ctx.call_id.clone(),
+                progress: p.progress,
+                total: p.total,
+                message,
+                elapsed,
+                remaining,
+            });
+        }
+    }
+
+    fn answered(&self, answer: Answer, ctx: &ToolExecutionContext, conn: &Connection) -> Attempt {
+        let result = match answer {
+            Err(_) => return Attempt::Lost(None),
+            Ok(Err(e)) => {
+                if let Some(why) = undelivered(&e) {
+                    return Attempt::Unreachable(conn.redactor().redact(&why));
+                }
+                if dropped_answer(&e).is_none()
+                    && matches!(
+                        e,
+                        ServiceError::TransportClosed | ServiceError::TransportSend(_)
+                    )
+                {
+                    let reason = match e {
+                        ServiceError::TransportSend(_) => Some(transport_failure(&e)),
+                        _ => None,
+                    };
+                    return Attempt::Lost(reason);
+                }
+                return Attempt::Done(self.service_error(&e, conn));
+            }
+            Ok(Ok(result)) => result,
+        };
+        let raw = match result {
+            ServerResult::CallToolResult(r) => serde_json::to_value(&r),
+            // A result with nothing in it is a call that returned nothing.
+            ServerResult::EmptyResult(_) => Ok(json!({"content": []})),
+            ServerResult::InputRequiredResult(_) => {
+                return Attempt::Done(ToolOutput::error(self.failed(
+                    codes::MCP_REQUEST_FAILED,
+                    &format!(
+                        "MCP tool `{}` on server `{}` asked for more input (a multi-round request); iris does not answer those yet",
+                        self.wire_name, self.server.name
+                    ),
+                    conn,
+                )));
+            }
+            ServerResult::CreateTaskResult(_) => {
+                return Attempt::Done(ToolOutput::error(self.failed(
+                    codes::MCP_REQUEST_FAILED,
+                    &format!(
+                        "MCP tool `{}` on server `{}` started a task; iris does not follow MCP tasks yet",
+                        self.wire_name, self.server.name
+                    ),
+                    conn,
+                )));
+            }
+            _ => {
+                return Attempt::Done(ToolOutput::error(self.failed(
+                    codes::MCP_REQUEST_FAILED,
+                    &format!(
+                        "MCP server `{}` answered the call to `{}` with something that is not a tool result",
+                        self.server.name, self.wire_name
+                    ),
+                    conn,
+                )));
+            }
+        };
+        Attempt::Done(match raw {
+            Ok(raw) => self.project(raw, ctx, conn),
+            Err(e) => ToolOutput::err(
+                codes::MCP_REQUEST_FAILED,
+                format!("the MCP result could not be read: {e}"),
+            ),
+        })
     }
 
     /// A failed call: `message` redacted (no secret of the server's config reaches
     /// the model or the user).
-    fn failed(&self, code: &str, message: &str) -> ToolErrorInfo {
-        ToolErrorInfo::new(code, self.connection.redactor().redact(message))
+    fn failed(&self, code: &str, message: &str, conn: &Connection) -> ToolErrorInfo {
+        ToolErrorInfo::new(code, conn.redactor().redact(message))
     }
 
-    fn closed_error(&self) -> ToolOutput {
-        let stderr = self
-            .connection
-            .redactor()
-            .redact(&self.connection.stderr_tail());
+    /// No session to call on: closed, or a restart failed.
+    fn unavailable(&self, why: &str) -> ToolOutput {
+        let conn = self.server.current();
+        let stderr = conn.redactor().redact(&conn.stderr_tail());
         ToolOutput::error(
             self.failed(
                 codes::MCP_CONNECTION_CLOSED,
-                &format!(
-                    "MCP server `{}` is not connected: {}",
-                    self.connection.server,
-                    self.connection.describe_closed()
-                ),
+                &format!("MCP server `{}` is not connected: {why}", self.server.name),
+                &conn,
             )
-            .with_detail("server", self.connection.server.clone())
+            .with_detail("server", self.server.name.clone())
             .with_detail("stderr", stderr),
         )
     }
 
-    async fn service_error(&self, e: &ServiceError) -> ToolOutput {
+    /// The session broke while the call was out and it is not safe to repeat.
+    fn lost(&self, conn: &Connection, replayed: bool, reason: Option<&str>) -> ToolOutput {
+        let stderr = conn.redactor().redact(&conn.stderr_tail());
+        let again = if replayed { " (after one replay)" } else { "" };
+        let how = match (&conn.process, reason) {
+            (None, Some(reason)) => reason.to_owned(),
+            _ => conn.describe_closed(),
+        };
+        ToolOutput::error(
+            self.failed(
+                codes::MCP_CONNECTION_LOST,
+                &format!(
+                    "the connection to MCP server `{}` broke while `{}` was running{again}: {}; the call may have run, and it was not repeated (only trusted read-only or idempotent tools are)",
+                    self.server.name,
+                    self.wire_name,
+                    how
+                ),
+                conn,
+            )
+            .with_detail("server", self.server.name.clone())
+            .with_detail("may_have_run", true)
+            .with_detail("replayed", replayed)
+            .with_detail("stderr", stderr),
+        )
+    }
+
+    fn service_error(&self, e: &ServiceError, conn: &Connection) -> ToolOutput {
         if let Some((code, message)) = dropped_answer(e) {
             return ToolOutput::error(self.failed(
                 code,
                 &format!(
                     "MCP tool `{}` on server `{}`: {message}",
-                    self.wire_name, self.connection.server
+                    self.wire_name, self.server.name
                 ),
+                conn,
             ));
         }
         match e {
-            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
-                if let Some(process) = &self.connection.process {
-                    // The stream usually closes a moment before the process is
-                    // reaped; wait for that moment so the error can say how it ended.
-                    process.wait_exit(Duration::from_secs(2)).await;
-                }
-                self.closed_error()
-            }
             ServiceError::McpError(data) => ToolOutput::error(
                 self.failed(
                     codes::MCP_REQUEST_FAILED,
                     &format!(
                         "MCP server `{}` rejected the call to `{}` (JSON-RPC {}): {}",
-                        self.connection.server,
+                        self.server.name,
                         self.wire_name,
                         data.code.0,
                         one_line(&data.message)
                     ),
+                    conn,
                 )
                 .with_detail("jsonrpc_code", data.code.0),
             ),
@@ -200,74 +649,225 @@ impl McpTool {
                 &format!(
                     "the call to `{}` on MCP server `{}` failed: {}",
                     self.wire_name,
-                    self.connection.server,
+                    self.server.name,
                     one_line(&other.to_string())
                 ),
+                conn,
             )),
         }
     }
 
+    /// Checks `structuredContent` against the tool's `outputSchema`, when it has
+    /// one: `Err` with the first violations.
+    fn check_output(&self, structured: Option<&Value>) -> Result<(), ToolErrorInfo> {
+        let Some(validator) = &self.output_schema else {
+            return Ok(());
+        };
+        let Some(value) = structured else {
+            return Err(ToolErrorInfo::new(
+                codes::MCP_OUTPUT_SCHEMA_MISMATCH,
+                format!(
+                    "MCP tool `{}` on server `{}` declares an outputSchema but its result has no structuredContent",
+                    self.wire_name, self.server.name
+                ),
+            ));
+        };
+        let violations: Vec<Value> = validator
+            .iter_errors(value)
+            .take(MAX_SCHEMA_ERRORS)
+            .map(|e| {
+                json!({
+                    "instance_path": e.instance_path().to_string(),
+                    "schema_path": e.schema_path().to_string(),
+                    "message": one_line(&e.to_string()),
+                })
+            })
+            .collect();
+        if violations.is_empty() {
+            return Ok(());
+        }
+        let first = violations[0]["message"].as_str().unwrap_or("").to_owned();
+        let at = violations[0]["instance_path"].as_str().unwrap_or("");
+        Err(ToolErrorInfo::new(
+            codes::MCP_OUTPUT_SCHEMA_MISMATCH,
+            format!(
+                "the structuredContent of MCP tool `{}` on server `{}` does not match its outputSchema: at `{}`: {first}",
+                self.wire_name,
+                self.server.name,
+                if at.is_empty() { "/" } else { at }
+            ),
+        )
+        .with_detail("violations", Value::Array(violations)))
+    }
+
     /// Turns the raw `CallToolResult` JSON into a [`ToolOutput`]: content projected,
-    /// `structuredContent` in `data`, the raw result saved as an artifact, the MCP
-    /// identity (server, wire name, protocol) in `metadata.mcp`.
-    fn project(&self, raw: Value, ctx: &ToolExecutionContext) -> ToolOutput {
+    /// `structuredContent` checked against the output schema and put in `data`
+    /// (whole when small, summarized when large), the raw result saved as an
+    /// artifact, the MCP identity (server, wire name, protocol) in `metadata.mcp`.
+    fn project(&self, raw: Value, ctx: &ToolExecutionContext, conn: &Connection) -> ToolOutput {
         let mut content = raw
             .get("content")
             .and_then(Value::as_array)
             .map(|items| items.iter().map(project_block).collect::<Vec<_>>())
             .unwrap_or_default();
-        let structured = raw.get("structuredContent").cloned();
-        if content.is_empty()
-            && let Some(s) = &structured
-        {
+        let structured = raw.get("structuredContent");
+        let is_error = raw.get("isError").and_then(Value::as_bool) == Some(true);
+        let has_text = raw
+            .get("content")
+            .and_then(Value::as_array)
+            .is_some_and(|items| {
+                items
+                    .iter()
+                    .any(|i| i.get("type").and_then(Value::as_str) == Some("text"))
+            });
+        if !has_text && let Some(s) = structured {
             // The spec asks servers to mirror structured output as text; when one does
             // not, the model still needs to see it.
             content.push(ContentBlock::text(s.to_string()));
         }
-        let is_error = raw.get("isError").and_then(Value::as_bool) == Some(true);
         let mut result = if is_error {
             let mut r = ToolOutput::error(ToolErrorInfo::new(
                 codes::MCP_TOOL_ERROR,
                 format!(
                     "MCP tool `{}` on server `{}` reported an error",
-                    self.wire_name, self.connection.server
+                    self.wire_name, self.server.name
                 ),
             ));
             r.content = content;
             r
         } else {
-            ToolOutput::new(content)
+            match self.check_output(structured) {
+                Ok(()) => ToolOutput::new(content),
+                Err(info) => ToolOutput::error(info),
+            }
         };
-        if let Some(s) = structured {
-            result.data.insert("structured_content".into(), s);
-        }
         let mut mcp = Map::new();
-        mcp.insert("server".into(), json!(self.connection.server));
+        mcp.insert("server".into(), json!(self.server.name));
         mcp.insert("tool".into(), json!(self.wire_name));
-        mcp.insert("protocol".into(), json!(self.connection.protocol));
+        mcp.insert("protocol".into(), json!(conn.protocol));
         let preview: String = result
             .model_content()
             .chars()
             .take(ARTIFACT_PREVIEW_CHARS)
             .collect();
         let store = ToolArtifactStore::for_session(ctx.workspace(), &ctx.session_id);
+        let mut raw_path = None;
         match store.persist_json(&artifact_id(&ctx.call_id), &raw, &preview) {
             Ok(artifact) => {
+                let path = artifact.path.to_string_lossy().into_owned();
                 // Also under metadata: the executor's `persist_if_large` may replace
                 // `artifact` with the saved text body of a long result.
-                mcp.insert(
-                    "raw_result_path".into(),
-                    json!(artifact.path.to_string_lossy()),
-                );
+                mcp.insert("raw_result_path".into(), json!(path));
+                raw_path = Some(path);
                 result.artifact = Some(Box::new(artifact));
             }
             Err(e) => {
-                tracing::warn!(server = %self.connection.server, tool = %self.wire_name, error = %e, "saving the raw MCP result failed");
+                tracing::warn!(server = %self.server.name, tool = %self.wire_name, error = %e, "saving the raw MCP result failed");
                 mcp.insert("raw_result_error".into(), json!(e.to_info().message));
+            }
+        }
+        if let Some(s) = structured {
+            let bytes = json_size(s);
+            if bytes <= MAX_INLINE_STRUCTURED_BYTES || raw_path.is_none() {
+                // Unsaved, the value has no other home: it stays whole.
+                result.data.insert("structured_content".into(), s.clone());
+            } else {
+                result.data.insert(
+                    "structured_content_summary".into(),
+                    summarize(s, bytes, raw_path.as_deref().unwrap_or_default()),
+                );
             }
         }
         result.metadata.insert("mcp".into(), Value::Object(mcp));
         result
+    }
+}
+
+/// The length of `value` as compact JSON, counted without building the text.
+fn json_size(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing a `Value` to a writer that never fails cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
+/// A bounded description of a large `structuredContent`: its size, its shape, the
+/// start of its JSON text, and the artifact that keeps it whole.
+fn summarize(value: &Value, bytes: usize, raw_result_path: &str) -> Value {
+    let kind = match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    };
+    let mut summary = Map::new();
+    summary.insert("type".into(), json!(kind));
+    summary.insert("bytes".into(), json!(bytes));
+    match value {
+        Value::Object(map) => {
+            let keys: Vec<&String> = map.keys().take(SUMMARY_MAX_KEYS).collect();
+            summary.insert("keys".into(), json!(keys));
+            summary.insert("key_count".into(), json!(map.len()));
+        }
+        Value::Array(items) => {
+            summary.insert("length".into(), json!(items.len()));
+        }
+        _ => {}
+    }
+    let mut preview = JsonPrefix::new(SUMMARY_PREVIEW_CHARS);
+    let _ = serde_json::to_writer(&mut preview, value);
+    summary.insert("preview".into(), json!(preview.finish()));
+    summary.insert("raw_result_path".into(), json!(raw_result_path));
+    Value::Object(summary)
+}
+
+/// A writer that keeps the first `limit` characters of what is written and then
+/// refuses more, so serializing a huge value for a preview stops early.
+struct JsonPrefix {
+    bytes: Vec<u8>,
+    limit: usize,
+}
+
+impl JsonPrefix {
+    fn new(limit: usize) -> Self {
+        Self {
+            bytes: Vec::new(),
+            limit,
+        }
+    }
+
+    fn finish(self) -> String {
+        let text = String::from_utf8_lossy(&self.bytes);
+        let mut out: String = text.chars().take(self.limit).collect();
+        out.push('…');
+        out
+    }
+}
+
+impl std::io::Write for JsonPrefix {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        // Four bytes per character at most: past that the prefix is complete.
+        if self.bytes.len() >= self.limit * 4 {
+            return Err(std::io::Error::other("preview complete"));
+        }
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -295,6 +895,12 @@ impl Tool for McpTool {
 
     fn is_read_only(&self) -> bool {
         self.read_only
+    }
+
+    /// The call enforces the idle timeout and the cap itself (progress restarts
+    /// the idle timer, which the executor cannot see).
+    fn timeout_owner(&self) -> ToolTimeoutOwner {
+        ToolTimeoutOwner::Tool
     }
 }
 

@@ -369,6 +369,7 @@ fn load_mcp(loaded: &LoadedConfig) -> Result<Option<MCPConfig>> {
                 trust_annotations: o.trust_annotations,
                 startup_timeout_sec: o.startup_timeout_sec,
                 tool_timeout_sec: o.tool_timeout_sec,
+                tool_max_sec: o.tool_max_sec,
             };
             (name.clone(), o)
         })

@@ -346,8 +346,10 @@ pub struct McpOverride {
     pub trust_annotations: Option<bool>,
     /// Startup deadline in seconds.
     pub startup_timeout_sec: Option<f64>,
-    /// Per-call deadline in seconds.
+    /// Per-call idle deadline in seconds (each progress notification restarts it).
     pub tool_timeout_sec: Option<f64>,
+    /// The absolute cap of one call in seconds, however much progress it reports.
+    pub tool_max_sec: Option<f64>,
 }
 
 /// One `middleware.tools` item: a factory key the host registered, and its options.

@@ -44,7 +44,8 @@ pub(crate) struct Diagnostics {
 
 #[derive(Debug, Default)]
 struct DiagnosticsInner {
-    messages: Vec<String>,
+    /// (code, message); the code is one of [`codes`].
+    messages: Vec<(&'static str, String)>,
     dropped: usize,
 }
 
@@ -62,12 +63,18 @@ impl Diagnostics {
         &self.redactor
     }
 
-    /// Stores `message` (redacted) and returns what was stored.
+    /// Stores a protocol complaint (`MCP_PROTOCOL_WARNING`), redacted, and returns
+    /// what was stored.
     pub(crate) fn push(&self, message: &str) -> String {
+        self.push_coded(codes::MCP_PROTOCOL_WARNING, message)
+    }
+
+    /// Stores `message` (redacted) under `code` and returns what was stored.
+    pub(crate) fn push_coded(&self, code: &'static str, message: &str) -> String {
         let message = self.redactor.redact(message);
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         if inner.messages.len() < MAX_DIAGNOSTICS {
-            inner.messages.push(message.clone());
+            inner.messages.push((code, message.clone()));
         } else {
             inner.dropped += 1;
         }
@@ -76,10 +83,18 @@ impl Diagnostics {
 
     /// The stored messages, plus one line counting those not stored.
     pub(crate) fn snapshot(&self) -> Vec<String> {
+        self.snapshot_coded().into_iter().map(|(_, m)| m).collect()
+    }
+
+    /// The stored (code, message) pairs, plus one warning counting those not stored.
+    pub(crate) fn snapshot_coded(&self) -> Vec<(&'static str, String)> {
         let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         let mut out = inner.messages.clone();
         if inner.dropped > 0 {
-            out.push(format!("… and {} more", inner.dropped));
+            out.push((
+                codes::MCP_PROTOCOL_WARNING,
+                format!("… and {} more", inner.dropped),
+            ));
         }
         out
     }

@@ -26,6 +26,7 @@ fn summary(c: &MCPConfig) -> Value {
                 "trust": s.trust_annotations,
                 "startup": s.startup_timeout.as_secs_f64(),
                 "tool": s.tool_timeout.as_secs_f64(),
+                "tool_max": s.tool_max.as_secs_f64(),
                 "enabled_tools": s.enabled_tools,
                 "disabled_tools": s.disabled_tools,
             });
@@ -331,9 +332,33 @@ fn enabled_required_timeouts_and_tool_filters() {
                 ("/servers/a/trust", json!(false)),
                 ("/servers/a/startup", json!(30.0)),
                 ("/servers/a/tool", json!(30.0)),
+                ("/servers/a/tool_max", json!(600.0)),
                 ("/servers/a/enabled_tools", Value::Null),
                 ("/servers/a/disabled_tools", json!([])),
             ]),
+        ),
+        // The cap: its own key, raised to a longer idle timeout when unset, never
+        // shorter than the idle timeout when set.
+        (
+            r#""a": {"command": "x", "tool_timeout_sec": 5, "tool_max_sec": 3600}"#,
+            Ok(&[
+                ("/servers/a/tool", json!(5.0)),
+                ("/servers/a/tool_max", json!(3600.0)),
+            ]),
+        ),
+        (
+            r#""a": {"command": "x", "tool_timeout_sec": 900}"#,
+            Ok(&[("/servers/a/tool_max", json!(900.0))]),
+        ),
+        (
+            r#""a": {"command": "x", "tool_timeout_sec": 60, "tool_max_sec": 10}"#,
+            Err(
+                "server `a`: field `tool_max_sec`: the cap (10s) is shorter than tool_timeout_sec (60s)",
+            ),
+        ),
+        (
+            r#""a": {"command": "x", "tool_max_sec": 0}"#,
+            Err("field `tool_max_sec`: must be a positive finite number, found 0"),
         ),
         (
             r#""a": {"command": "x", "disabled": true}"#,
@@ -595,6 +620,7 @@ fn overrides_merge_by_raw_server_name() {
         trust_annotations: Some(true),
         startup_timeout_sec: Some(1.25),
         tool_timeout_sec: Some(90.0),
+        tool_max_sec: Some(7200.0),
     };
     check(
         JSON_PATH,
@@ -605,6 +631,7 @@ fn overrides_merge_by_raw_server_name() {
             ("/servers/my.server/trust", json!(true)),
             ("/servers/my.server/startup", json!(1.25)),
             ("/servers/my.server/tool", json!(90.0)),
+            ("/servers/my.server/tool_max", json!(7200.0)),
             // Unset override fields keep the file's values and the defaults.
             ("/servers/b/required", json!(true)),
             ("/servers/b/trust", json!(false)),
@@ -662,6 +689,33 @@ fn overrides_merge_by_raw_server_name() {
         Err(
             "server `b`: field `mcp.overrides.startup_timeout_sec`: must be a positive finite number, found inf",
         ),
+    ); // The cap override beats the file's cap and is checked against the idle timeout
+    // (the file's, 7 s here).
+    check(
+        JSON_PATH,
+        &text,
+        &o(&[(
+            "b",
+            ServerOverride {
+                tool_max_sec: Some(3.0),
+                ..Default::default()
+            },
+        )]),
+        Err(
+            "server `b`: field `mcp.overrides.tool_max_sec`: the cap (3s) is shorter than tool_timeout_sec (7s)",
+        ),
+    );
+    check(
+        JSON_PATH,
+        &text,
+        &o(&[(
+            "b",
+            ServerOverride {
+                tool_max_sec: Some(120.0),
+                ..Default::default()
+            },
+        )]),
+        Ok(&[("/servers/b/tool_max", json!(120.0))]),
     );
 }
 

@@ -160,24 +160,34 @@ async fn crash_mid_call_hang_past_timeout_and_cancellation() {
     ));
     h.manager.prepare().await.unwrap();
 
-    // Crash mid-call: a clean error naming the exit, the stderr in details.
+    // Crash mid-call: a clean error naming the exit, saying the call may have run
+    // (`crash` is not trusted read-only, so it is not replayed), the stderr in details.
+    let pid_of =
+        |pids: Vec<(String, u32)>| pids.into_iter().find(|(s, _)| s == "crashy").unwrap().1;
+    let first_pid = pid_of(h.manager.server_pids().await);
     let r = h.call("mcp__crashy__crash", json!({})).await;
-    assert_eq!(r.error_code(), Some(codes::MCP_CONNECTION_CLOSED), "{r:?}");
+    assert_eq!(r.error_code(), Some(codes::MCP_CONNECTION_LOST), "{r:?}");
     let e = r.error_info().unwrap();
     assert!(
         e.message.contains("exited (exit status: 7)"),
         "{}",
         e.message
     );
+    assert!(e.message.contains("may have run"), "{}", e.message);
+    assert_eq!(e.details["may_have_run"], true);
     assert!(
         e.details["stderr"]
             .as_str()
             .unwrap()
             .contains("crashing on purpose")
     );
-    // Later calls fail the same way, at once.
+    // The next call starts the server again and is answered.
     let r = h.call("mcp__crashy__echo", json!({"text": "x"})).await;
-    assert_eq!(r.error_code(), Some(codes::MCP_CONNECTION_CLOSED));
+    assert_eq!(r.model_content(), "x", "{r:?}");
+    let second_pid = pid_of(h.manager.server_pids().await);
+    assert_ne!(first_pid, second_pid, "a new process serves the call");
+    assert_eq!(process_state(first_pid), None, "the dead server was reaped");
+    assert_eq!(h.manager.restart_counts().await["crashy"], 1);
 
     // Hang past tool_timeout_sec: TOOL_TIMEOUT, and the server is told to cancel.
     let dir = tempfile::tempdir().unwrap();
@@ -200,9 +210,13 @@ async fn crash_mid_call_hang_past_timeout_and_cancellation() {
         .await;
     assert_eq!(r.model_content(), "still here");
 
-    // The runtime deadline (ctx.tool_timeout) caps the call too.
+    // The definition carries the cap; the tool owns its deadline.
     let tool = h.registry.get("mcp__crashy__echo").unwrap();
-    assert_eq!(tool.definition().timeout, Some(Duration::from_secs(30)));
+    assert_eq!(tool.definition().timeout, Some(Duration::from_secs(600)));
+    assert_eq!(
+        tool.timeout_owner(),
+        iris_tools_core::ToolTimeoutOwner::Tool
+    );
 
     // Host cancellation mid-call: CANCELLED, and the server is told.
     let started = dir.path().join("started");

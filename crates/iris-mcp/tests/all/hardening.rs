@@ -126,7 +126,7 @@ async fn stderr_that_is_not_utf8_or_never_ends_a_line_keeps_the_server_serving()
     // The tail shows what happened: the invalid bytes decoded lossily, the flood cut
     // to its head and marked, and the lines after both.
     let r = h.call("mcp__noisy__crash", json!({})).await;
-    assert_eq!(r.error_code(), Some(codes::MCP_CONNECTION_CLOSED), "{r:?}");
+    assert_eq!(r.error_code(), Some(codes::MCP_CONNECTION_LOST), "{r:?}");
     let stderr = r.error_info().unwrap().details["stderr"]
         .as_str()
         .unwrap()
@@ -553,7 +553,7 @@ async fn a_secret_a_stdio_server_prints_on_stderr_is_redacted() {
     let r = h
         .call("mcp__leaky__leak_env", json!({"name": "API_TOKEN"}))
         .await;
-    assert_eq!(r.error_code(), Some(codes::MCP_CONNECTION_CLOSED), "{r:?}");
+    assert_eq!(r.error_code(), Some(codes::MCP_CONNECTION_LOST), "{r:?}");
     let text = format!("{r:?}");
     assert!(!text.contains("env-secret-7788"), "{text}");
     assert!(text.contains("fixture: leaking <redacted>"), "{text}");

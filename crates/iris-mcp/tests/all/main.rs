@@ -4,11 +4,15 @@
 // Tests may unwrap: a failed unwrap is a failed test with a clear location.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod calls;
+mod catalog;
 mod config;
 mod executor;
 mod faults;
 mod hardening;
 mod naming;
+mod recovery;
 mod schema;
 mod servers;
+mod startup;
 mod support;

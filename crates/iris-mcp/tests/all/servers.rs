@@ -81,7 +81,10 @@ async fn stdio_sdk_server_end_to_end() {
     );
     assert_eq!(def.group, "mcp");
     assert!(!def.deferred);
-    assert_eq!(def.timeout.map(|t| t.as_secs()), Some(30));
+    // The definition's timeout is the cap (`tool_max_sec`, default 600 s); the idle
+    // timeout (`tool_timeout_sec`) is the tool's own.
+    assert_eq!(def.timeout.map(|t| t.as_secs()), Some(600));
+    assert_eq!(def.metadata["mcp"]["idle_timeout_seconds"], 30.0);
     assert_eq!(def.metadata["mcp"]["server"], "fixture");
     assert_eq!(def.metadata["mcp"]["tool"], "echo");
     assert_eq!(def.input_schema["properties"]["text"]["type"], "string");

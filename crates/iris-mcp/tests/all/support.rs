@@ -140,9 +140,15 @@ impl HttpServer {
 
     /// Like [`HttpServer::start`] on a given port (to restart a server in place).
     pub(crate) fn start_on(transport: &str, port: u16) -> Self {
+        Self::start_with(transport, port, &[])
+    }
+
+    /// Like [`HttpServer::start_on`] with extra fixture arguments.
+    pub(crate) fn start_with(transport: &str, port: u16, extra: &[&str]) -> Self {
         let child = Command::new(python())
             .arg(sdk_server())
             .args(["--transport", transport, "--port", &port.to_string()])
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -279,4 +285,52 @@ pub(crate) fn self_status_bytes(field: &str) -> u64 {
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("bad line {line}"));
     kb * 1024
+}
+
+/// Processes that keep every core busy for as long as the guard lives (killed and
+/// reaped on drop, also when the test fails).
+pub(crate) struct CpuLoad(Vec<Child>);
+
+impl CpuLoad {
+    /// One busy loop per core.
+    pub(crate) fn start() -> Self {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let loops = (0..cores)
+            .map(|_| {
+                Command::new("sh")
+                    .args(["-c", "while :; do :; done"])
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        Self(loops)
+    }
+
+    /// The pids of the busy loops.
+    pub(crate) fn pids(&self) -> Vec<u32> {
+        self.0.iter().map(Child::id).collect()
+    }
+}
+
+impl Drop for CpuLoad {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Children of this test process whose command line mentions `needle`.
+pub(crate) fn my_children_with(needle: &str) -> Vec<u32> {
+    children_of(std::process::id())
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
+        })
+        .collect()
 }

@@ -112,7 +112,7 @@ fn defaults_match_the_seed() {
 #[test]
 fn relative_paths_resolve_against_the_yaml_folder() {
     let fx = Fixture::new(
-        "workspace: ws\ntools:\n  subagent: agents/catalog.yaml\nmcp:\n  path: mcp.json\n  overrides:\n    docs: {required: false, tool_timeout_sec: 5}\ndecision:\n  path: ../decision.yaml\n",
+        "workspace: ws\ntools:\n  subagent: agents/catalog.yaml\nmcp:\n  path: mcp.json\n  overrides:\n    docs: {required: false, tool_timeout_sec: 5, tool_max_sec: 50}\ndecision:\n  path: ../decision.yaml\n",
         &[],
     );
     let loaded = AgentConfig::load_with_env(fx.file(), false).unwrap();
@@ -132,6 +132,7 @@ fn relative_paths_resolve_against_the_yaml_folder() {
     let docs = &c.mcp.as_ref().unwrap().overrides["docs"];
     assert_eq!(docs.required, Some(false));
     assert_eq!(docs.tool_timeout_sec, Some(5.0));
+    assert_eq!(docs.tool_max_sec, Some(50.0));
     assert_eq!(docs.trust_annotations, None);
 }
 
