@@ -230,6 +230,7 @@ const THESAURUS: &[(Kind, &[&str])] = &[
     (Kind::Noun, &["thread", "conversation"]),
     (Kind::Noun, &["log", "logs"]),
     (Kind::Noun, &["history", "changelog"]),
+    (Kind::Noun, &["now", "current", "present"]),
     (Kind::Noun, &["code", "source"]),
 ];
 
