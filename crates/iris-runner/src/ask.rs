@@ -8,29 +8,17 @@
 //! [`AgentRunner::resume`](crate::AgentRunner::resume) carries the answer. The answer
 //! is the call's result.
 
-use iris_tools_core::{
-    BoxFuture, Tool, ToolDefinition, ToolExecutionContext, ToolInput, ToolOutput, codes,
-};
+use iris_tools_core::ToolDefinition;
 use serde_json::{Value, json};
+
+use crate::loop_tool::RunLoopTool;
 
 /// The tool's model-facing name.
 pub const ASK_QUESTION: &str = "ask_question";
 
-/// The `ask_question` tool; see the [module docs](self).
-#[derive(Debug)]
-pub struct AskQuestionTool {
-    definition: ToolDefinition,
-}
-
-impl Default for AskQuestionTool {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl AskQuestionTool {
-    /// The tool.
-    pub fn new() -> Self {
+impl RunLoopTool {
+    /// `ask_question`; see the [module docs](self).
+    pub fn ask_question() -> Self {
         let schema = json!({
             "type": "object",
             "properties": {
@@ -57,34 +45,8 @@ impl AskQuestionTool {
              the answer is one of a few choices. Do not use it for confirmation of \
              actions: those are asked for by the runtime.",
             schema,
-        )
-        .with_group("core");
-        Self { definition }
-    }
-}
-
-impl Tool for AskQuestionTool {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn is_concurrency_safe(&self) -> bool {
-        false
-    }
-
-    /// Outside a run loop nobody can answer: a typed error saying so.
-    fn run<'a>(
-        &'a self,
-        _input: ToolInput,
-        _ctx: &'a ToolExecutionContext,
-    ) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async {
-            ToolOutput::err(
-                codes::TOOL_FAILED,
-                "ask_question is answered by a run: only the run loop (AgentRunner, `iris run`) \
-                 can wait for the user's answer",
-            )
-        })
+        );
+        Self::new(definition)
     }
 }
 

@@ -171,7 +171,7 @@ async fn assemble(
             BuiltinKey::ExecCommand | BuiltinKey::ExecPython => &command_set,
             BuiltinKey::WebSearch | BuiltinKey::WebFetch => &web_set,
             BuiltinKey::HumanAsk => {
-                register(at, Arc::new(crate::ask::AskQuestionTool::new()))?;
+                register(at, Arc::new(crate::loop_tool::RunLoopTool::ask_question()))?;
                 continue;
             }
             BuiltinKey::FileRead
@@ -223,14 +223,23 @@ async fn assemble(
     }
     if config.context_policy.retention.is_some() {
         let key = || "context_policy.retention".to_owned();
-        register(key(), Arc::new(crate::context::ContextTool::read()))?;
-        register(key(), Arc::new(crate::context::ContextTool::search()))?;
+        register(
+            key(),
+            Arc::new(crate::loop_tool::RunLoopTool::context_read()),
+        )?;
+        register(
+            key(),
+            Arc::new(crate::loop_tool::RunLoopTool::context_search()),
+        )?;
     }
     if config.goal.is_some() {
-        register("goal".into(), Arc::new(crate::goal::GoalTool::get_goal()))?;
         register(
             "goal".into(),
-            Arc::new(crate::goal::GoalTool::report_goal()),
+            Arc::new(crate::loop_tool::RunLoopTool::get_goal()),
+        )?;
+        register(
+            "goal".into(),
+            Arc::new(crate::loop_tool::RunLoopTool::report_goal()),
         )?;
     }
     let subagents = load_subagents(loaded)?;

@@ -29,11 +29,12 @@ use std::collections::HashSet;
 
 use iris_providers::chat::{Message, Part, Role};
 use iris_tools_core::{
-    BoxFuture, ContentBlock, ContextRetention, Tool, ToolDefinition, ToolExecutionContext,
-    ToolInput, ToolOutput, ToolRegistry, codes,
+    ContentBlock, ContextRetention, ToolDefinition, ToolOutput, ToolRegistry, codes,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+
+use crate::loop_tool::RunLoopTool;
 
 /// `context_read`'s name.
 pub const CONTEXT_READ: &str = "context_read";
@@ -74,15 +75,9 @@ impl Default for RetentionConfig {
     }
 }
 
-/// One of the two read-back tools; see the [module docs](self).
-#[derive(Debug)]
-pub struct ContextTool {
-    definition: ToolDefinition,
-}
-
-impl ContextTool {
-    /// `context_read`.
-    pub fn read() -> Self {
+impl RunLoopTool {
+    /// `context_read`; see the [module docs](self).
+    pub fn context_read() -> Self {
         let definition = ToolDefinition::new(
             CONTEXT_READ,
             "Read back a message or a tool result of this conversation in full.\n\nUse it \
@@ -103,13 +98,12 @@ impl ContextTool {
                 "required": ["ref"],
                 "additionalProperties": false
             }),
-        )
-        .with_group("core");
-        Self { definition }
+        );
+        Self::new(definition)
     }
 
-    /// `context_search`.
-    pub fn search() -> Self {
+    /// `context_search`; see the [module docs](self).
+    pub fn context_search() -> Self {
         let definition = ToolDefinition::new(
             CONTEXT_SEARCH,
             "Search this conversation's messages and tool results for a text.\n\nUse it to \
@@ -126,34 +120,8 @@ impl ContextTool {
                 "required": ["query"],
                 "additionalProperties": false
             }),
-        )
-        .with_group("core");
-        Self { definition }
-    }
-}
-
-impl Tool for ContextTool {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn is_concurrency_safe(&self) -> bool {
-        false
-    }
-
-    /// Outside a run loop there is no conversation: a typed error saying so.
-    fn run<'a>(
-        &'a self,
-        _input: ToolInput,
-        _ctx: &'a ToolExecutionContext,
-    ) -> BoxFuture<'a, ToolOutput> {
-        let name = self.definition.name.clone();
-        Box::pin(async move {
-            ToolOutput::err(
-                codes::TOOL_FAILED,
-                format!("{name} reads the run's conversation: only the run loop answers it"),
-            )
-        })
+        );
+        Self::new(definition)
     }
 }
 

@@ -17,11 +17,11 @@
 //! They are installed when the agent YAML sets `goal` (seed 000: tools assembled from
 //! capability configuration, not `tools.builtin` keys).
 
-use iris_tools_core::{
-    BoxFuture, Tool, ToolDefinition, ToolExecutionContext, ToolInput, ToolOutput, codes,
-};
+use iris_tools_core::ToolDefinition;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+
+use crate::loop_tool::RunLoopTool;
 
 /// `get_goal`'s name.
 pub const GET_GOAL: &str = "get_goal";
@@ -60,26 +60,19 @@ pub struct GoalReport {
     pub summary: String,
 }
 
-/// One of the two goal tools; see the [module docs](self).
-#[derive(Debug)]
-pub struct GoalTool {
-    definition: ToolDefinition,
-}
-
-impl GoalTool {
-    /// `get_goal`.
+impl RunLoopTool {
+    /// `get_goal`; see the [module docs](self).
     pub fn get_goal() -> Self {
         let definition = ToolDefinition::new(
             GET_GOAL,
             "Read the goal of this run and the progress reported so far.\n\nUse it to \
              check what you are asked to achieve before planning or reporting.",
             json!({"type": "object", "properties": {}, "additionalProperties": false}),
-        )
-        .with_group("core");
-        Self { definition }
+        );
+        Self::new(definition)
     }
 
-    /// `report_goal`.
+    /// `report_goal`; see the [module docs](self).
     pub fn report_goal() -> Self {
         let definition = ToolDefinition::new(
             REPORT_GOAL,
@@ -96,36 +89,8 @@ impl GoalTool {
                 "required": ["status", "summary"],
                 "additionalProperties": false
             }),
-        )
-        .with_group("core");
-        Self { definition }
-    }
-}
-
-impl Tool for GoalTool {
-    fn definition(&self) -> &ToolDefinition {
-        &self.definition
-    }
-
-    fn is_concurrency_safe(&self) -> bool {
-        false
-    }
-
-    /// Outside a run loop there is no goal: a typed error saying so.
-    fn run<'a>(
-        &'a self,
-        _input: ToolInput,
-        _ctx: &'a ToolExecutionContext,
-    ) -> BoxFuture<'a, ToolOutput> {
-        let name = self.definition.name.clone();
-        Box::pin(async move {
-            ToolOutput::err(
-                codes::TOOL_FAILED,
-                format!(
-                    "{name} reads the run's goal: only the run loop (AgentRunner, `iris run`) answers it"
-                ),
-            )
-        })
+        );
+        Self::new(definition)
     }
 }
 

@@ -7,6 +7,7 @@ pub mod context;
 pub mod error;
 pub mod goal;
 pub mod host;
+pub mod loop_tool;
 pub mod model;
 #[cfg(feature = "otel")]
 pub mod otel;
@@ -20,6 +21,7 @@ pub use assemble::{ToolEnvironment, build_tool_registry, check_config};
 pub use config::{AgentConfig, LoadedConfig};
 pub use error::{Error, Result, codes};
 pub use host::HostRegistry;
+pub use loop_tool::RunLoopTool;
 pub use model::{ModelConfig, ProviderKind};
 pub use outcome::{
     Answer, ApprovalRequest, InDoubtRequest, Interaction, QuestionRequest, RunError, RunEvent,

@@ -718,7 +718,7 @@ impl AgentRunnerBuilder {
     }
 
     /// The goal of every run (`get_goal` answers it; without one a run's goal is its
-    /// prompt). Register [`GoalTool`](crate::goal::GoalTool)s for the model to use.
+    /// prompt). Register [`RunLoopTool::get_goal`](crate::RunLoopTool::get_goal) and [`RunLoopTool::report_goal`](crate::RunLoopTool::report_goal) for the model to use.
     #[must_use]
     pub fn goal(mut self, goal: impl Into<String>) -> Self {
         self.goal = Some(goal.into());
@@ -726,7 +726,7 @@ impl AgentRunnerBuilder {
     }
 
     /// Shortens old observation results to previews in each request (register the
-    /// [`ContextTool`](crate::context::ContextTool)s so the model can read them back).
+    /// [`RunLoopTool::context_read`](crate::RunLoopTool::context_read) / [`context_search`](crate::RunLoopTool::context_search) so the model can read them back).
     #[must_use]
     pub fn retention(mut self, retention: RetentionConfig) -> Self {
         self.retention = Some(retention);

@@ -262,7 +262,7 @@ fn executor(root: &Path, write_mode: ApprovalMode, extra: Vec<Arc<dyn Tool>>) ->
         registry.register_arc(tool).unwrap();
     }
     registry
-        .register(iris_runner::ask::AskQuestionTool::new())
+        .register(iris_runner::RunLoopTool::ask_question())
         .unwrap();
     for tool in extra {
         registry.register_arc(tool).unwrap();

@@ -803,7 +803,7 @@ fn without_a_yaml_goal_there_are_no_goal_tools_and_a_builder_goal_defaults_to_th
 
         let registry = ToolRegistry::new();
         registry
-            .register(iris_runner::goal::GoalTool::get_goal())
+            .register(iris_runner::RunLoopTool::get_goal())
             .unwrap();
         let provider = ScriptedProvider::from_yaml(
             "- tool_calls: [{name: get_goal}]\n- {expect_tool_results: 1, text: ok}\n",
