@@ -38,9 +38,11 @@ fn overrides_for(config: &MCPConfig) -> McpOverrides {
                     trust_annotations: Some(true),
                     startup_timeout_sec: Some(5.0),
                     tool_timeout_sec: Some(1.5),
+                    tool_max_sec: Some(3.0),
                 },
                 1 => ServerOverride {
                     tool_timeout_sec: Some(1e9),
+                    tool_max_sec: Some(0.5),
                     ..Default::default()
                 },
                 _ => ServerOverride::default(),
