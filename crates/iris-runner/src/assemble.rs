@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use iris_command::{CommandBinding, CommandService, command_tools};
 use iris_decision::{DecisionConfig, EvaluatorHandle, JevClient, decision_tool_search};
-use iris_discovery::{DisclosureLayer, ToolSearchTool};
+use iris_discovery::{BackendKind, BuiltBackend, DisclosureLayer, ToolSearchTool};
 use iris_executor::bounded_read::{
     MAX_CONFIG_BYTES, MAX_YAML_FLOW_DEPTH, ReadError, check_yaml_nesting, read_regular_text,
     yaml_error_summary,
@@ -272,7 +272,7 @@ async fn assemble(
 
     let mut decision_evaluator = None;
     if config.context_policy.deferred_tools {
-        let (search, evaluator) = tool_search(config, host, decision.as_ref(), &registry)?;
+        let (search, evaluator) = tool_search(loaded, host, decision.as_ref(), &registry)?;
         decision_evaluator = evaluator;
         register("context_policy.deferred_tools".into(), Arc::new(search))?;
     }
@@ -327,14 +327,45 @@ async fn assemble(
 /// `provider_api_keys.typesafe`), else ranked locally. The view is live, so MCP tools
 /// published later are searchable.
 fn tool_search(
-    config: &AgentConfig,
+    loaded: &LoadedConfig,
     host: &HostRegistry,
     decision: Option<&DecisionConfig>,
     registry: &ToolRegistry,
 ) -> Result<(ToolSearchTool, Option<Arc<EvaluatorHandle>>)> {
+    let config = &loaded.config;
     let view = registry.view(ViewFilter::default());
+    let discovery = &config.context_policy.discovery;
+    let decision_on = decision.is_some_and(|d| d.tools.discovery);
+    let conflict = |message: &str| Error::Assembly {
+        key: "context_policy.discovery.backend".into(),
+        message: message.to_owned(),
+    };
+    match discovery.backend {
+        BackendKind::Decision if !decision_on => {
+            return Err(conflict(
+                "`decision` is answered by the decision model: set decision.tools.discovery: \
+                 true in the decision file (decision.path)",
+            ));
+        }
+        BackendKind::Hybrid if decision_on => {
+            return Err(conflict(
+                "`hybrid` and decision.tools.discovery both choose tool_search's backend; keep one",
+            ));
+        }
+        _ => {}
+    }
     let Some(decision) = decision.filter(|d| d.tools.discovery) else {
-        return Ok((ToolSearchTool::new(view), None));
+        let built = discovery
+            .build(&yaml_folder(loaded))
+            .map_err(|e| Error::Assembly {
+                key: "context_policy.discovery".into(),
+                message: format!("{}: {e}", e.code()),
+            })?;
+        return Ok(match built {
+            BuiltBackend::Ready(backend) => (ToolSearchTool::with_backend(view, backend), None),
+            // Excluded above: `decision` without the decision model is an error.
+            BuiltBackend::Decision => (ToolSearchTool::new(view), None),
+        });
     };
     let handle = match host.get_decision_evaluator() {
         Some(evaluator) => EvaluatorHandle::Borrowed(Arc::clone(evaluator)),
@@ -450,6 +481,12 @@ pub fn check_config(loaded: &LoadedConfig, host: &HostRegistry) -> Vec<Error> {
     if let Err(e) = load_skills(config, &loaded.workspace) {
         problems.push(e);
     }
+    if let Err(e) = config.context_policy.discovery.check(&yaml_folder(loaded)) {
+        problems.push(Error::Assembly {
+            key: "context_policy.discovery".into(),
+            message: format!("{}: {e}", e.code()),
+        });
+    }
     if let Err(e) = load_subagents(loaded) {
         problems.push(e);
     }
@@ -469,6 +506,14 @@ pub fn check_config(loaded: &LoadedConfig, host: &HostRegistry) -> Vec<Error> {
         problems.push(hook_error(e));
     }
     problems
+}
+
+/// The agent YAML's folder, which relative paths in it are resolved against.
+fn yaml_folder(loaded: &LoadedConfig) -> PathBuf {
+    std::path::absolute(&loaded.file)
+        .ok()
+        .and_then(|f| f.parent().map(Path::to_path_buf))
+        .unwrap_or_else(|| PathBuf::from("."))
 }
 
 fn owned(keys: Vec<&str>) -> Vec<String> {

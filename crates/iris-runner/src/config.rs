@@ -372,7 +372,7 @@ pub struct MiddlewareConfig {
 }
 
 /// The `context_policy` section.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ContextPolicyConfig {
     /// Context management on. Default `true`.
@@ -384,6 +384,11 @@ pub struct ContextPolicyConfig {
     /// `context_read` / `context_search` ([`crate::context`]). Off by default;
     /// requires `enabled`.
     pub retention: Option<crate::context::RetentionConfig>,
+    /// Which backend answers `tool_search` (`iris_discovery::DiscoveryConfig`:
+    /// `backend: local | hybrid | decision`, `model_path` for `hybrid`, relative to
+    /// the YAML file's folder). Default `local`; anything else requires
+    /// `deferred_tools`.
+    pub discovery: iris_discovery::DiscoveryConfig,
 }
 
 impl Default for ContextPolicyConfig {
@@ -392,6 +397,7 @@ impl Default for ContextPolicyConfig {
             enabled: true,
             deferred_tools: false,
             retention: None,
+            discovery: iris_discovery::DiscoveryConfig::default(),
         }
     }
 }
@@ -526,6 +532,15 @@ impl AgentConfig {
         self.skills
             .validate()
             .map_err(|e| invalid("skills", &e.to_string()))?;
+        let discovery = &self.context_policy.discovery;
+        if *discovery != iris_discovery::DiscoveryConfig::default()
+            && !self.context_policy.deferred_tools
+        {
+            return Err(invalid(
+                "context_policy.discovery",
+                "only `tool_search` reads it: requires context_policy.deferred_tools = true",
+            ));
+        }
         if self.context_policy.retention.is_some() && !self.context_policy.enabled {
             return Err(invalid(
                 "context_policy.retention",

@@ -330,3 +330,67 @@ async fn skills_and_notes() {
     assert!(env.notes[0].contains("subagent"), "{:?}", env.notes);
     env.close().await.unwrap();
 }
+
+/// `context_policy.discovery`: `local` spelled out assembles `tool_search`; anything
+/// but the default needs `deferred_tools`; `decision` needs the decision model;
+/// `hybrid` names missing model files (or, without the `embed` feature, the missing
+/// feature) in `check_config` and fails assembly with the discovery code.
+#[tokio::test]
+async fn context_policy_discovery_chooses_the_tool_search_backend() {
+    let fx = Fixture::new(
+        "context_policy: {deferred_tools: true, discovery: {backend: local}}\n",
+        &[],
+    );
+    let env = build(&fx, &HostRegistry::new()).await.unwrap();
+    assert!(env.registry.names().contains(&"tool_search".to_owned()));
+    env.close().await.unwrap();
+
+    let fx = Fixture::new(
+        "context_policy: {discovery: {backend: hybrid, model_path: m}}\n",
+        &[],
+    );
+    let err = AgentConfig::load_with_env(fx.file(), false).unwrap_err();
+    assert_eq!(err.code(), "CONFIG_INVALID");
+    assert!(
+        err.to_string()
+            .contains("requires context_policy.deferred_tools"),
+        "{err}"
+    );
+
+    let fx = Fixture::new(
+        "context_policy: {deferred_tools: true, discovery: {backend: decision}}\n",
+        &[],
+    );
+    let err = build(&fx, &HostRegistry::new()).await.unwrap_err();
+    assert_eq!(err.code(), "ASSEMBLY_FAILED");
+    assert!(
+        err.to_string().contains("decision.tools.discovery"),
+        "{err}"
+    );
+
+    let fx = Fixture::new(
+        "context_policy: {deferred_tools: true, discovery: {backend: hybrid, model_path: no-model}}\n",
+        &[],
+    );
+    let loaded = AgentConfig::load_with_env(fx.file(), false).unwrap();
+    let problems = iris_runner::check_config(&loaded, &HostRegistry::new());
+    let text = problems
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("\n");
+    let expected = if cfg!(feature = "embed") {
+        "MODEL_MISSING"
+    } else {
+        "embed"
+    };
+    assert!(
+        text.contains("context_policy.discovery") && text.contains(expected),
+        "{text}"
+    );
+    let err = build(&fx, &HostRegistry::new()).await.unwrap_err();
+    assert!(
+        err.to_string().contains("context_policy.discovery"),
+        "{err}"
+    );
+}

@@ -98,6 +98,7 @@ fn defaults_match_the_seed() {
             enabled: true,
             deferred_tools: false,
             retention: None,
+            discovery: iris_discovery::DiscoveryConfig::default(),
         }
     );
     assert_eq!(c.permissions.write_mode, ApprovalMode::Confirm);
