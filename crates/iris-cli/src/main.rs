@@ -767,13 +767,27 @@ async fn assemble(cli: &Cli, loaded: &LoadedConfig) -> Result<ToolEnvironment, F
     // Starting MCP servers is the slow step (seconds per server), so it is announced
     // even off a terminal; --json keeps stderr for errors only.
     let mcp = loaded.config.mcp.as_ref().filter(|_| !cli.json);
+    // `iris call` starts only the MCP servers that can publish the called tool.
+    let called = match &cli.command {
+        Command::Call { tool, .. } => Some(tool.as_str()),
+        _ => None,
+    };
     if let Some(section) = mcp {
+        let which = if called.is_some() {
+            "the MCP servers the call needs"
+        } else {
+            "MCP servers"
+        };
         err_line(&format!(
-            "iris: starting MCP servers from {} …",
+            "iris: starting {which} from {} …",
             section.path.display()
         ));
     }
-    let env = iris_runner::build_tool_registry(loaded, &HostRegistry::new()).await?;
+    let host = HostRegistry::new();
+    let env = match called {
+        Some(tool) => iris_runner::build_tool_registry_for_call(loaded, &host, tool).await?,
+        None => iris_runner::build_tool_registry(loaded, &host).await?,
+    };
     if let (Some(_), Some(snapshot)) = (mcp, env.mcp_snapshot()) {
         err_line(&format!(
             "iris: MCP ready: {} servers, {} tools",

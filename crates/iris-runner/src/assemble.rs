@@ -122,6 +122,29 @@ pub async fn build_tool_registry(
     loaded: &LoadedConfig,
     host: &HostRegistry,
 ) -> Result<ToolEnvironment> {
+    build(loaded, host, None).await
+}
+
+/// [`build_tool_registry`] for a host that calls one tool (`iris call`): of the MCP
+/// servers, only those that can publish `tool_name` start (every server for
+/// `tool_search`, which searches them all; none for a tool that is not an MCP tool's),
+/// so one call neither waits for nor fails on the others.
+///
+/// # Errors
+/// As [`build_tool_registry`].
+pub async fn build_tool_registry_for_call(
+    loaded: &LoadedConfig,
+    host: &HostRegistry,
+    tool_name: &str,
+) -> Result<ToolEnvironment> {
+    build(loaded, host, Some(tool_name)).await
+}
+
+async fn build(
+    loaded: &LoadedConfig,
+    host: &HostRegistry,
+    only_for: Option<&str>,
+) -> Result<ToolEnvironment> {
     let config = &loaded.config;
     let workspace = loaded.workspace.clone();
 
@@ -131,7 +154,7 @@ pub async fn build_tool_registry(
         None
     };
     // Everything after this point must close the command service on failure.
-    match assemble(loaded, host, command.clone()).await {
+    match assemble(loaded, host, command.clone(), only_for).await {
         Ok(env) => Ok(env),
         Err(err) => {
             if let Some(binding) = &command {
@@ -148,6 +171,7 @@ async fn assemble(
     loaded: &LoadedConfig,
     host: &HostRegistry,
     command: Option<CommandBinding>,
+    only_for: Option<&str>,
 ) -> Result<ToolEnvironment> {
     let config = &loaded.config;
     let workspace = loaded.workspace.clone();
@@ -278,7 +302,11 @@ async fn assemble(
     }
 
     let mcp = match load_mcp(loaded)? {
-        Some(mcp_config) => {
+        Some(mut mcp_config) => {
+            if let Some(tool) = only_for.filter(|t| *t != iris_discovery::TOOL_SEARCH_NAME) {
+                let keep = mcp_config.servers_for_tool(tool);
+                mcp_config.retain_servers(&keep);
+            }
             let manager = MCPManager::new(
                 mcp_config,
                 registry.clone(),

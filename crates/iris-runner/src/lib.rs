@@ -17,7 +17,9 @@ pub mod runner;
 pub mod store;
 pub mod trust;
 
-pub use assemble::{ToolEnvironment, build_tool_registry, check_config};
+pub use assemble::{
+    ToolEnvironment, build_tool_registry, build_tool_registry_for_call, check_config,
+};
 pub use config::{AgentConfig, LoadedConfig};
 pub use error::{Error, Result, codes};
 pub use host::HostRegistry;

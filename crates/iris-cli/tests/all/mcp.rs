@@ -253,3 +253,35 @@ fn the_mcp_example() {
         ],
     );
 }
+
+/// `iris call` starts only the MCP servers that can publish the called tool: with a
+/// required server that cannot start, `mcp list` (every server) fails, while a call of
+/// the other server's tool, or of a built-in, succeeds; `tool_search` needs them all.
+#[test]
+fn a_call_starts_only_the_servers_it_needs() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = mcp_fixtures().join("sdk_server.py");
+    let mcp = serde_json::json!({"mcpServers": {
+        "fixture": {"command": python(), "args": [server.display().to_string()]},
+        "broken": {"command": "/nonexistent/iris-mcp-server", "required": true},
+    }});
+    std::fs::write(dir.path().join("mcp.json"), mcp.to_string()).unwrap();
+    std::fs::write(
+        dir.path().join("iris.yaml"),
+        "tools: {builtin: [file.list]}\nmcp:\n  path: mcp.json\n  overrides:\n    fixture: {trust_annotations: true}\n",
+    )
+    .unwrap();
+    check(
+        dir.path(),
+        &[
+            (&["mcp", "list"], 3, &[], "broken"),
+            (
+                &["call", "mcp__fixture__echo", "{\"text\": \"only me\"}"],
+                0,
+                &["only me"],
+                "iris: starting the MCP servers the call needs from ",
+            ),
+            (&["call", "list_files", "{}"], 0, &["mcp.json"], ""),
+        ],
+    );
+}
