@@ -100,7 +100,12 @@ fn an_untrusted_folder_starts_nothing_until_trusted() {
     let run = iris(repo.path(), &call, &env, "");
     assert_eq!(run.code, 0, "{run:?}");
     assert!(run.stdout.contains("ran"), "{run:?}");
-    assert!(marker.exists() && hook_marker.exists(), "{run:?}");
+    // The hook ran; the MCP server did not start: `iris call` starts only the
+    // servers the called tool needs, and exec_command needs none.
+    assert!(hook_marker.exists() && !marker.exists(), "{run:?}");
+    let run = iris(repo.path(), &["tools"], &env, "");
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(marker.exists(), "{run:?}");
 
     let run = iris(repo.path(), &["trust", "--list"], &env, "");
     assert_eq!(
