@@ -401,6 +401,7 @@ impl AgentRunner {
         answer: Answer,
         sink: &mut Sink,
     ) -> Result<(), RunError> {
+        check_answer(state, interaction_id, &answer)?;
         let run_id = state.record.run_id.clone();
         let Some(pending) = state.record.interaction.clone() else {
             return Err(RunError::new(
@@ -408,16 +409,6 @@ impl AgentRunner {
                 format!("run `{run_id}` has no pending interaction"),
             ));
         };
-        if pending.id != interaction_id {
-            return Err(RunError::new(
-                codes::RUN_INTERACTION_STALE,
-                format!(
-                    "interaction `{interaction_id}` is not the one run `{run_id}` waits for \
-                     (`{}`); it was answered already or never existed",
-                    pending.id
-                ),
-            ));
-        }
         let Some(turn) = state.record.pending.clone() else {
             return Err(RunError::new(
                 codes::RUN_STORE_FAILED,
@@ -431,21 +422,15 @@ impl AgentRunner {
                 format!("run `{run_id}`: the interaction names call {index}, which its turn lacks"),
             ));
         };
-        let invalid = |expected: &str| {
-            RunError::new(
-                codes::RUN_ANSWER_INVALID,
-                format!(
-                    "interaction `{interaction_id}` is {}: answer it with {expected}",
-                    pending.interaction.kind()
-                ),
-            )
-        };
         let ctx = self.turn_context(state, turn.turn, sink);
         let result = match (&pending.interaction, answer) {
             (Interaction::Approval(_), Answer::Approve)
             | (Interaction::InDoubt(_), Answer::Rerun) => {
                 let Some(tool_use) = call.to_tool_use() else {
-                    return Err(invalid("a decision about a call that can run"));
+                    return Err(RunError::new(
+                        codes::RUN_ANSWER_INVALID,
+                        format!("call `{}` has unusable arguments and cannot run", call.id),
+                    ));
                 };
                 sink.emit(RunEvent::ToolCallStarted {
                     turn: turn.turn,
@@ -460,17 +445,10 @@ impl AgentRunner {
             (Interaction::Approval(a), Answer::Deny { reason }) => {
                 denied(&a.tool_name, &call.id, &reason)
             }
-            (Interaction::Approval(_), _) => return Err(invalid("approve or deny")),
-            (Interaction::Question(q), Answer::Text { text }) => {
-                if !q.options.is_empty() && !q.options.contains(&text) {
-                    return Err(RunError::new(
-                        codes::RUN_ANSWER_INVALID,
-                        format!("the answer must be one of: {}", q.options.join(", ")),
-                    ));
-                }
+            // `check_answer` above: the text fits the question's options.
+            (Interaction::Question(_), Answer::Text { text }) => {
                 ToolOutput::text(text).into_result(&call.id, ASK_QUESTION)
             }
-            (Interaction::Question(_), _) => return Err(invalid("a text answer")),
             (Interaction::InDoubt(d), Answer::Skip) => ToolOutput::error(ToolErrorInfo::new(
                 codes::TOOL_IN_DOUBT,
                 format!(
@@ -483,7 +461,16 @@ impl AgentRunner {
             (Interaction::InDoubt(d), Answer::Record { output }) => {
                 ToolOutput::text(output).into_result(&call.id, &d.tool_name)
             }
-            (Interaction::InDoubt(_), _) => return Err(invalid("rerun, skip or record")),
+            // `check_answer` refused every other pairing already.
+            (interaction, _) => {
+                return Err(RunError::new(
+                    codes::RUN_ANSWER_INVALID,
+                    format!(
+                        "the answer does not fit a {} interaction",
+                        interaction.kind()
+                    ),
+                ));
+            }
         };
         sink.emit(RunEvent::ToolCallFinished {
             turn: turn.turn,

@@ -890,3 +890,22 @@ async fn sigkill_parent() {
         .unwrap();
     assert_eq!(done.output(), Some("finished"));
 }
+
+/// A PostgreSQL URL is refused before any connection when it cannot be used safely:
+/// unparsable (its text not quoted), or a remote host without TLS unless the URL says
+/// `sslmode=disable`.
+#[tokio::test]
+async fn postgres_urls_that_cannot_be_used_safely_are_refused_before_connecting() {
+    for (url, fragment) in [
+        ("not a url = =", "does not parse"),
+        (
+            "postgresql://iris:hunter2@db.example.com/runs",
+            "sslmode=disable",
+        ),
+    ] {
+        let err = PostgresRunStore::connect(url).await.unwrap_err();
+        assert_eq!(err.code(), "RUN_STORE_FAILED", "{url}");
+        assert!(err.to_string().contains(fragment), "{url}: {err}");
+        assert!(!err.to_string().contains("hunter2"), "{err}");
+    }
+}

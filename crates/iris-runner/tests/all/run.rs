@@ -650,6 +650,10 @@ fn a_config_without_a_usable_model_is_a_typed_error() {
             ("model: {provider: gemini, model: g, strict: true}\n", "model.strict"),
             ("model: {provider: openai, model: m, temperature: 3}\n", "model.temperature"),
             ("max_turns: 0\n", "max_turns"),
+            ("model: {provider: openai, model: m, timeout_seconds: 0}\n", "model.timeout_seconds"),
+            ("model: {provider: openai, model: m, max_output_tokens: 0}\n", "model.max_output_tokens"),
+            ("model: {provider: openai, model: m, script: s.yaml}\n", "model.script"),
+            ("goal: \"  \"\n", "goal"),
         ] {
             let fx = Fixture::new(yaml, &[]);
             let err = iris_runner::AgentConfig::load_with_env(fx.file(), false).unwrap_err();
@@ -982,5 +986,77 @@ fn background_calls_drop_policy_completes_at_once_and_cancels_them() {
         assert_eq!(runner.run("go").await.output(), Some("Not waiting."));
         tokio::time::sleep(Duration::from_millis(600)).await;
         assert_eq!(done.load(Ordering::SeqCst), 0, "the dropped call was cancelled");
+    });
+}
+
+#[test]
+fn the_view_filter_and_the_schema_budget_decide_what_a_request_carries() {
+    runtime().block_on(async {
+        // A denied tool is never sent, so a call to it is not run.
+        let registry = deferred_registry();
+        let provider = ScriptedProvider::from_yaml(
+            "- tool_calls: [{name: tool_search, arguments: {queries: [create an issue]}}]\n- {expect_tool_results: 1, text: done}\n",
+        )
+        .unwrap();
+        let runner = AgentRunner::builder(provider, ToolExecutor::new(registry))
+            .view_filter(ViewFilter::default().deny(["tool_search"]))
+            .build();
+        let all = events(&runner, "x").await;
+        assert!(matches!(&all[1], RunEvent::TurnStarted { tools, .. } if tools.is_empty()), "{all:#?}");
+        assert_eq!(finished(&all)[0].error_code(), Some("TOOL_NOT_LOADED"));
+
+        // A revealed tool whose spec does not fit the budget stays unsent and uncallable.
+        let executor = ToolExecutor::new(deferred_registry()).with_layer(DisclosureLayer);
+        let provider = ScriptedProvider::from_yaml(
+            r#"
+- tool_calls: [{name: tool_search, arguments: {queries: ["create an issue in the bug tracker"]}}]
+- expect_tool_results: 1
+  tool_calls: [{name: create_issue, arguments: {title: t}}]
+- {expect_tool_results: 1, text: done}
+"#,
+        )
+        .unwrap();
+        let runner = AgentRunner::builder(provider, executor)
+            .schema_budget(iris_discovery::SchemaBudget::chars(10))
+            .build();
+        let all = events(&runner, "x").await;
+        let results = finished(&all);
+        assert!(!results[0].is_error(), "{:?}", results[0]);
+        assert_eq!(results[1].error_code(), Some("TOOL_NOT_LOADED"));
+    });
+}
+
+#[test]
+fn a_memory_run_store_from_the_yaml_resumes_within_the_process() {
+    let fx = Fixture::new(
+        r#"
+run_store: {kind: memory}
+tools: {builtin: [file.write]}
+model:
+  provider: scripted
+  timeout_seconds: 30
+  script:
+    - tool_calls: [{name: write_file, arguments: {file_path: a.txt, content: a}}]
+    - {expect_tool_results: 1, text: wrote}
+"#,
+        &[],
+    );
+    runtime().block_on(async {
+        let runner = AgentRunner::from_config_path(fx.file()).await.unwrap();
+        assert_eq!(runner.run_store().unwrap().describe(), "memory");
+        assert!(!fx.root().join(".iris/runs.db").exists());
+        let RunOutcome::Waiting {
+            run_id,
+            interaction,
+        } = runner.run("write").await
+        else {
+            panic!()
+        };
+        let outcome = runner
+            .resume(&run_id, interaction.id(), iris_runner::Answer::Approve)
+            .await
+            .unwrap();
+        assert_eq!(outcome.output(), Some("wrote"));
+        runner.close().await.unwrap();
     });
 }
