@@ -10,6 +10,7 @@
 //! 7. MCP servers last: starting them is the slow step, and nothing after it can
 //!    fail, so a later error never has to stop servers that already started.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -28,8 +29,13 @@ use iris_mcp::{
     ConfigFormat, MCPCatalogSnapshot, MCPConfig, MCPManager, McpOverrides, ServerOverride,
 };
 use iris_skill::{LoadSkillTool, SkillRegistry, SubagentCatalog};
-use iris_tools_core::{Tool, ToolRegistry, ViewFilter};
+use iris_tools_core::{
+    BoxFuture, Tool, ToolDefinition, ToolErrorInfo, ToolExecutionContext, ToolInput, ToolOutput,
+    ToolRegistry, ToolTimeoutOwner, ViewFilter,
+};
 use iris_web::TavilyClient;
+
+use crate::secret::SecretTarget;
 
 use crate::config::{AgentConfig, BuiltinKey, LoadedConfig};
 use crate::error::{Error, Result, codes};
@@ -67,6 +73,10 @@ pub struct ToolEnvironment {
     /// Things that were accepted but not installed, one sentence each (for
     /// `iris check` and logs), e.g. `human.ask` without a runner.
     pub notes: Vec<String>,
+    /// What uses secrets and takes new values at run time (the web tools' Tavily
+    /// client): [`AgentRunner::builder_over`](crate::AgentRunner::builder_over) hands
+    /// them to the runner for `store_secret` ([`crate::secret`]).
+    pub secret_targets: Vec<Arc<dyn SecretTarget>>,
 }
 
 impl ToolEnvironment {
@@ -177,7 +187,13 @@ async fn assemble(
     let workspace = loaded.workspace.clone();
     let registry = ToolRegistry::new();
     let mut notes = Vec::new();
+    let background: BTreeSet<&str> = config.tools.background.iter().map(String::as_str).collect();
     let register = |key: String, tool: Arc<dyn Tool>| {
+        let tool = if background.contains(tool.definition().name.as_str()) {
+            Arc::new(BackgroundTool::new(tool)) as Arc<dyn Tool>
+        } else {
+            tool
+        };
         registry.register_arc(tool).map_err(|e| Error::Assembly {
             key,
             message: format!("{}: {e}", e.code()),
@@ -186,7 +202,7 @@ async fn assemble(
 
     // Built-ins, in YAML order.
     let command_set = command.as_ref().map(command_tools).unwrap_or_default();
-    let web_set = web_tools(config);
+    let (web_set, web_client) = web_tools(config)?;
     let file_service = Arc::new(iris_files::FileService::default());
     let file_set = iris_files::builtin_tools_with(&file_service);
     for (i, key) in config.tools.builtin.iter().enumerate() {
@@ -266,6 +282,20 @@ async fn assemble(
             Arc::new(crate::loop_tool::RunLoopTool::report_goal()),
         )?;
     }
+    for (i, name) in config.tools.background.iter().enumerate() {
+        let wrapped = registry
+            .get(name)
+            .is_ok_and(|t| t.definition().background && !LOOP_TOOLS.contains(&name.as_str()));
+        if !wrapped {
+            return Err(Error::Assembly {
+                key: format!("tools.background[{i}]"),
+                message: format!(
+                    "`{name}` is not a built-in or host-function tool of this agent (loop \
+                     tools such as ask_question never run in the background)"
+                ),
+            });
+        }
+    }
     let subagents = load_subagents(loaded)?;
     if subagents.is_some() {
         notes.push(
@@ -284,6 +314,9 @@ async fn assemble(
     );
     if let Some(hooks) = &hooks {
         executor = executor.with_hook_dispatcher(hooks.clone());
+    }
+    if let Some(interval) = heartbeat_interval(config)? {
+        executor = executor.with_heartbeat_interval(interval);
     }
     for middleware in build_middleware(config, host)? {
         executor = executor.with_middleware(middleware);
@@ -335,6 +368,17 @@ async fn assemble(
         None => None,
     };
 
+    // The web tools' client takes a new key at run time: `store_secret` (system use,
+    // answered by the run loop) lets a run heal it.
+    if web_client.is_some() && registry.get(crate::secret::STORE_SECRET).is_err() {
+        registry
+            .register(crate::loop_tool::RunLoopTool::store_secret())
+            .map_err(|e| Error::Assembly {
+                key: "tools.builtin".into(),
+                message: format!("{}: {e}", e.code()),
+            })?;
+    }
+
     Ok(ToolEnvironment {
         registry,
         executor,
@@ -347,6 +391,10 @@ async fn assemble(
         hooks,
         mcp,
         notes,
+        secret_targets: web_client
+            .into_iter()
+            .map(|c| c as Arc<dyn SecretTarget>)
+            .collect(),
     })
 }
 
@@ -521,6 +569,13 @@ pub fn check_config(loaded: &LoadedConfig, host: &HostRegistry) -> Vec<Error> {
     if let Err(e) = load_decision(loaded) {
         problems.push(e);
     }
+    // Builds the client only (no request): a bad `web` section shows here.
+    if let Err(e) = web_tools(config) {
+        problems.push(e);
+    }
+    if let Err(e) = heartbeat_interval(config) {
+        problems.push(e);
+    }
     // Hooks are checked with a command factory that builds nothing, so no service
     // starts; factories are real, so their option errors show.
     let factories = host.hook_factories();
@@ -572,23 +627,61 @@ async fn start_command(config: &AgentConfig, workspace: &Path) -> Result<Command
     Ok(CommandBinding::owned(service))
 }
 
+/// The web tools and their client (a secret target), when the YAML lists any.
+type WebTools = (Vec<Arc<dyn Tool>>, Option<Arc<TavilyClient>>);
+
+/// `heartbeat_seconds` as an interval (`None`: the executor's 30 s default).
+fn heartbeat_interval(config: &AgentConfig) -> Result<Option<std::time::Duration>> {
+    config
+        .heartbeat_seconds
+        .map(|seconds| {
+            std::time::Duration::try_from_secs_f64(seconds).map_err(|_| Error::Assembly {
+                key: "heartbeat_seconds".into(),
+                message: format!("must be a number of seconds ≥ 0, not {seconds}"),
+            })
+        })
+        .transpose()
+}
+
 /// `web_search` and `web_fetch` on one Tavily client: the key from
 /// `provider_api_keys.tavily` when given, else read from the environment at each call
-/// (a missing key is then a `WEB_AUTH_REQUIRED` tool error, not an assembly error).
-fn web_tools(config: &AgentConfig) -> Vec<Arc<dyn Tool>> {
+/// (a missing key is then a `WEB_AUTH_REQUIRED` tool error, not an assembly error);
+/// the server and deadline from the `web` section. The client is returned too: it is
+/// a secret target.
+fn web_tools(config: &AgentConfig) -> Result<WebTools> {
     let wants = config
         .tools
         .builtin
         .iter()
         .any(|k| matches!(k, BuiltinKey::WebSearch | BuiltinKey::WebFetch));
     if !wants {
-        return Vec::new();
+        return Ok((Vec::new(), None));
     }
-    let client = match config.provider_api_keys.get("tavily") {
+    let mut client = match config.provider_api_keys.get("tavily") {
         Some(key) => TavilyClient::new(key.clone()),
         None => TavilyClient::from_env(),
     };
-    iris_web::builtin_tools(Arc::new(client))
+    let invalid = |key: &str, e: iris_web::Error| Error::Assembly {
+        key: key.into(),
+        message: format!("{}: {e}", e.code()),
+    };
+    if let Some(url) = &config.web.base_url {
+        client = client
+            .with_base_url(url)
+            .map_err(|e| invalid("web.base_url", e))?;
+    }
+    if let Some(seconds) = config.web.timeout_seconds {
+        let timeout =
+            std::time::Duration::try_from_secs_f64(seconds).map_err(|_| Error::Assembly {
+                key: "web.timeout_seconds".into(),
+                message: format!("must be a positive number of seconds, not {seconds}"),
+            })?;
+        client = client
+            .with_timeout(timeout)
+            .map_err(|e| invalid("web.timeout_seconds", e))?;
+    }
+    let client = Arc::new(client);
+    Ok((iris_web::builtin_tools(Arc::clone(&client)), Some(client)))
 }
 
 fn load_skills(config: &AgentConfig, workspace: &Path) -> Result<Option<SkillRegistry>> {
@@ -688,4 +781,74 @@ fn build_middleware(
             make(&item.options).map_err(|message| Error::HostFailed { key, message })
         })
         .collect()
+}
+
+/// Tools the run loop answers itself: never background calls.
+const LOOP_TOOLS: [&str; 6] = [
+    crate::ask::ASK_QUESTION,
+    crate::context::CONTEXT_READ,
+    crate::context::CONTEXT_SEARCH,
+    crate::goal::GET_GOAL,
+    crate::goal::REPORT_GOAL,
+    crate::secret::STORE_SECRET,
+];
+
+/// A tool `tools.background` names: the same tool, with `background` set in its
+/// definition, so the run loop answers its calls with a receipt and delivers the
+/// result at a later turn.
+struct BackgroundTool {
+    inner: Arc<dyn Tool>,
+    definition: ToolDefinition,
+}
+
+impl BackgroundTool {
+    fn new(inner: Arc<dyn Tool>) -> Self {
+        let definition = inner.definition().clone().with_background(true);
+        Self { inner, definition }
+    }
+}
+
+impl Tool for BackgroundTool {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn run<'a>(
+        &'a self,
+        input: ToolInput,
+        ctx: &'a ToolExecutionContext,
+    ) -> BoxFuture<'a, ToolOutput> {
+        self.inner.run(input, ctx)
+    }
+
+    fn validate_input(
+        &self,
+        raw: serde_json::Value,
+    ) -> std::result::Result<ToolInput, ToolErrorInfo> {
+        self.inner.validate_input(raw)
+    }
+
+    fn is_auto_allowed(&self) -> bool {
+        self.inner.is_auto_allowed()
+    }
+
+    fn is_idempotent(&self) -> bool {
+        self.inner.is_idempotent()
+    }
+
+    fn is_read_only(&self) -> bool {
+        self.inner.is_read_only()
+    }
+
+    fn is_destructive(&self) -> bool {
+        self.inner.is_destructive()
+    }
+
+    fn is_concurrency_safe(&self) -> bool {
+        self.inner.is_concurrency_safe()
+    }
+
+    fn timeout_owner(&self) -> ToolTimeoutOwner {
+        self.inner.timeout_owner()
+    }
 }

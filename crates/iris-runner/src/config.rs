@@ -52,7 +52,7 @@ use crate::model::{ModelConfig, ScriptSource};
 pub const ENV_PREFIX: &str = "IRIS_";
 
 /// The top-level keys of the agent YAML, in documentation order.
-pub const TOP_LEVEL_KEYS: [&str; 17] = [
+pub const TOP_LEVEL_KEYS: [&str; 19] = [
     "workspace",
     "tools",
     "mcp",
@@ -70,6 +70,8 @@ pub const TOP_LEVEL_KEYS: [&str; 17] = [
     "run_store",
     "goal",
     "background_calls",
+    "web",
+    "heartbeat_seconds",
 ];
 
 /// The default of `max_turns`: model requests one run may make.
@@ -122,6 +124,24 @@ pub struct AgentConfig {
     /// What a final answer does while background calls are outstanding
     /// ([`BackgroundCalls`]; default `wait`).
     pub background_calls: BackgroundCalls,
+    /// The web tools' server and deadline ([`WebConfig`]).
+    pub web: WebConfig,
+    /// How often a call still running reports a heartbeat (seed 004: 30 s, the
+    /// default; `0` turns heartbeats off). Runs show them as
+    /// [`RunEvent::Heartbeat`](crate::RunEvent::Heartbeat), `iris run` on its status line.
+    pub heartbeat_seconds: Option<f64>,
+}
+
+/// `web`: where `web_search` and `web_fetch` send their requests.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WebConfig {
+    /// Tavily's API or a server that speaks it (a proxy, a test server); default
+    /// `https://api.tavily.com`. `http`/`https` with a host, no credentials, query or
+    /// fragment.
+    pub base_url: Option<String>,
+    /// The total deadline of one request in seconds (default 30).
+    pub timeout_seconds: Option<f64>,
 }
 
 /// `background_calls`: a run whose model answers while background calls are still
@@ -190,6 +210,8 @@ impl Default for AgentConfig {
             run_store: RunStoreConfig::default(),
             goal: None,
             background_calls: BackgroundCalls::Wait,
+            web: WebConfig::default(),
+            heartbeat_seconds: None,
         }
     }
 }
@@ -204,6 +226,10 @@ pub struct ToolsConfig {
     pub python: HostToolsConfig,
     /// The subagent catalog file, relative to the YAML file's folder.
     pub subagent: Option<PathBuf>,
+    /// Built-in or host-function tools (by tool name, e.g. `exec_command`) whose calls
+    /// run in the background (seed 004): the model gets a receipt at once and the
+    /// result at a later turn (see `background_calls`).
+    pub background: Vec<String>,
 }
 
 /// `tools.python`: keys of functions and registrars the host registered on a

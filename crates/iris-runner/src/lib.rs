@@ -14,6 +14,7 @@ pub mod otel;
 pub mod outcome;
 mod run_loop;
 pub mod runner;
+pub mod secret;
 pub mod store;
 pub mod trust;
 
@@ -27,11 +28,12 @@ pub use loop_tool::RunLoopTool;
 pub use model::{ModelConfig, ProviderKind};
 pub use outcome::{
     Answer, ApprovalRequest, InDoubtRequest, Interaction, QuestionRequest, RunError, RunEvent,
-    RunOutcome,
+    RunOutcome, SecretRequest,
 };
 pub use runner::{
     AgentRunner, AgentRunnerBuilder, ApprovalDecision, ApprovalHandler, ResumeStream, RunInput,
     RunStream, open_store,
 };
+pub use secret::{MemorySecretStore, SecretStore, SecretTarget, SecretValue};
 pub use store::{MemoryRunStore, PostgresRunStore, RunStatus, RunStore, SqliteRunStore};
 pub use trust::{TrustError, TrustStore, discover_config};

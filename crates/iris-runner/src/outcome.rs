@@ -8,6 +8,8 @@ use iris_tools_core::ToolResult;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::secret::SecretValue;
+
 /// How a run ended.
 ///
 /// ```
@@ -159,6 +161,22 @@ pub struct InDoubtRequest {
     pub arguments: Value,
 }
 
+/// A tool cannot authenticate and the model asked for its secret (`store_secret`,
+/// [`crate::secret`]). The request names the secret, never a value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SecretRequest {
+    /// The interaction id an answer names.
+    pub id: String,
+    /// The run.
+    pub run_id: String,
+    /// The `store_secret` call.
+    pub call_id: String,
+    /// The secret's name, e.g. `IRIS_PROVIDER_API_KEYS__TAVILY`.
+    pub key: String,
+    /// The tools whose auth failures named it in this run.
+    pub tools: Vec<String>,
+}
+
 /// What a waiting run needs from a human.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -171,6 +189,9 @@ pub enum Interaction {
     /// Decide about a call a crash left in doubt ([`Answer::Rerun`], [`Answer::Skip`],
     /// [`Answer::Record`]).
     InDoubt(InDoubtRequest),
+    /// Give a secret a tool needs ([`Answer::Secret`], or [`Answer::Deny`] to refuse);
+    /// the value never reaches the model, the run record or any output.
+    Secret(SecretRequest),
 }
 
 impl Interaction {
@@ -180,15 +201,17 @@ impl Interaction {
             Interaction::Approval(a) => &a.id,
             Interaction::Question(q) => &q.id,
             Interaction::InDoubt(d) => &d.id,
+            Interaction::Secret(s) => &s.id,
         }
     }
 
-    /// `approval`, `question` or `in_doubt`.
+    /// `approval`, `question`, `in_doubt` or `secret`.
     pub fn kind(&self) -> &'static str {
         match self {
             Interaction::Approval(_) => "approval",
             Interaction::Question(_) => "question",
             Interaction::InDoubt(_) => "in_doubt",
+            Interaction::Secret(_) => "secret",
         }
     }
 
@@ -207,6 +230,14 @@ impl Interaction {
                  record its result?",
                 d.tool_name, d.call_id
             ),
+            Interaction::Secret(s) if s.tools.is_empty() => {
+                format!("secret `{}` is needed", s.key)
+            }
+            Interaction::Secret(s) => format!(
+                "secret `{}` is needed by {} (missing, rejected or expired)",
+                s.key,
+                s.tools.join(", ")
+            ),
         }
     }
 }
@@ -219,7 +250,8 @@ impl Interaction {
 pub enum Answer {
     /// Approve the call (approval): it runs after permission is checked again.
     Approve,
-    /// Deny the call (approval): the model gets `APPROVAL_DENIED` with the reason.
+    /// Deny the call (approval): the model gets `APPROVAL_DENIED` with the reason; or
+    /// refuse a secret: the model gets `SECRET_DECLINED`.
     Deny {
         /// Why.
         reason: String,
@@ -237,6 +269,12 @@ pub enum Answer {
     Record {
         /// The result text the model gets.
         output: String,
+    },
+    /// The value of a secret (secret): it goes to the host's secret store and the
+    /// tools that use it; the model is told only that it is stored.
+    Secret {
+        /// The value (redacted in every output).
+        value: SecretValue,
     },
 }
 

@@ -2,7 +2,7 @@
 //! waiting or crashed run continues. [`AgentRunner`](crate::AgentRunner)'s public
 //! methods are thin entry points into this module.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -30,9 +30,10 @@ use crate::error::codes;
 use crate::goal::{GET_GOAL, GoalStatus, REPORT_GOAL, parse_report};
 use crate::outcome::{
     Answer, ApprovalRequest, InDoubtRequest, Interaction, QuestionRequest, RunError, RunEvent,
-    RunOutcome,
+    RunOutcome, SecretRequest,
 };
 use crate::runner::{AgentRunner, ApprovalDecision, Inner, RunInput, TRACING_TARGET};
+use crate::secret::{self, MAX_SECRET_ROUNDS, STORE_SECRET, SecretValue};
 use crate::store::{
     BackgroundResult, CallState, JournalEntry, PendingInteraction, PendingTurn, RunRecord,
     RunStatus, RunStore, StoreError, now_ms,
@@ -205,6 +206,8 @@ impl AgentRunner {
                     .unwrap_or_default(),
                 goal_report: None,
                 background_done: Vec::new(),
+                secrets_asked: BTreeMap::new(),
+                secret_rounds: BTreeMap::new(),
             },
             cancel: input.cancellation.clone().unwrap_or_default(),
             disclosure: DisclosureState::new(),
@@ -438,9 +441,26 @@ impl AgentRunner {
                     tool_name: tool_use.name.clone(),
                     arguments: tool_use.input.clone(),
                 });
-                self.run_approved(state, index, &call, &tool_use, &ctx)
+                let mut result = self
+                    .run_approved(state, index, &call, &tool_use, &ctx)
                     .await
-                    .map_err(outcome_error)?
+                    .map_err(outcome_error)?;
+                self.note_auth_failure(state, &mut result);
+                result
+            }
+            (Interaction::Secret(request), Answer::Secret { value }) => {
+                self.deliver_secret(state, &request.key, &value, &call.id)
+            }
+            (Interaction::Secret(request), Answer::Deny { reason }) => {
+                ToolOutput::error(ToolErrorInfo::new(
+                    secret::codes::SECRET_DECLINED,
+                    format!(
+                        "the user did not give the secret `{}`: {reason}; the tools that \
+                         need it keep failing",
+                        request.key
+                    ),
+                ))
+                .into_result(&call.id, STORE_SECRET)
             }
             (Interaction::Approval(a), Answer::Deny { reason }) => {
                 denied(&a.tool_name, &call.id, &reason)
@@ -560,6 +580,10 @@ impl AgentRunner {
                 && report.status == GoalStatus::Done
             {
                 let output = report.summary.clone();
+                // Streams show the answer like any other: it is the run's last text.
+                sink.emit(RunEvent::TextDelta {
+                    text: output.clone(),
+                });
                 state
                     .record
                     .history
@@ -587,7 +611,15 @@ impl AgentRunner {
             }
             state.record.turns += 1;
             let turn = state.record.turns;
-            let sent = state.disclosure.request_specs(&view, inner.schema_budget);
+            let mut sent = state.disclosure.request_specs(&view, inner.schema_budget);
+            // After an auth failure that named a secret of this run, `store_secret`
+            // (a system-use tool, outside every view) is offered.
+            if !state.record.secrets_asked.is_empty()
+                && !sent.specs.iter().any(|s| s.name == STORE_SECRET)
+                && let Ok(tool) = inner.executor.registry().get(STORE_SECRET)
+            {
+                sent.specs.push(tool.definition().to_spec());
+            }
             let sent_names: Vec<String> = sent.specs.iter().map(|s| s.name.clone()).collect();
             sink.emit(RunEvent::TurnStarted {
                 turn,
@@ -750,6 +782,20 @@ impl AgentRunner {
                             ToolOutput::text(text).into_result(&call.id, REPORT_GOAL)
                         }
                     })
+                } else if def.name == STORE_SECRET {
+                    announced = true;
+                    sink.emit(RunEvent::ToolCallStarted {
+                        turn: turn.turn,
+                        call_id: call.id.clone(),
+                        tool_name: call.name.clone(),
+                        arguments: call.arguments.clone(),
+                    });
+                    match self.secret_call(state, call).await {
+                        Ok(result) => Some(result),
+                        Err(request) => {
+                            return Err(self.wait(state, i, Interaction::Secret(request)).await);
+                        }
+                    }
                 } else if def.name == ASK_QUESTION {
                     match parse_question(&call.arguments) {
                         Err(message) => Some(
@@ -910,6 +956,7 @@ impl AgentRunner {
                         }
                     };
                 }
+                self.note_auth_failure(state, &mut result);
                 sink.emit(RunEvent::ToolCallFinished {
                     turn: turn.turn,
                     result: result.clone(),
@@ -938,6 +985,134 @@ impl AgentRunner {
             .collect();
         state.record.history.push(Message::tool_results(&results));
         self.save(state).await
+    }
+
+    /// A `store_secret` call: its result, or the request the run waits on when the
+    /// host's handler has no value.
+    async fn secret_call(
+        &self,
+        state: &mut RunState,
+        call: &ModelToolCall,
+    ) -> Result<ToolResult, SecretRequest> {
+        let inner = &*self.inner;
+        let fail = |code: &str, message: String| {
+            Ok(ToolOutput::err(code, message).into_result(&call.id, STORE_SECRET))
+        };
+        let key = match secret::parse_key(&call.arguments) {
+            Ok(key) => key,
+            Err(message) => return fail(core_codes::INVALID_INPUT, message),
+        };
+        if !inner.secrets.declares(&key) {
+            return fail(
+                secret::codes::SECRET_UNKNOWN,
+                format!(
+                    "no tool of this run uses a secret named `{key}`; name the key exactly \
+                     as the failed tool's error gave it ({})",
+                    inner.secrets.names().join(", ")
+                ),
+            );
+        }
+        let rounds = state.record.secret_rounds.get(&key).copied().unwrap_or(0);
+        if rounds >= MAX_SECRET_ROUNDS {
+            return fail(
+                secret::codes::SECRET_ROUNDS_EXHAUSTED,
+                format!(
+                    "`{key}` was supplied {rounds} times in this run already; the tool's \
+                     failure stands: report it to the user"
+                ),
+            );
+        }
+        let request = SecretRequest {
+            id: interaction_id(&state.record.run_id, &call.id),
+            run_id: state.record.run_id.clone(),
+            call_id: call.id.clone(),
+            tools: state
+                .record
+                .secrets_asked
+                .get(&key)
+                .map(|t| t.iter().cloned().collect())
+                .unwrap_or_default(),
+            key,
+        };
+        let value = match &inner.approvals {
+            Some(handler) => handler.secret(&request).await,
+            None => None,
+        };
+        match value.filter(|v| !v.is_blank()) {
+            Some(value) => Ok(self.deliver_secret(state, &request.key, &value, &call.id)),
+            None => Err(request),
+        }
+    }
+
+    /// Gives a secret's value to the host's store and the tools that use it; the
+    /// model's result says it is stored, never what it is.
+    fn deliver_secret(
+        &self,
+        state: &mut RunState,
+        key: &str,
+        value: &SecretValue,
+        call_id: &str,
+    ) -> ToolResult {
+        *state
+            .record
+            .secret_rounds
+            .entry(key.to_owned())
+            .or_insert(0) += 1;
+        match self.inner.secrets.deliver(key, value) {
+            Ok(()) => {
+                let tools = state
+                    .record
+                    .secrets_asked
+                    .remove(key)
+                    .map(|t| t.into_iter().collect::<Vec<_>>().join(", "))
+                    .unwrap_or_default();
+                let retry = if tools.is_empty() {
+                    "call the tool that needed it again".to_owned()
+                } else {
+                    format!("call {tools} again")
+                };
+                ToolOutput::text(format!("The secret `{key}` is stored; {retry}."))
+                    .into_result(call_id, STORE_SECRET)
+            }
+            Err(reason) => ToolOutput::err(
+                secret::codes::SECRET_STORE_FAILED,
+                format!("the host's secret store refused `{key}`: {reason}"),
+            )
+            .into_result(call_id, STORE_SECRET),
+        }
+    }
+
+    /// A failed call whose error names a secret of this run (`details.secret`):
+    /// remembered (so `store_secret` is offered) and the model told how to heal it —
+    /// or, once the rounds are spent, that the failure stands.
+    fn note_auth_failure(&self, state: &mut RunState, result: &mut ToolResult) {
+        let Some(key) = secret::asked_secret(result) else {
+            return;
+        };
+        if !self.inner.secrets.declares(&key) {
+            return;
+        }
+        let rounds = state.record.secret_rounds.get(&key).copied().unwrap_or(0);
+        state
+            .record
+            .secrets_asked
+            .entry(key.clone())
+            .or_default()
+            .insert(result.tool_name.clone());
+        let hint = if rounds >= MAX_SECRET_ROUNDS {
+            format!(
+                " (`{key}` was supplied {rounds} times in this run and still fails: report \
+                 this to the user)"
+            )
+        } else {
+            format!(
+                " (the user can supply it: call `{STORE_SECRET}` with {{\"key\": \"{key}\"}}, \
+                 then call this tool again)"
+            )
+        };
+        if let iris_tools_core::Outcome::Failed(info) = &mut result.output.outcome {
+            info.message.push_str(&hint);
+        }
     }
 
     /// Runs one call a human approved (or chose to re-run), journaled.
@@ -1349,8 +1524,18 @@ fn check_answer(state: &RunState, interaction_id: &str, answer: &Answer) -> Resu
     }
     let expected = match (&pending.interaction, answer) {
         (Interaction::Approval(_), Answer::Approve | Answer::Deny { .. })
-        | (Interaction::InDoubt(_), Answer::Rerun | Answer::Skip | Answer::Record { .. }) => {
+        | (Interaction::InDoubt(_), Answer::Rerun | Answer::Skip | Answer::Record { .. })
+        | (Interaction::Secret(_), Answer::Deny { .. }) => {
             return Ok(());
+        }
+        (Interaction::Secret(_), Answer::Secret { value }) => {
+            if !value.is_blank() {
+                return Ok(());
+            }
+            return Err(RunError::new(
+                codes::RUN_ANSWER_INVALID,
+                "the secret is empty; give its value (or deny)",
+            ));
         }
         (Interaction::Question(q), Answer::Text { text }) => {
             if q.options.is_empty() || q.options.contains(text) {
@@ -1364,6 +1549,7 @@ fn check_answer(state: &RunState, interaction_id: &str, answer: &Answer) -> Resu
         (Interaction::Approval(_), _) => "approve or deny",
         (Interaction::Question(_), _) => "a text answer",
         (Interaction::InDoubt(_), _) => "rerun, skip or record",
+        (Interaction::Secret(_), _) => "the secret's value (or deny)",
     };
     Err(RunError::new(
         codes::RUN_ANSWER_INVALID,

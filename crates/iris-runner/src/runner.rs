@@ -51,9 +51,15 @@ use crate::config::{
 use crate::context::RetentionConfig;
 use crate::error::{Error, Result, codes};
 use crate::host::HostRegistry;
+use crate::loop_tool::RunLoopTool;
 use crate::model::{ModelConfig, ProviderSource};
-use crate::outcome::{Answer, ApprovalRequest, QuestionRequest, RunError, RunEvent, RunOutcome};
+use crate::outcome::{
+    Answer, ApprovalRequest, QuestionRequest, RunError, RunEvent, RunOutcome, SecretRequest,
+};
 use crate::run_loop::{DEFAULT_LEASE_TTL, Sink};
+use crate::secret::{
+    MemorySecretStore, STORE_SECRET, SecretStore, SecretTarget, SecretValue, Secrets,
+};
 use crate::store::{MemoryRunStore, PostgresRunStore, RunStore, SqliteRunStore};
 
 /// The `tracing` target of the loop's spans (`invoke_agent`, `chat`).
@@ -90,6 +96,14 @@ pub trait ApprovalHandler: Send + Sync {
     /// `None` (the default) makes the run wait for [`AgentRunner::resume`].
     fn answer<'a>(&'a self, question: &'a QuestionRequest) -> BoxFuture<'a, Option<String>> {
         let _ = question;
+        Box::pin(async { None })
+    }
+
+    /// The value of a secret a tool needs (`store_secret`, [`crate::secret`]), asked
+    /// without echo; `None` (the default) makes the run wait for
+    /// [`AgentRunner::resume`] with [`Answer::Secret`](crate::Answer::Secret).
+    fn secret<'a>(&'a self, request: &'a SecretRequest) -> BoxFuture<'a, Option<SecretValue>> {
+        let _ = request;
         Box::pin(async { None })
     }
 }
@@ -194,6 +208,7 @@ pub(crate) struct Inner {
     pub(crate) store: Option<Arc<dyn RunStore>>,
     pub(crate) lease_ttl: Duration,
     pub(crate) env: Option<ToolEnvironment>,
+    pub(crate) secrets: Secrets,
 }
 
 /// The run loop over one tool layer and one model; see the [module docs](self).
@@ -316,6 +331,9 @@ impl AgentRunner {
         }
         if let Some(hooks) = &env.hooks {
             builder = builder.hooks(hooks.clone());
+        }
+        for target in &env.secret_targets {
+            builder = builder.secret_target(Arc::clone(target));
         }
         if let Some(stem) = loaded.file.file_stem().and_then(|s| s.to_str()) {
             builder = builder.agent_id(stem);
@@ -586,6 +604,8 @@ pub struct AgentRunnerBuilder {
     store: Option<Arc<dyn RunStore>>,
     lease_ttl: Duration,
     env: Option<ToolEnvironment>,
+    secret_targets: Vec<Arc<dyn SecretTarget>>,
+    secret_store: Option<Arc<dyn SecretStore>>,
 }
 
 impl fmt::Debug for AgentRunnerBuilder {
@@ -621,6 +641,8 @@ impl AgentRunnerBuilder {
             store: None,
             lease_ttl: DEFAULT_LEASE_TTL,
             env: None,
+            secret_targets: Vec::new(),
+            secret_store: None,
         }
     }
 
@@ -760,8 +782,40 @@ impl AgentRunnerBuilder {
         self
     }
 
+    /// Adds something that uses a secret and takes new values at run time (credential
+    /// auto-heal, [`crate::secret`]): when a tool's auth failure names one of its
+    /// secrets, the loop offers `store_secret`. [`AgentRunner::builder_over`] adds the
+    /// assembled environment's targets (the Tavily client of the web tools).
+    #[must_use]
+    pub fn secret_target(mut self, target: Arc<dyn SecretTarget>) -> Self {
+        self.secret_targets.push(target);
+        self
+    }
+
+    /// The host's secret store (default: a [`MemorySecretStore`] of this process).
+    /// Values it already holds go to the targets when the runner is built.
+    #[must_use]
+    pub fn secret_store(mut self, store: Arc<dyn SecretStore>) -> Self {
+        self.secret_store = Some(store);
+        self
+    }
+
     /// The runner.
+    ///
+    /// With secret targets, `store_secret` is registered in the executor's registry
+    /// when it is not there yet.
     pub fn build(self) -> AgentRunner {
+        let store = self
+            .secret_store
+            .unwrap_or_else(|| Arc::new(MemorySecretStore::new()));
+        let secrets = Secrets::new(self.secret_targets, store);
+        if !secrets.is_empty() && self.executor.registry().get(STORE_SECRET).is_err() {
+            // A name already taken is the only failure: the check above rules it out.
+            let _ = self
+                .executor
+                .registry()
+                .register(RunLoopTool::store_secret());
+        }
         let executor = if self.strict == Strict::Yes {
             self.executor.with_layer(StrictNullsLayer)
         } else {
@@ -795,6 +849,7 @@ impl AgentRunnerBuilder {
                 store: self.store,
                 lease_ttl: self.lease_ttl,
                 env: self.env,
+                secrets,
             }),
         }
     }

@@ -16,6 +16,7 @@
 //! expires unless renewed, so a run whose process died can be taken over
 //! ([`RunStore::acquire`] answers `RUN_BUSY` while another live process holds it).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -226,6 +227,14 @@ pub struct RunRecord {
     /// the conversation.
     #[serde(default)]
     pub background_done: Vec<BackgroundResult>,
+    /// Secrets that auth failures of this run asked for, with the tools that failed
+    /// (names only, never values): `store_secret` is offered while this is not empty.
+    #[serde(default)]
+    pub secrets_asked: BTreeMap<String, BTreeSet<String>>,
+    /// `store_secret` rounds answered per secret (at most
+    /// [`MAX_SECRET_ROUNDS`](crate::secret::MAX_SECRET_ROUNDS)).
+    #[serde(default)]
+    pub secret_rounds: BTreeMap<String, u32>,
 }
 
 /// A background call's result, waiting for the next turn boundary to reach the

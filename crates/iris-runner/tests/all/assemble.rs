@@ -110,7 +110,12 @@ async fn every_key_assembles_the_expected_tools() {
         (
             "tools:\n  builtin: [web.search, web.fetch]\n",
             &[],
-            &["web_search", "web_fetch"],
+            &["web_search", "web_fetch", "store_secret"],
+        ),
+        (
+            "tools:\n  builtin: [exec.command, file.read]\n  background: [exec_command]\n",
+            &[],
+            &["exec_command", "read_file"],
         ),
         ("tools:\n  builtin: [human.ask]\n", &[], &["ask_question"]),
         (
@@ -151,6 +156,12 @@ async fn every_key_assembles_the_expected_tools() {
             .await
             .unwrap_or_else(|e| panic!("{yaml}: {e}"));
         assert_eq!(env.registry.names(), *expect, "{yaml}");
+        // `tools.background` marks exactly the tools it names.
+        for tool in env.registry.tools() {
+            let def = tool.definition();
+            let listed = yaml.contains(&format!("background: [{}]", def.name));
+            assert_eq!(def.background, listed, "{yaml}: {}", def.name);
+        }
         env.close().await.unwrap();
     }
 }
@@ -239,6 +250,36 @@ async fn assembly_errors_name_the_key() {
             &[],
             codes::CONFIG_INVALID,
             "expected one of `file.read`",
+        ),
+        (
+            "tools:\n  builtin: [file.read]\n  background: [exec_command]\n",
+            &[],
+            codes::ASSEMBLY_FAILED,
+            "`tools.background[0]`: `exec_command` is not a built-in or host-function tool",
+        ),
+        (
+            "tools:\n  builtin: [human.ask]\n  background: [ask_question]\n",
+            &[],
+            codes::ASSEMBLY_FAILED,
+            "loop tools such as ask_question never run in the background",
+        ),
+        (
+            "tools:\n  builtin: [web.search]\nweb: {base_url: \"ftp://example.test\"}\n",
+            &[],
+            codes::ASSEMBLY_FAILED,
+            "`web.base_url`: WEB_CONFIG_INVALID",
+        ),
+        (
+            "tools:\n  builtin: [web.search]\nweb: {timeout_seconds: -1}\n",
+            &[],
+            codes::ASSEMBLY_FAILED,
+            "`web.timeout_seconds`",
+        ),
+        (
+            "heartbeat_seconds: -2\n",
+            &[],
+            codes::ASSEMBLY_FAILED,
+            "`heartbeat_seconds`: must be a number of seconds ≥ 0, not -2",
         ),
     ];
     let calls = Arc::new(AtomicUsize::new(0));

@@ -1,0 +1,502 @@
+//! Credential auto-heal through the loop: a local server speaking Tavily's wire format
+//! answers 401 until the right key arrives; the model calls `store_secret`; the value
+//! reaches the web tools and nothing else.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use iris_runner::secret::codes as secret_codes;
+use iris_runner::{
+    AgentConfig, AgentRunner, Answer, ApprovalDecision, ApprovalHandler, ApprovalRequest,
+    HostRegistry, Interaction, RunEvent, RunOutcome, SecretRequest, SecretValue,
+};
+use iris_tools_core::BoxFuture;
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+use crate::support::Fixture;
+
+/// The value the fake server accepts; every test checks it leaks nowhere.
+const GOOD_KEY: &str = "tvly-good-7f3a9c1e5b";
+const KEY_NAME: &str = "IRIS_PROVIDER_API_KEYS__TAVILY";
+
+/// A server on 127.0.0.1 speaking Tavily's `/search`: 200 with one result for
+/// `Authorization: Bearer GOOD_KEY`, 401 otherwise. Records each request's bearer.
+struct FakeTavily {
+    url: String,
+    bearers: Arc<Mutex<Vec<String>>>,
+}
+
+impl FakeTavily {
+    async fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let bearers = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&bearers);
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let log = Arc::clone(&log);
+                tokio::spawn(async move {
+                    let mut buf = Vec::new();
+                    let mut chunk = [0_u8; 4096];
+                    let (head_end, length) = loop {
+                        let n = stream.read(&mut chunk).await.unwrap_or(0);
+                        if n == 0 {
+                            return;
+                        }
+                        buf.extend_from_slice(&chunk[..n]);
+                        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+                            let length = head
+                                .lines()
+                                .find_map(|l| l.strip_prefix("content-length:"))
+                                .and_then(|v| v.trim().parse::<usize>().ok())
+                                .unwrap_or(0);
+                            break (end, length);
+                        }
+                    };
+                    while buf.len() < head_end + 4 + length {
+                        let n = stream.read(&mut chunk).await.unwrap_or(0);
+                        if n == 0 {
+                            break;
+                        }
+                        buf.extend_from_slice(&chunk[..n]);
+                    }
+                    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+                    let bearer = head
+                        .lines()
+                        .find_map(|l| {
+                            let (name, value) = l.split_once(':')?;
+                            name.eq_ignore_ascii_case("authorization")
+                                .then(|| value.trim().trim_start_matches("Bearer ").to_owned())
+                        })
+                        .unwrap_or_default();
+                    let ok = bearer == GOOD_KEY;
+                    log.lock().unwrap().push(bearer);
+                    let (status, body) = if ok {
+                        (
+                            "200 OK",
+                            json!({
+                                "query": "rust", "answer": null, "images": [],
+                                "results": [{"title": "Tokio", "url": "https://tokio.rs/",
+                                    "content": "An asynchronous Rust runtime.", "score": 0.9}],
+                                "response_time": 0.1
+                            })
+                            .to_string(),
+                        )
+                    } else {
+                        (
+                            "401 Unauthorized",
+                            json!({"detail": {"error": "Unauthorized: missing or invalid API key."}})
+                                .to_string(),
+                        )
+                    };
+                    let reply = format!(
+                        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = stream.write_all(reply.as_bytes()).await;
+                    let _ = stream.shutdown().await;
+                });
+            }
+        });
+        Self { url, bearers }
+    }
+
+    fn bearers(&self) -> Vec<String> {
+        self.bearers.lock().unwrap().clone()
+    }
+}
+
+/// An agent with `web_search` against `server`, a scripted model and `extra` YAML.
+fn agent(server: &FakeTavily, extra: &str, script: &str) -> Fixture {
+    Fixture::new(
+        &format!(
+            "tools: {{builtin: [web.search]}}\nweb: {{base_url: \"{}\", timeout_seconds: 10}}\n{extra}model:\n  provider: scripted\n  script:\n{script}",
+            server.url
+        ),
+        &[],
+    )
+}
+
+/// search → store_secret → search → answer.
+const HEAL: &str = r#"    - tool_calls: [{name: web_search, arguments: {query: rust runtime}}]
+    - expect_tool_results: 1
+      tool_calls: [{name: store_secret, arguments: {key: IRIS_PROVIDER_API_KEYS__TAVILY}}]
+    - expect_tool_results: 1
+      tool_calls: [{name: web_search, arguments: {query: rust runtime}}]
+    - {expect_tool_results: 1, text: Tokio is the runtime.}
+"#;
+
+/// Answers secrets from a list (then nothing), counting the asks.
+#[derive(Default)]
+struct Secrets {
+    values: Mutex<Vec<String>>,
+    asked: Mutex<Vec<SecretRequest>>,
+}
+
+impl ApprovalHandler for Secrets {
+    fn decide<'a>(&'a self, _: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalDecision> {
+        Box::pin(async { ApprovalDecision::Defer })
+    }
+
+    fn secret<'a>(&'a self, request: &'a SecretRequest) -> BoxFuture<'a, Option<SecretValue>> {
+        self.asked.lock().unwrap().push(request.clone());
+        let mut values = self.values.lock().unwrap();
+        let next = (!values.is_empty()).then(|| SecretValue::new(values.remove(0)));
+        Box::pin(async move { next })
+    }
+}
+
+/// Captures every `tracing` event and span (TRACE, with span fields) into a buffer.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+    type Writer = Captured;
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
+
+/// Every byte under `dir` (the run store's database and its WAL, any artifact).
+fn all_bytes(dir: &std::path::Path) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if let Ok(bytes) = std::fs::read(&path) {
+                out.extend(bytes);
+            }
+        }
+    }
+    out
+}
+
+fn contains(haystack: &[u8], needle: &str) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|w| w == needle.as_bytes())
+}
+
+/// The whole flow without a handler: the missing key fails the search, the model
+/// calls `store_secret`, the run waits on a `secret` interaction; another runner (a
+/// new process) resumes it with the value; the search is retried with the key and
+/// the run completes. The value appears in no history, event, store byte or log line.
+///
+/// Logs and spans are captured by a global subscriber, so the test re-runs itself
+/// alone in a child process (`IRIS_SECRET_LEAK_CHILD` set): a scoped subscriber would
+/// miss what other tests' threads registered first.
+#[test]
+fn a_missing_key_is_healed_through_a_secret_interaction() {
+    if std::env::var_os("IRIS_SECRET_LEAK_CHILD").is_some() {
+        heal_and_grep();
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "secret::a_missing_key_is_healed_through_a_secret_interaction",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("IRIS_SECRET_LEAK_CHILD", "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn heal_and_grep() {
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(captured.clone())
+        .with_max_level(tracing::Level::TRACE)
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::FULL)
+        .with_ansi(false)
+        .finish();
+    tracing::subscriber::set_global_default(subscriber).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (fx, events, outcome, server_bearers) = rt.block_on(async {
+        let server = FakeTavily::start().await;
+        let fx = agent(&server, "", HEAL);
+        let loaded = AgentConfig::load_with_env(fx.file(), false).unwrap();
+        let first = AgentRunner::from_loaded(&loaded, &HostRegistry::new(), None)
+            .await
+            .unwrap();
+        let mut stream = first.run_streamed("Which runtime?");
+        let mut events = Vec::new();
+        while let Some(event) = stream.next().await {
+            events.push(event);
+        }
+        let Some(RunEvent::Finished {
+            outcome:
+                RunOutcome::Waiting {
+                    run_id,
+                    interaction,
+                },
+        }) = events.last().cloned()
+        else {
+            panic!("{:?}", events.last())
+        };
+        let Interaction::Secret(request) = &interaction else {
+            panic!("{interaction:?}")
+        };
+        assert_eq!(request.key, KEY_NAME);
+        assert_eq!(request.tools, ["web_search"]);
+        assert_eq!(interaction.kind(), "secret");
+        assert!(interaction.summary().contains(KEY_NAME));
+        // The first search failed with the auth error and a hint naming the tool.
+        let first_result = events
+            .iter()
+            .find_map(|e| match e {
+                RunEvent::ToolCallFinished { result, .. } => Some(result.clone()),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(first_result.error_code(), Some("WEB_AUTH_REQUIRED"));
+        assert!(first_result.model_content().contains("call `store_secret`"));
+        // `store_secret` was offered in the request after the failure only.
+        let offered: Vec<Vec<String>> = events
+            .iter()
+            .filter_map(|e| match e {
+                RunEvent::TurnStarted { tools, .. } => Some(tools.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            offered,
+            [vec!["web_search"], vec!["web_search", "store_secret"]]
+        );
+        first.close().await.unwrap();
+
+        // A blank value is refused before anything happens.
+        let second = AgentRunner::from_loaded(&loaded, &HostRegistry::new(), None)
+            .await
+            .unwrap();
+        let blank = second
+            .resume(
+                &run_id,
+                interaction.id(),
+                Answer::Secret {
+                    value: SecretValue::new("  "),
+                },
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(blank.code, "RUN_ANSWER_INVALID");
+        let mut resumed = second.resume_streamed(
+            &run_id,
+            interaction.id(),
+            Answer::Secret {
+                value: SecretValue::new(GOOD_KEY),
+            },
+        );
+        while let Some(event) = resumed.next().await {
+            events.push(event);
+        }
+        let Some(RunEvent::Finished { outcome }) = events.last().cloned() else {
+            panic!()
+        };
+        second.close().await.unwrap();
+        (fx, events, outcome, server.bearers())
+    });
+    assert_eq!(
+        outcome.output(),
+        Some("Tokio is the runtime."),
+        "{outcome:?}"
+    );
+    // A missing key costs no request: the server saw only the healed search.
+    assert_eq!(server_bearers, [GOOD_KEY]);
+    let RunOutcome::Completed { history, .. } = &outcome else {
+        panic!()
+    };
+    let history_json = serde_json::to_string(history).unwrap();
+    assert!(history_json.contains("The secret `IRIS_PROVIDER_API_KEYS__TAVILY` is stored"));
+    let events_json = serde_json::to_string(&events).unwrap();
+    let logs = captured.0.lock().unwrap().clone();
+    assert!(
+        contains(&logs, "execute_tool") && contains(&logs, "web_search"),
+        "the capture saw the run's calls ({} bytes): {}",
+        logs.len(),
+        String::from_utf8_lossy(&logs[..logs.len().min(2000)])
+    );
+    for (what, bytes) in [
+        ("history", history_json.as_bytes().to_vec()),
+        ("events", events_json.into_bytes()),
+        ("logs and spans", logs),
+        ("run store and workspace", all_bytes(fx.root())),
+    ] {
+        assert!(
+            !contains(&bytes, GOOD_KEY),
+            "the secret leaked into the {what}"
+        );
+    }
+}
+
+/// With a handler (a terminal, a UI), the run does not wait: a rejected key gets
+/// two rounds, then `store_secret` fails with `SECRET_ROUNDS_EXHAUSTED` and the
+/// search's failure stands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_key_gets_two_rounds_then_the_failure_stands() {
+    let server = FakeTavily::start().await;
+    let script = r#"    - tool_calls: [{name: web_search, arguments: {query: q}}]
+    - expect_tool_results: 1
+      tool_calls: [{name: store_secret, arguments: {key: IRIS_PROVIDER_API_KEYS__TAVILY}}]
+    - expect_tool_results: 1
+      tool_calls: [{name: web_search, arguments: {query: q}}]
+    - expect_tool_results: 1
+      tool_calls: [{name: store_secret, arguments: {key: IRIS_PROVIDER_API_KEYS__TAVILY}}]
+    - expect_tool_results: 1
+      tool_calls: [{name: web_search, arguments: {query: q}}]
+    - expect_tool_results: 1
+      tool_calls: [{name: store_secret, arguments: {key: IRIS_PROVIDER_API_KEYS__TAVILY}}]
+    - {expect_tool_results: 1, text: gave up}
+"#;
+    let fx = agent(
+        &server,
+        "provider_api_keys: {tavily: tvly-stale}\nrun_store: {kind: memory}\n",
+        script,
+    );
+    let loaded = AgentConfig::load_with_env(fx.file(), false).unwrap();
+    let handler = Arc::new(Secrets {
+        values: Mutex::new(vec!["tvly-wrong-1".into(), "tvly-wrong-2".into()]),
+        ..Secrets::default()
+    });
+    let runner = AgentRunner::builder_from_loaded(&loaded, &HostRegistry::new(), None)
+        .await
+        .unwrap()
+        .approval_handler(ArcHandler(Arc::clone(&handler)))
+        .build();
+    let outcome = runner.run("search").await;
+    assert_eq!(outcome.output(), Some("gave up"), "{outcome:?}");
+    assert_eq!(handler.asked.lock().unwrap().len(), 2);
+    let RunOutcome::Completed { history, .. } = &outcome else {
+        panic!()
+    };
+    let text = serde_json::to_string(history).unwrap();
+    assert!(
+        text.contains(secret_codes::SECRET_ROUNDS_EXHAUSTED),
+        "{text}"
+    );
+    assert!(text.contains("was supplied 2 times in this run and still fails"));
+    assert_eq!(
+        server.bearers(),
+        ["tvly-stale", "tvly-wrong-1", "tvly-wrong-2"]
+    );
+    for leaked in ["tvly-stale", "tvly-wrong-1", "tvly-wrong-2"] {
+        assert!(!text.contains(leaked), "{leaked} leaked into the history");
+    }
+    runner.close().await.unwrap();
+}
+
+/// A key no tool declares is refused (`SECRET_UNKNOWN`) without asking anyone; a
+/// declined secret answers `SECRET_DECLINED`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_keys_are_refused_and_a_denied_secret_is_declined() {
+    let server = FakeTavily::start().await;
+    let script = r#"    - tool_calls: [{name: web_search, arguments: {query: q}}]
+    - expect_tool_results: 1
+      tool_calls: [{name: store_secret, arguments: {key: AWS_SECRET_ACCESS_KEY}}]
+    - expect_tool_results: 1
+      tool_calls: [{name: store_secret, arguments: {key: IRIS_PROVIDER_API_KEYS__TAVILY}}]
+    - {expect_tool_results: 1, text: no key}
+"#;
+    let fx = agent(&server, "", script);
+    let runner = AgentRunner::from_config_path(fx.file()).await.unwrap();
+    let RunOutcome::Waiting {
+        run_id,
+        interaction,
+    } = runner.run("search").await
+    else {
+        panic!()
+    };
+    let outcome = runner
+        .resume(
+            &run_id,
+            interaction.id(),
+            Answer::Deny {
+                reason: "not now".into(),
+            },
+        )
+        .await
+        .unwrap();
+    let RunOutcome::Completed { history, .. } = &outcome else {
+        panic!("{outcome:?}")
+    };
+    let text = serde_json::to_string(history).unwrap();
+    assert!(text.contains(secret_codes::SECRET_UNKNOWN), "{text}");
+    assert!(text.contains(secret_codes::SECRET_DECLINED), "{text}");
+    assert!(text.contains("not now"));
+    runner.close().await.unwrap();
+}
+
+/// `store_secret` is a system-use tool: not in the ordinary catalog, listed when
+/// system tools are asked for, and only with a tool that uses a secret.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn store_secret_is_a_system_tool_installed_with_the_web_tools() {
+    let server = FakeTavily::start().await;
+    let fx = agent(&server, "", "    - {text: hi}\n");
+    let loaded = AgentConfig::load_with_env(fx.file(), false).unwrap();
+    let env = iris_runner::build_tool_registry(&loaded, &HostRegistry::new())
+        .await
+        .unwrap();
+    let def = env
+        .registry
+        .get("store_secret")
+        .unwrap()
+        .definition()
+        .clone();
+    assert!(def.system_use);
+    let plain = env.registry.view(iris_tools_core::ViewFilter::default());
+    let names: Vec<String> = plain
+        .available_tools()
+        .iter()
+        .map(|t| t.definition().name.clone())
+        .collect();
+    assert_eq!(names, ["web_search"]);
+    assert_eq!(env.secret_targets.len(), 1);
+    env.close().await.unwrap();
+
+    let none = Fixture::new("tools: {builtin: [file.read]}\n", &[]);
+    let loaded = AgentConfig::load_with_env(none.file(), false).unwrap();
+    let env = iris_runner::build_tool_registry(&loaded, &HostRegistry::new())
+        .await
+        .unwrap();
+    assert!(env.registry.get("store_secret").is_err());
+    env.close().await.unwrap();
+}
+
+/// A shared handler.
+struct ArcHandler(Arc<Secrets>);
+
+impl ApprovalHandler for ArcHandler {
+    fn decide<'a>(&'a self, r: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalDecision> {
+        self.0.decide(r)
+    }
+    fn secret<'a>(&'a self, r: &'a SecretRequest) -> BoxFuture<'a, Option<SecretValue>> {
+        self.0.secret(r)
+    }
+}
