@@ -89,7 +89,7 @@ scripted) and --base-url replace the YAML's model; the key comes from model.api_
 (default OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY). Runs are kept in the YAML's
 run_store (default .iris/runs.db): a run nobody can answer exits 4 (RUN_WAITING) printing
 the `iris resume RUN_ID --approve | --deny REASON | --answer TEXT | --rerun | --skip |
---record TEXT` commands that continue it, in any process; `iris resume RUN_ID` alone takes
+--record TEXT | --secret-stdin` commands that continue it, in any process; `iris resume RUN_ID` alone takes
 over a run whose process died.
 
 Signals: SIGINT (Ctrl-C), SIGTERM and SIGHUP cancel the running call (or run), stop every
@@ -251,6 +251,11 @@ enum Command {
         /// Record what the call in doubt produced, as its result.
         #[arg(long, value_name = "TEXT", group = "reply")]
         record: Option<String>,
+        /// Give the secret the run waits for, read as one line from stdin (without
+        /// echo on a terminal); it goes to the tools that use it, never to the model,
+        /// the run store or any output.
+        #[arg(long, group = "reply")]
+        secret_stdin: bool,
     },
     /// MCP servers.
     Mcp {
@@ -585,11 +590,20 @@ fn resume_answer(command: &Command) -> Option<Answer> {
         rerun,
         skip,
         record,
+        secret_stdin,
         ..
     } = command
     else {
         return None;
     };
+    if *secret_stdin {
+        // An unreadable line counts as empty: the runner refuses it with
+        // RUN_ANSWER_INVALID before anything runs.
+        let value = run::read_secret_line().unwrap_or_default();
+        return Some(Answer::Secret {
+            value: iris_runner::SecretValue::new(value),
+        });
+    }
     if *approve {
         Some(Answer::Approve)
     } else if let Some(reason) = deny {

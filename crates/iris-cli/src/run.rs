@@ -25,7 +25,7 @@ use iris_runner::store::codes as store_codes;
 use iris_runner::{
     AgentRunner, Answer, ApprovalDecision, ApprovalHandler, ApprovalRequest, Interaction,
     LoadedConfig, ModelConfig, ProviderKind, QuestionRequest, ResumeStream, RunError, RunEvent,
-    RunInput, RunOutcome, RunStatus, RunStream, ToolEnvironment,
+    RunInput, RunOutcome, RunStatus, RunStream, SecretRequest, SecretValue, ToolEnvironment,
 };
 use iris_tools_core::{BoxFuture, CancellationSignal, ToolResult, codes};
 use serde_json::json;
@@ -366,6 +366,10 @@ fn fits(answer: &Answer, interaction: &Interaction) -> bool {
                 Interaction::InDoubt(_),
                 Answer::Rerun | Answer::Skip | Answer::Record { .. }
             )
+            | (
+                Interaction::Secret(_),
+                Answer::Secret { .. } | Answer::Deny { .. }
+            )
     )
 }
 
@@ -382,6 +386,12 @@ pub(crate) fn answer_commands(iris: &str, run_id: &str, interaction: &Interactio
             .iter()
             .map(|o| format!("{base} --answer {}", shell_word(o)))
             .collect(),
+        // The value comes on stdin: a command line is visible to other users and kept
+        // in shell history.
+        Interaction::Secret(_) => vec![
+            format!("{base} --secret-stdin"),
+            format!("{base} --deny REASON"),
+        ],
         _ => vec![
             format!("{base} --rerun"),
             format!("{base} --skip"),
@@ -504,6 +514,10 @@ impl<'a> View<'a> {
                             let text = ask_question(&request, &mut self.screen, cancel).await;
                             let _ = answer.send(text);
                         }
+                        Ask::Secret { request, answer } => {
+                            let value = ask_secret(&request, &mut self.screen, cancel).await;
+                            let _ = answer.send(value);
+                        }
                     }
                 }
                 // A signal: the run is cancelled through its own signal (a resumed
@@ -601,6 +615,10 @@ impl<'a> View<'a> {
                 "no terminal can answer here (--yes approves every call); the run is saved"
             }
             Interaction::Question(_) => "no terminal can answer here; the run is saved",
+            Interaction::Secret(_) => {
+                "no terminal can answer here; the run is saved (the value is read from \
+                 stdin, never stored or printed)"
+            }
             // Only a human who checked what the call did can say.
             _ => "the run is saved",
         };
@@ -640,6 +658,10 @@ enum Ask {
         request: QuestionRequest,
         answer: oneshot::Sender<Option<String>>,
     },
+    Secret {
+        request: SecretRequest,
+        answer: oneshot::Sender<Option<SecretValue>>,
+    },
 }
 
 /// Hands each approval and question to the loop that shows the run's events, which
@@ -678,6 +700,19 @@ impl ApprovalHandler for Handler {
             };
             terminal.send(ask).ok()?;
             text.await.ok().flatten()
+        })
+    }
+
+    fn secret<'a>(&'a self, request: &'a SecretRequest) -> BoxFuture<'a, Option<SecretValue>> {
+        Box::pin(async move {
+            let terminal = self.terminal.as_ref()?;
+            let (answer, value) = oneshot::channel();
+            let ask = Ask::Secret {
+                request: request.clone(),
+                answer,
+            };
+            terminal.send(ask).ok()?;
+            value.await.ok().flatten()
         })
     }
 }
@@ -778,6 +813,103 @@ async fn ask_question(
     answer
 }
 
+/// Asks for a secret on the terminal without echo: its name and the tools that need
+/// it. An empty line, the end of input or a signal leaves it unanswered (the run
+/// waits and `iris resume RUN --secret-stdin` can answer it later).
+async fn ask_secret(
+    request: &SecretRequest,
+    screen: &mut Screen,
+    cancel: &CancellationSignal,
+) -> Option<SecretValue> {
+    screen.pause();
+    let tools = if request.tools.is_empty() {
+        String::new()
+    } else {
+        format!(" for {}", request.tools.join(", "))
+    };
+    err_line(&format!(
+        "iris: the agent needs the secret {}{tools} ({}); it goes to those tools only, never \
+         to the model or any output",
+        request.key, request.call_id
+    ));
+    // Echo goes off before the prompt shows: what is typed once it shows is hidden.
+    let echo = EchoOff::new(&std::io::stdin());
+    output::prompt("Value (typing is hidden; empty leaves the run waiting): ");
+    let read = read_blocking(cancel, read_line_without_end).await;
+    drop(echo);
+    // The hidden line's Enter was not echoed either.
+    err_line("");
+    screen.resume(&request.call_id);
+    match read {
+        Ok(Ok(value)) if !value.trim().is_empty() => Some(SecretValue::new(value)),
+        _ => None,
+    }
+}
+
+/// The secret of `iris resume --secret-stdin`: one line from stdin without its line
+/// end; on a terminal with echo off (restored afterwards, also on an error) and a
+/// prompt shown once it is off.
+pub(crate) fn read_secret_line() -> std::io::Result<String> {
+    let echo = EchoOff::new(&std::io::stdin());
+    if echo.active() {
+        output::prompt("Secret (typing is hidden): ");
+    }
+    let line = read_line_without_end();
+    if echo.active() {
+        err_line("");
+    }
+    line
+}
+
+/// One line from stdin without its line end.
+fn read_line_without_end() -> std::io::Result<String> {
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line)?;
+    while line.ends_with('\n') || line.ends_with('\r') {
+        line.pop();
+    }
+    Ok(line)
+}
+
+/// Turns the terminal's echo off for as long as it lives; nothing when stdin is no
+/// terminal.
+struct EchoOff {
+    saved: Option<rustix::termios::Termios>,
+}
+
+impl EchoOff {
+    fn new(stdin: &std::io::Stdin) -> Self {
+        let saved = stdin
+            .is_terminal()
+            .then(|| rustix::termios::tcgetattr(stdin).ok())
+            .flatten();
+        if let Some(saved) = &saved {
+            let mut quiet = saved.clone();
+            quiet.local_modes.remove(rustix::termios::LocalModes::ECHO);
+            let _ =
+                rustix::termios::tcsetattr(stdin, rustix::termios::OptionalActions::Now, &quiet);
+        }
+        Self { saved }
+    }
+
+    /// Whether echo was turned off (stdin is a terminal).
+    fn active(&self) -> bool {
+        self.saved.is_some()
+    }
+}
+
+impl Drop for EchoOff {
+    fn drop(&mut self) {
+        if let Some(saved) = &self.saved {
+            let _ = rustix::termios::tcsetattr(
+                std::io::stdin(),
+                rustix::termios::OptionalActions::Now,
+                saved,
+            );
+        }
+    }
+}
+
 /// The model's answer on stdout: each turn's text ends its line; a `\r` at the end of
 /// a delta waits for the next one, so a `\r\n` split across deltas stays a line end.
 #[derive(Debug, Default)]
@@ -834,6 +966,13 @@ fn show(event: &RunEvent, answer: &mut Printed, screen: &mut Screen) {
             screen.start(call_id, tool_name);
         }
         RunEvent::ToolCallFinished { result, .. } => screen.finish(result),
+        RunEvent::Heartbeat {
+            call_id,
+            elapsed_seconds,
+            deadline_seconds,
+            ..
+        } => screen.heartbeat(call_id, *elapsed_seconds, *deadline_seconds),
+        RunEvent::BackgroundFinished { result, .. } => screen.background(result),
         RunEvent::Finished { .. } => answer.end_turn(),
         // Turn starts and approval requests show through the calls and the prompt.
         _ => {}
@@ -846,6 +985,8 @@ struct Call {
     id: String,
     name: String,
     started: Instant,
+    /// The call's deadline in seconds, once a heartbeat said it.
+    deadline: Option<f64>,
 }
 
 /// The tool calls on stderr. On a terminal the calls in flight share one status line
@@ -885,6 +1026,7 @@ impl Screen {
             id: id.to_owned(),
             name: name.to_owned(),
             started: Instant::now(),
+            deadline: None,
         });
         self.draw();
     }
@@ -894,12 +1036,43 @@ impl Screen {
         let call = position.map(|i| self.calls.remove(i));
         let name = call.as_ref().map_or(result.tool_name.as_str(), |c| &c.name);
         let status = match result.error_code() {
+            None if result.output.data.contains_key("background") => {
+                "running in the background".to_owned()
+            }
             None if result.approved => "ok (approved)".to_owned(),
             None => "ok".to_owned(),
             Some(code) => format!("error[{code}]"),
         };
         let elapsed = call.as_ref().map(|c| c.started.elapsed());
         self.line(name, &result.tool_use_id, &status, elapsed);
+    }
+
+    /// A call's body is still running (seed 004's heartbeat): the status line shows
+    /// its deadline from now on; without a terminal, one line says so.
+    fn heartbeat(&mut self, id: &str, elapsed: f64, deadline: f64) {
+        let name = match self.calls.iter_mut().find(|c| c.id == id) {
+            Some(call) => {
+                call.deadline = Some(deadline);
+                call.name.clone()
+            }
+            None => return,
+        };
+        if self.tty {
+            self.draw();
+        } else {
+            err_line(&format!(
+                "tool {name} ({id}) ... still running ({elapsed:.1} s of {deadline:.0} s)"
+            ));
+        }
+    }
+
+    /// A background call finished (its receipt's line came when it started).
+    fn background(&mut self, result: &ToolResult) {
+        let status = match result.error_code() {
+            None => "background call finished ok".to_owned(),
+            Some(code) => format!("background call finished error[{code}]"),
+        };
+        self.line(&result.tool_name, &result.tool_use_id, &status, None);
     }
 
     /// Every call still in flight when the run ended, with why it did not finish.
@@ -968,7 +1141,10 @@ impl Screen {
         };
         let secs = first.started.elapsed().as_secs_f64();
         let mut text = format!("{spinner} {what}");
-        let tail = format!(" ... {secs:.1} s");
+        let tail = match first.deadline {
+            Some(deadline) => format!(" ... {secs:.1} s of {deadline:.0} s"),
+            None => format!(" ... {secs:.1} s"),
+        };
         let room = STATUS_WIDTH.saturating_sub(tail.chars().count());
         if text.chars().count() > room {
             text = text.chars().take(room.saturating_sub(1)).collect();

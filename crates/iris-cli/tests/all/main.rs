@@ -8,9 +8,11 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 mod durable;
+mod examples;
 mod mcp;
 mod output;
 mod run;
+mod secret;
 mod signals;
 mod trust;
 mod wire;
@@ -238,7 +240,7 @@ fn every_subcommand_against_the_example() {
         (&["--json", "skills"], "", 0, "\"enabled\": true", ""),
         (&["check"], "", 0, "ok", ""),
         (&["--json", "check"], "", 0, "\"ok\": true", ""),
-        (&["lint"], "", 0, "ok: 7 tools", ""),
+        (&["lint"], "", 0, "ok: 8 tools", ""),
         (&["mcp", "list"], "", 0, "no MCP servers are configured", ""),
         (
             &["--json", "mcp", "list"],

@@ -596,7 +596,7 @@ const DEADLINE: Duration = Duration::from_secs(60);
 
 /// A pseudo-terminal: `iris` gets the slave as stdin and stderr, the test reads what
 /// it draws from the master and types into it.
-struct Pty {
+pub(crate) struct Pty {
     master: File,
     slave: std::path::PathBuf,
     screen: mpsc::Receiver<Vec<u8>>,
@@ -604,7 +604,7 @@ struct Pty {
 }
 
 impl Pty {
-    fn open() -> Self {
+    pub(crate) fn open() -> Self {
         let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
         grantpt(&master).unwrap();
         unlockpt(&master).unwrap();
@@ -631,7 +631,7 @@ impl Pty {
     }
 
     /// The slave end, opened once more for one of the child's streams.
-    fn slave(&self) -> Stdio {
+    pub(crate) fn slave(&self) -> Stdio {
         let fd = rustix::fs::open(
             &self.slave,
             OFlags::RDWR | OFlags::NOCTTY | OFlags::CLOEXEC,
@@ -642,7 +642,7 @@ impl Pty {
     }
 
     /// Reads until the terminal shows `fragment` (at most [`DEADLINE`]).
-    fn until(&mut self, fragment: &str) {
+    pub(crate) fn until(&mut self, fragment: &str) {
         let start = Instant::now();
         while !self.seen.contains(fragment) {
             assert!(
@@ -657,7 +657,7 @@ impl Pty {
     }
 
     /// Everything left once `iris` exited.
-    fn rest(&mut self) -> &str {
+    pub(crate) fn rest(&mut self) -> &str {
         let start = Instant::now();
         while start.elapsed() < DEADLINE {
             match self.screen.recv_timeout(Duration::from_millis(100)) {
@@ -669,7 +669,12 @@ impl Pty {
         &self.seen
     }
 
-    fn type_line(&mut self, text: &str) {
+    /// What the terminal showed so far.
+    pub(crate) fn seen_text(&self) -> &str {
+        &self.seen
+    }
+
+    pub(crate) fn type_line(&mut self, text: &str) {
         self.master.write_all(text.as_bytes()).unwrap();
     }
 }
