@@ -192,10 +192,14 @@ impl Error {
                 .with_detail("timeout_seconds", *seconds)
                 .with_detail("phase", phase.as_str()),
             Error::Http { status, .. } => info.with_detail("status", *status),
+            // `secret` names what a host supplies to heal it (credential auto-heal).
             Error::Auth {
                 status: Some(status),
                 ..
-            } => info.with_detail("status", *status),
+            } => info
+                .with_detail("status", *status)
+                .with_detail("secret", crate::jev::API_KEY_ENV),
+            Error::Auth { status: None, .. } => info.with_detail("secret", crate::jev::API_KEY_ENV),
             Error::TooManyTools { count, max } => {
                 info.with_detail("count", *count).with_detail("max", *max)
             }

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use iris_tools_core::BoxFuture;
@@ -114,7 +114,7 @@ impl std::fmt::Debug for ApiKey {
 /// # Ok::<(), iris_decision::Error>(())
 /// ```
 pub struct JevClient {
-    api_key: ApiKey,
+    api_key: RwLock<ApiKey>,
     model: String,
     timeout: Duration,
     timeout_seconds: f64,
@@ -127,7 +127,10 @@ pub struct JevClient {
 impl std::fmt::Debug for JevClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("JevClient")
-            .field("api_key", &self.api_key)
+            .field(
+                "api_key",
+                &*self.api_key.read().unwrap_or_else(PoisonError::into_inner),
+            )
             .field("model", &self.model)
             .field("timeout_seconds", &self.timeout_seconds)
             .field("base_url", &self.base_url.as_str())
@@ -146,18 +149,10 @@ impl JevClient {
     /// [`Error::Auth`] when the key is blank or holds characters an HTTP header cannot
     /// carry (the message never shows the key).
     pub fn new(api_key: impl Into<String>) -> Result<Self> {
-        let api_key = api_key.into().trim().to_owned();
-        if api_key.is_empty() {
-            return Err(auth(format!("the {PROVIDER_TYPESAFE} API key is empty")));
-        }
-        if !api_key.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err(auth(format!(
-                "the {PROVIDER_TYPESAFE} API key holds characters an HTTP header cannot carry"
-            )));
-        }
+        let api_key = checked_key(api_key.into())?;
         let base_url = parse_base_url(DEFAULT_BASE_URL)?;
         Ok(Self {
-            api_key: ApiKey(api_key),
+            api_key: RwLock::new(api_key),
             model: DEFAULT_MODEL.to_owned(),
             timeout: timeout_from_seconds(DEFAULT_TIMEOUT_SECONDS)?,
             timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
@@ -166,6 +161,41 @@ impl JevClient {
             slot: Mutex::new(Slot::Idle),
             closing: Notify::new(),
         })
+    }
+
+    /// Replaces the key for every later evaluation (the host's answer to a
+    /// `DECISION_AUTH` failure, whose `details.secret` names
+    /// [`JevClient::secret_name`]).
+    ///
+    /// ```
+    /// use iris_decision::JevClient;
+    /// let client = JevClient::new("sk-old")?;
+    /// client.set_api_key("sk-new")?;
+    /// assert_eq!(client.set_api_key(" ").unwrap_err().code(), "DECISION_AUTH");
+    /// assert_eq!(client.secret_name(), "IRIS_PROVIDER_API_KEYS__TYPESAFE");
+    /// # Ok::<(), iris_decision::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Auth`] for a blank key or one an HTTP header cannot carry; the old key
+    /// stays.
+    pub fn set_api_key(&self, api_key: impl Into<String>) -> Result<()> {
+        let key = checked_key(api_key.into())?;
+        *self.api_key.write().unwrap_or_else(PoisonError::into_inner) = key;
+        Ok(())
+    }
+
+    /// The secret its auth errors name: `IRIS_PROVIDER_API_KEYS__TYPESAFE`.
+    pub fn secret_name(&self) -> &'static str {
+        API_KEY_ENV
+    }
+
+    fn key(&self) -> String {
+        self.api_key
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .0
+            .clone()
     }
 
     /// A client whose key comes from `IRIS_PROVIDER_API_KEYS__TYPESAFE`.
@@ -349,7 +379,7 @@ impl JevClient {
     ) -> Result<(reqwest::StatusCode, Vec<u8>)> {
         let mut response = client
             .post(self.endpoint.clone())
-            .bearer_auth(&self.api_key.0)
+            .bearer_auth(self.key())
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "application/json")
             .body(body)
@@ -463,8 +493,23 @@ impl JevClient {
 
     /// Replaces every occurrence of the key (a service may echo what it received).
     fn redact(&self, text: &str) -> String {
-        text.replace(&self.api_key.0, "[REDACTED]")
+        text.replace(&self.key(), "[REDACTED]")
     }
+}
+
+/// A key the client accepts: trimmed (a key read from a file often ends in a newline),
+/// not empty, only characters an HTTP header carries.
+fn checked_key(api_key: String) -> Result<ApiKey> {
+    let api_key = api_key.trim().to_owned();
+    if api_key.is_empty() {
+        return Err(auth(format!("the {PROVIDER_TYPESAFE} API key is empty")));
+    }
+    if !api_key.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(auth(format!(
+            "the {PROVIDER_TYPESAFE} API key holds characters an HTTP header cannot carry"
+        )));
+    }
+    Ok(ApiKey(api_key))
 }
 
 impl DecisionEvaluator for JevClient {

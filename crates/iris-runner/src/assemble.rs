@@ -74,7 +74,7 @@ pub struct ToolEnvironment {
     /// `iris check` and logs), e.g. `human.ask` without a runner.
     pub notes: Vec<String>,
     /// What uses secrets and takes new values at run time (the web tools' Tavily
-    /// client): [`AgentRunner::builder_over`](crate::AgentRunner::builder_over) hands
+    /// client, an owned decision client): [`AgentRunner::builder_over`](crate::AgentRunner::builder_over) hands
     /// them to the runner for `store_secret` ([`crate::secret`]).
     pub secret_targets: Vec<Arc<dyn SecretTarget>>,
 }
@@ -368,9 +368,18 @@ async fn assemble(
         None => None,
     };
 
-    // The web tools' client takes a new key at run time: `store_secret` (system use,
-    // answered by the run loop) lets a run heal it.
-    if web_client.is_some() && registry.get(crate::secret::STORE_SECRET).is_err() {
+    // Clients that take a new key at run time (the web tools', the decision model's):
+    // `store_secret` (system use, answered by the run loop) lets a run heal them.
+    let mut secret_targets: Vec<Arc<dyn SecretTarget>> = Vec::new();
+    if let Some(client) = web_client {
+        secret_targets.push(client);
+    }
+    if let Some(handle) = &decision_evaluator
+        && let EvaluatorHandle::Owned(client) = &**handle
+    {
+        secret_targets.push(Arc::clone(client) as Arc<dyn SecretTarget>);
+    }
+    if !secret_targets.is_empty() && registry.get(crate::secret::STORE_SECRET).is_err() {
         registry
             .register(crate::loop_tool::RunLoopTool::store_secret())
             .map_err(|e| Error::Assembly {
@@ -391,10 +400,7 @@ async fn assemble(
         hooks,
         mcp,
         notes,
-        secret_targets: web_client
-            .into_iter()
-            .map(|c| c as Arc<dyn SecretTarget>)
-            .collect(),
+        secret_targets,
     })
 }
 

@@ -16,7 +16,8 @@
 //!    [`AgentRunner::resume`](crate::AgentRunner::resume) answers with
 //!    [`Answer::Secret`](crate::Answer::Secret) (`iris resume RUN --secret-stdin`);
 //! 3. hands the value to the host's [`SecretStore`] and to every target that declared
-//!    the name (the Tavily client of `web_search`/`web_fetch`), then tells the model
+//!    the name (the Tavily client of `web_search`/`web_fetch`, the decision model's
+//!    client behind `tool_search`), then tells the model
 //!    the secret is stored — never the value.
 //!
 //! The value is a [`SecretValue`]: its `Debug` and `Serialize` are redacted and it has
@@ -28,6 +29,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use iris_decision::JevClient;
 use iris_tools_core::ToolDefinition;
 use iris_web::{ApiKey, TavilyClient};
 use serde::{Deserialize, Serialize};
@@ -123,6 +125,23 @@ impl SecretTarget for TavilyClient {
     fn set_secret(&self, name: &str, value: &SecretValue) {
         if name == self.secret_name() {
             self.set_api_key(ApiKey::new(value.expose()));
+        }
+    }
+}
+
+/// The decision model's client (`tool_search` with the decision backend): it declares
+/// the secret its `DECISION_AUTH` errors name and takes a new key with
+/// [`JevClient::set_api_key`] (a blank or malformed value keeps the old key).
+impl SecretTarget for JevClient {
+    fn secret_names(&self) -> Vec<String> {
+        vec![self.secret_name().to_owned()]
+    }
+
+    fn set_secret(&self, name: &str, value: &SecretValue) {
+        if name == self.secret_name() {
+            // The loop refuses blank values; a malformed one leaves the old key,
+            // and the next call's auth error says so.
+            let _ = self.set_api_key(value.expose());
         }
     }
 }

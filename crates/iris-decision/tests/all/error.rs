@@ -107,7 +107,7 @@ fn every_variant_has_a_stable_code() {
             "DECISION_AUTH",
             false,
             "decision authentication failed: IRIS_PROVIDER_API_KEYS__TYPESAFE is not set",
-            json!({}),
+            json!({"secret": "IRIS_PROVIDER_API_KEYS__TYPESAFE"}),
         ),
         (
             Error::Auth {
@@ -117,7 +117,7 @@ fn every_variant_has_a_stable_code() {
             "DECISION_AUTH",
             false,
             "decision authentication failed: the decision service rejected the API key (HTTP 401)",
-            json!({"status": 401}),
+            json!({"status": 401, "secret": "IRIS_PROVIDER_API_KEYS__TYPESAFE"}),
         ),
         (
             Error::Unavailable {

@@ -21,15 +21,32 @@ use crate::support::Fixture;
 const GOOD_KEY: &str = "tvly-good-7f3a9c1e5b";
 const KEY_NAME: &str = "IRIS_PROVIDER_API_KEYS__TAVILY";
 
-/// A server on 127.0.0.1 speaking Tavily's `/search`: 200 with one result for
-/// `Authorization: Bearer GOOD_KEY`, 401 otherwise. Records each request's bearer.
-struct FakeTavily {
+/// A server on 127.0.0.1 that answers `ok(request body)` with 200 for
+/// `Authorization: Bearer GOOD_KEY`, 401 otherwise, recording each request's bearer.
+struct FakeService {
     url: String,
     bearers: Arc<Mutex<Vec<String>>>,
 }
 
+/// Speaks Tavily's `/search`: one result.
+struct FakeTavily;
+
 impl FakeTavily {
-    async fn start() -> Self {
+    async fn start() -> FakeService {
+        FakeService::start(|_| {
+            json!({
+                "query": "rust", "answer": null, "images": [],
+                "results": [{"title": "Tokio", "url": "https://tokio.rs/",
+                    "content": "An asynchronous Rust runtime.", "score": 0.9}],
+                "response_time": 0.1
+            })
+        })
+        .await
+    }
+}
+
+impl FakeService {
+    async fn start(ok: fn(&serde_json::Value) -> serde_json::Value) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let bearers = Arc::new(Mutex::new(Vec::new()));
@@ -64,6 +81,8 @@ impl FakeTavily {
                         buf.extend_from_slice(&chunk[..n]);
                     }
                     let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+                    let body: serde_json::Value =
+                        serde_json::from_slice(&buf[head_end + 4..]).unwrap_or_default();
                     let bearer = head
                         .lines()
                         .find_map(|l| {
@@ -72,19 +91,10 @@ impl FakeTavily {
                                 .then(|| value.trim().trim_start_matches("Bearer ").to_owned())
                         })
                         .unwrap_or_default();
-                    let ok = bearer == GOOD_KEY;
+                    let authorized = bearer == GOOD_KEY;
                     log.lock().unwrap().push(bearer);
-                    let (status, body) = if ok {
-                        (
-                            "200 OK",
-                            json!({
-                                "query": "rust", "answer": null, "images": [],
-                                "results": [{"title": "Tokio", "url": "https://tokio.rs/",
-                                    "content": "An asynchronous Rust runtime.", "score": 0.9}],
-                                "response_time": 0.1
-                            })
-                            .to_string(),
-                        )
+                    let (status, body) = if authorized {
+                        ("200 OK", ok(&body).to_string())
                     } else {
                         (
                             "401 Unauthorized",
@@ -110,7 +120,7 @@ impl FakeTavily {
 }
 
 /// An agent with `web_search` against `server`, a scripted model and `extra` YAML.
-fn agent(server: &FakeTavily, extra: &str, script: &str) -> Fixture {
+fn agent(server: &FakeService, extra: &str, script: &str) -> Fixture {
     Fixture::new(
         &format!(
             "tools: {{builtin: [web.search]}}\nweb: {{base_url: \"{}\", timeout_seconds: 10}}\n{extra}model:\n  provider: scripted\n  script:\n{script}",
@@ -499,4 +509,111 @@ impl ApprovalHandler for ArcHandler {
     fn secret<'a>(&'a self, r: &'a SecretRequest) -> BoxFuture<'a, Option<SecretValue>> {
         self.0.secret(r)
     }
+}
+
+/// Answers a Jev `/decisions` request: each choice question picks the first tool whose
+/// name shares a word with its instructions.
+fn jev_answers(request: &serde_json::Value) -> serde_json::Value {
+    let mut answers = serde_json::Map::new();
+    for (id, q) in request["questions"].as_object().unwrap() {
+        let text = q["instructions"].as_str().unwrap().to_lowercase();
+        let choice = q["options"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .filter(|o| *o != "none")
+            .find(|o| o.split('_').any(|part| text.contains(part)))
+            .cloned()
+            .unwrap_or_else(|| "none".to_owned());
+        answers.insert(
+            id.clone(),
+            json!({"type": "choice", "choice": choice, "probabilities": {choice.clone(): 1.0}, "confidence": 0.9}),
+        );
+    }
+    json!({"model": "jev-1.13.0", "answers": answers, "usage": {"input_tokens": 10, "output_tokens": 1}})
+}
+
+/// `tool_search` on the decision model: the service rejects the configured key
+/// (`DECISION_AUTH`, naming `IRIS_PROVIDER_API_KEYS__TYPESAFE`); `store_secret` gives
+/// the client a new one and the search succeeds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_decision_models_rejected_key_is_healed() {
+    let jev = FakeService::start(jev_answers).await;
+    let fx = Fixture::new(
+        r#"tools: {python: {registrars: ["app:billing"]}}
+context_policy: {deferred_tools: true}
+decision: {path: decision.yaml}
+provider_api_keys: {typesafe: sk-stale}
+run_store: {kind: memory}
+model:
+  provider: scripted
+  script:
+    - tool_calls: [{name: tool_search, arguments: {queries: ["create an invoice"]}}]
+    - expect_tool_results: 1
+      tool_calls: [{name: store_secret, arguments: {key: IRIS_PROVIDER_API_KEYS__TYPESAFE}}]
+    - expect_tool_results: 1
+      tool_calls: [{name: tool_search, arguments: {queries: ["create an invoice"]}}]
+    - {expect_tool_results: 1, text: found it}
+"#,
+        &[(
+            "decision.yaml",
+            &format!("tools: {{discovery: true}}\nbase_url: {}\n", jev.url),
+        )],
+    );
+    let host =
+        HostRegistry::new().registrar("app:billing", |registry: &iris_tools_core::ToolRegistry| {
+            let def = iris_tools_core::ToolDefinition::new(
+                "create_invoice",
+                "Create an invoice for a customer.",
+                json!({"type": "object"}),
+            )
+            .with_deferred(true);
+            registry
+                .register(iris_tools_core::FnTool::new(def, |_i, _c| async {
+                    iris_tools_core::ToolOutput::text("ok")
+                }))
+                .map_err(|e| e.to_string())
+        });
+    let loaded = AgentConfig::load_with_env(fx.file(), false).unwrap();
+    let handler = Arc::new(Secrets {
+        values: Mutex::new(vec![GOOD_KEY.into()]),
+        ..Secrets::default()
+    });
+    let runner = AgentRunner::builder_from_loaded(&loaded, &host, None)
+        .await
+        .unwrap()
+        .approval_handler(ArcHandler(Arc::clone(&handler)))
+        .build();
+    let mut stream = runner.run_streamed("bill them");
+    let mut results = Vec::new();
+    let mut outcome = None;
+    while let Some(event) = stream.next().await {
+        match event {
+            RunEvent::ToolCallFinished { result, .. } => results.push(result),
+            RunEvent::Finished { outcome: o } => outcome = Some(o),
+            _ => {}
+        }
+    }
+    assert_eq!(outcome.unwrap().output(), Some("found it"));
+    assert_eq!(
+        results[0].error_code(),
+        Some("DECISION_AUTH"),
+        "{:?}",
+        results[0]
+    );
+    assert!(
+        results[0]
+            .model_content()
+            .contains("IRIS_PROVIDER_API_KEYS__TYPESAFE")
+    );
+    assert_eq!(results[1].error_code(), None, "{:?}", results[1]);
+    assert_eq!(results[2].error_code(), None, "{:?}", results[2]);
+    assert!(
+        results[2].model_content().contains("create_invoice"),
+        "{:?}",
+        results[2]
+    );
+    assert_eq!(handler.asked.lock().unwrap()[0].tools, ["tool_search"]);
+    assert_eq!(jev.bearers(), ["sk-stale", GOOD_KEY]);
+    runner.close().await.unwrap();
 }
