@@ -67,6 +67,8 @@ pub struct ToolEnvironment {
     /// Things that were accepted but not installed, one sentence each (for
     /// `iris check` and logs), e.g. `human.ask` without a runner.
     pub notes: Vec<String>,
+    /// The host keys the assembly used: a subagent's child is assembled with them.
+    pub(crate) host: HostRegistry,
 }
 
 impl ToolEnvironment {
@@ -122,7 +124,7 @@ pub async fn build_tool_registry(
     loaded: &LoadedConfig,
     host: &HostRegistry,
 ) -> Result<ToolEnvironment> {
-    build(loaded, host, None).await
+    build(loaded, host, None, Role::Root).await
 }
 
 /// [`build_tool_registry`] for a host that calls one tool (`iris call`): of the MCP
@@ -137,24 +139,57 @@ pub async fn build_tool_registry_for_call(
     host: &HostRegistry,
     tool_name: &str,
 ) -> Result<ToolEnvironment> {
-    build(loaded, host, Some(tool_name)).await
+    build(loaded, host, Some(tool_name), Role::Root).await
+}
+
+/// Whose tool layer is assembled.
+#[derive(Debug, Clone, Copy)]
+enum Role<'a> {
+    /// An agent of its own: it owns its command service.
+    Root,
+    /// A subagent's child ([`crate::subagent`]): it borrows the root's command
+    /// binding and gets no `subagent` tool.
+    Child(Option<&'a CommandBinding>),
+}
+
+/// The tool layer of a subagent's child: like [`build_tool_registry`], but the command
+/// service is a borrowed handle on the root's `root` (never closed by the child) and
+/// `tools.subagent` is not installed (children get no subagents).
+///
+/// # Errors
+/// As [`build_tool_registry`]; [`Error::Assembly`] on `command` when the child needs a
+/// command service and the root has none.
+pub(crate) async fn build_child_environment(
+    loaded: &LoadedConfig,
+    host: &HostRegistry,
+    root: Option<&CommandBinding>,
+) -> Result<ToolEnvironment> {
+    build(loaded, host, None, Role::Child(root)).await
 }
 
 async fn build(
     loaded: &LoadedConfig,
     host: &HostRegistry,
     only_for: Option<&str>,
+    role: Role<'_>,
 ) -> Result<ToolEnvironment> {
     let config = &loaded.config;
     let workspace = loaded.workspace.clone();
 
-    let command = if needs_command(config) {
-        Some(start_command(config, &workspace).await?)
-    } else {
-        None
+    let command = match role {
+        Role::Root if needs_command(config) => Some(start_command(config, &workspace).await?),
+        Role::Child(root) if needs_command(config) => Some(
+            root.map(CommandBinding::borrowed)
+                .ok_or_else(|| Error::Assembly {
+                    key: "command".into(),
+                    message: "the child needs a command service and its root has none".into(),
+                })?,
+        ),
+        _ => None,
     };
+    let child = matches!(role, Role::Child(_));
     // Everything after this point must close the command service on failure.
-    match assemble(loaded, host, command.clone(), only_for).await {
+    match assemble(loaded, host, command.clone(), only_for, child).await {
         Ok(env) => Ok(env),
         Err(err) => {
             if let Some(binding) = &command {
@@ -172,6 +207,7 @@ async fn assemble(
     host: &HostRegistry,
     command: Option<CommandBinding>,
     only_for: Option<&str>,
+    child: bool,
 ) -> Result<ToolEnvironment> {
     let config = &loaded.config;
     let workspace = loaded.workspace.clone();
@@ -266,13 +302,24 @@ async fn assemble(
             Arc::new(crate::loop_tool::RunLoopTool::report_goal()),
         )?;
     }
-    let subagents = load_subagents(loaded)?;
-    if subagents.is_some() {
-        notes.push(
-            "tools.subagent: the catalog is valid; the `subagent` tool (child runs \
-             of the run loop) is not built in this release yet; it is not installed"
-                .into(),
-        );
+    // A child gets no `subagent` tool: a call to it is refused by the loop.
+    let subagents = if child {
+        if config.tools.subagent.is_some() {
+            notes.push(
+                "tools.subagent: not installed in a subagent's child run (children get no \
+                 subagents)"
+                    .into(),
+            );
+        }
+        None
+    } else {
+        load_subagents(loaded)?
+    };
+    if let Some(catalog) = &subagents {
+        register(
+            "tools.subagent".into(),
+            Arc::new(crate::loop_tool::RunLoopTool::subagent(catalog)),
+        )?;
     }
     let decision = load_decision(loaded)?;
 
@@ -347,6 +394,7 @@ async fn assemble(
         hooks,
         mcp,
         notes,
+        host: host.clone(),
     })
 }
 
@@ -471,6 +519,16 @@ fn read_reference(path: &Path, what: &str) -> std::result::Result<String, String
 /// missing required skills. An empty list means [`build_tool_registry`] should succeed
 /// (it may still fail on the environment, e.g. a missing Docker engine).
 pub fn check_config(loaded: &LoadedConfig, host: &HostRegistry) -> Vec<Error> {
+    check_config_as(loaded, host, false)
+}
+
+/// [`check_config`]; `child`: checked as a subagent's child, whose `tools.subagent` is
+/// not installed (so not followed).
+pub(crate) fn check_config_as(
+    loaded: &LoadedConfig,
+    host: &HostRegistry,
+    child: bool,
+) -> Vec<Error> {
     let config = &loaded.config;
     let mut problems = Vec::new();
     if let Err(e) = load_mcp(loaded) {
@@ -515,8 +573,14 @@ pub fn check_config(loaded: &LoadedConfig, host: &HostRegistry) -> Vec<Error> {
             message: format!("{}: {e}", e.code()),
         });
     }
-    if let Err(e) = load_subagents(loaded) {
-        problems.push(e);
+    if !child {
+        match load_subagents(loaded) {
+            Ok(Some(catalog)) => {
+                problems.extend(crate::subagent::check_children(loaded, &catalog, host));
+            }
+            Ok(None) => {}
+            Err(e) => problems.push(e),
+        }
     }
     if let Err(e) = load_decision(loaded) {
         problems.push(e);
@@ -558,7 +622,9 @@ fn needs_command(config: &AgentConfig) -> bool {
         .hooks
         .iter()
         .any(|h| matches!(h.handler, HandlerSpec::Command { .. }));
-    exec || hooks
+    // A subagent's child borrows the root's command service, so a root with
+    // subagents holds one.
+    exec || hooks || config.tools.subagent.is_some()
 }
 
 async fn start_command(config: &AgentConfig, workspace: &Path) -> Result<CommandBinding> {

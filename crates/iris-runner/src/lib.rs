@@ -15,6 +15,7 @@ pub mod outcome;
 mod run_loop;
 pub mod runner;
 pub mod store;
+pub mod subagent;
 pub mod trust;
 
 pub use assemble::{
@@ -27,11 +28,12 @@ pub use loop_tool::RunLoopTool;
 pub use model::{ModelConfig, ProviderKind};
 pub use outcome::{
     Answer, ApprovalRequest, InDoubtRequest, Interaction, QuestionRequest, RunError, RunEvent,
-    RunOutcome,
+    RunOutcome, SubagentRequest,
 };
 pub use runner::{
     AgentRunner, AgentRunnerBuilder, ApprovalDecision, ApprovalHandler, ResumeStream, RunInput,
     RunStream, open_store,
 };
 pub use store::{MemoryRunStore, PostgresRunStore, RunStatus, RunStore, SqliteRunStore};
+pub use subagent::ChildProviderFactory;
 pub use trust::{TrustError, TrustStore, discover_config};

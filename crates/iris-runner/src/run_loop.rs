@@ -37,6 +37,7 @@ use crate::store::{
     BackgroundResult, CallState, JournalEntry, PendingInteraction, PendingTurn, RunRecord,
     RunStatus, RunStore, StoreError, now_ms,
 };
+use crate::subagent::SUBAGENT;
 
 /// One run's live state: the record the store keeps, plus what only lives in memory.
 pub(crate) struct RunState {
@@ -67,7 +68,7 @@ pub(crate) enum Sink {
 }
 
 impl Sink {
-    fn is_streaming(&self) -> bool {
+    pub(crate) fn is_streaming(&self) -> bool {
         matches!(self, Sink::Channel(_))
     }
 
@@ -80,7 +81,7 @@ impl Sink {
 }
 
 /// How a step of the loop ended when it did not just go on.
-type Stop = RunOutcome;
+pub(crate) type Stop = RunOutcome;
 
 /// A lease owner id unique to this process and call: `<pid>-<millis>-<n>`.
 pub(crate) fn new_owner() -> String {
@@ -141,7 +142,7 @@ impl AgentRunner {
     }
 
     /// Records a call's journal state (a no-op without a store).
-    async fn journal(
+    pub(crate) async fn journal(
         &self,
         state: &RunState,
         index: usize,
@@ -174,7 +175,10 @@ impl AgentRunner {
     /// A new run's state and its first record.
     pub(crate) fn new_state(&self, input: &RunInput) -> RunState {
         let inner = &*self.inner;
-        let run_id = new_run_id();
+        let run_id = input
+            .child
+            .as_ref()
+            .map_or_else(new_run_id, |c| c.run_id.clone());
         let session_id = input.session_id.clone().unwrap_or_else(|| run_id.clone());
         let mut history = input.history.clone();
         if let Some(prompt) = &input.prompt {
@@ -205,6 +209,7 @@ impl AgentRunner {
                     .unwrap_or_default(),
                 goal_report: None,
                 background_done: Vec::new(),
+                parent: input.child.as_ref().map(|c| c.parent.clone()),
             },
             cancel: input.cancellation.clone().unwrap_or_default(),
             disclosure: DisclosureState::new(),
@@ -296,9 +301,17 @@ impl AgentRunner {
         let prepared = self
             .apply_answer(&mut state, interaction_id, answer, sink)
             .await;
-        if let Err(e) = prepared {
-            self.release(&state).await;
-            return Err(e);
+        match prepared {
+            Err(e) => {
+                self.release(&state).await;
+                return Err(e);
+            }
+            // A resumed child that waits again: the parent waits again.
+            Ok(Some(stop)) => {
+                let outcome = self.end(&mut state, &stop).instrument(span.clone()).await;
+                return Ok(outcome.recorded(&span, &state));
+            }
+            Ok(None) => {}
         }
         let outcome = async {
             let outcome = self.drive(&mut state, sink).await;
@@ -366,6 +379,12 @@ impl AgentRunner {
                 return Err(e.into());
             }
         };
+        if let Some(parent) = &loaded.parent
+            && !self.inner.is_child
+        {
+            let _ = store.release(run_id, &owner).await;
+            return Err(crate::subagent::child_run_refused(run_id, parent));
+        }
         if loaded.status != status {
             let _ = store.release(run_id, &owner).await;
             let hint = match loaded.status {
@@ -394,13 +413,14 @@ impl AgentRunner {
 
     /// Applies an answer to the pending interaction: the call's result is decided
     /// (or the call runs, for an approval or a re-run), and the run is running again.
+    /// `Some` stops the run at once: a resumed subagent child waits again.
     async fn apply_answer(
         &self,
         state: &mut RunState,
         interaction_id: &str,
         answer: Answer,
         sink: &mut Sink,
-    ) -> Result<(), RunError> {
+    ) -> Result<Option<Stop>, RunError> {
         check_answer(state, interaction_id, &answer)?;
         let run_id = state.record.run_id.clone();
         let Some(pending) = state.record.interaction.clone() else {
@@ -461,6 +481,16 @@ impl AgentRunner {
             (Interaction::InDoubt(d), Answer::Record { output }) => {
                 ToolOutput::text(output).into_result(&call.id, &d.tool_name)
             }
+            // The child run answers it (`check_answer`: the answer fits its interaction).
+            (Interaction::Subagent(request), answer) => {
+                match self
+                    .resume_subagent(state, turn.turn, index, &call, request, answer, sink)
+                    .await?
+                {
+                    Ok(result) => result,
+                    Err(stop) => return Ok(Some(stop)),
+                }
+            }
             // `check_answer` refused every other pairing already.
             (interaction, _) => {
                 return Err(RunError::new(
@@ -484,7 +514,7 @@ impl AgentRunner {
         }
         state.record.interaction = None;
         state.record.status = RunStatus::Running;
-        self.save(state).await.map_err(outcome_error)
+        self.save(state).await.map_err(outcome_error).map(|()| None)
     }
 
     /// Fills a recovered turn's results from the journal; asks about a call left in
@@ -697,6 +727,8 @@ impl AgentRunner {
             let mut announced = false;
             let refused = if let Some(result) = call.problem_result() {
                 Some(result)
+            } else if let Some(result) = self.refuse_recursion(call) {
+                Some(result)
             } else if let Ok(tool) = registry.get(&call.name) {
                 let def = tool.definition();
                 if !sent.contains(def.name.as_str()) {
@@ -750,6 +782,9 @@ impl AgentRunner {
                             ToolOutput::text(text).into_result(&call.id, REPORT_GOAL)
                         }
                     })
+                } else if def.name == SUBAGENT && inner.subagents.is_some() {
+                    announced = true;
+                    Some(self.call_subagent(state, turn.turn, i, call, sink).await?)
                 } else if def.name == ASK_QUESTION {
                     match parse_question(&call.arguments) {
                         Err(message) => Some(
@@ -959,7 +994,12 @@ impl AgentRunner {
     }
 
     /// Puts the run into `waiting` on `interaction` (saved, lease released).
-    async fn wait(&self, state: &mut RunState, slot: usize, interaction: Interaction) -> Stop {
+    pub(crate) async fn wait(
+        &self,
+        state: &mut RunState,
+        slot: usize,
+        interaction: Interaction,
+    ) -> Stop {
         // Background calls do not outlive this process's part of the run: they finish
         // (or are cancelled with the run) and their results wait in the record for
         // the next turn boundary.
@@ -1189,7 +1229,7 @@ impl Recorded for RunOutcome {
 }
 
 /// The interaction id of a call of a run: stable in every process.
-fn interaction_id(run_id: &str, call_id: &str) -> String {
+pub(crate) fn interaction_id(run_id: &str, call_id: &str) -> String {
     format!("{run_id}:{call_id}")
 }
 
@@ -1347,7 +1387,9 @@ fn check_answer(state: &RunState, interaction_id: &str, answer: &Answer) -> Resu
             ),
         ));
     }
-    let expected = match (&pending.interaction, answer) {
+    // A subagent proxy takes the answer its child's interaction takes.
+    let interaction = pending.interaction.innermost();
+    let expected = match (interaction, answer) {
         (Interaction::Approval(_), Answer::Approve | Answer::Deny { .. })
         | (Interaction::InDoubt(_), Answer::Rerun | Answer::Skip | Answer::Record { .. }) => {
             return Ok(());
@@ -1364,12 +1406,14 @@ fn check_answer(state: &RunState, interaction_id: &str, answer: &Answer) -> Resu
         (Interaction::Approval(_), _) => "approve or deny",
         (Interaction::Question(_), _) => "a text answer",
         (Interaction::InDoubt(_), _) => "rerun, skip or record",
+        // `innermost` never is a proxy.
+        (Interaction::Subagent(_), _) => "the answer of its child's interaction",
     };
     Err(RunError::new(
         codes::RUN_ANSWER_INVALID,
         format!(
             "interaction `{interaction_id}` is {}: answer it with {expected}",
-            pending.interaction.kind()
+            interaction.kind()
         ),
     ))
 }

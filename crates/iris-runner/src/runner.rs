@@ -55,6 +55,8 @@ use crate::model::{ModelConfig, ProviderSource};
 use crate::outcome::{Answer, ApprovalRequest, QuestionRequest, RunError, RunEvent, RunOutcome};
 use crate::run_loop::{DEFAULT_LEASE_TTL, Sink};
 use crate::store::{MemoryRunStore, PostgresRunStore, RunStore, SqliteRunStore};
+use crate::subagent::{ChildProviderFactory, Subagents};
+use iris_command::CommandBinding;
 
 /// The `tracing` target of the loop's spans (`invoke_agent`, `chat`).
 pub const TRACING_TARGET: &str = "iris_runner";
@@ -127,6 +129,8 @@ pub struct RunInput {
     /// Raising it cancels the run: the model request is abandoned, in-flight calls
     /// are cancelled (their processes killed), and the run ends as `Cancelled`.
     pub cancellation: Option<CancellationSignal>,
+    /// A `subagent` child run's id and parent ([`crate::subagent`]).
+    pub(crate) child: Option<crate::subagent::ChildStart>,
 }
 
 impl RunInput {
@@ -194,6 +198,9 @@ pub(crate) struct Inner {
     pub(crate) store: Option<Arc<dyn RunStore>>,
     pub(crate) lease_ttl: Duration,
     pub(crate) env: Option<ToolEnvironment>,
+    pub(crate) subagents: Option<Arc<Subagents>>,
+    pub(crate) child_providers: Option<Arc<dyn ChildProviderFactory>>,
+    pub(crate) is_child: bool,
 }
 
 /// The run loop over one tool layer and one model; see the [module docs](self).
@@ -260,7 +267,7 @@ impl AgentRunner {
         let (model, provider) = checked_model(loaded, model)?;
         let store = open_store(loaded).await?;
         let env = build_tool_registry(loaded, host).await?;
-        let mut builder = Self::builder_over_parts(loaded, &env, &model, provider, store);
+        let mut builder = Self::builder_over_parts(loaded, &env, &model, provider, Some(store));
         builder.env = Some(env);
         Ok(builder)
     }
@@ -281,16 +288,20 @@ impl AgentRunner {
         let (model, provider) = checked_model(loaded, model)?;
         let store = open_store(loaded).await?;
         Ok(Self::builder_over_parts(
-            loaded, env, &model, provider, store,
+            loaded,
+            env,
+            &model,
+            provider,
+            Some(store),
         ))
     }
 
-    fn builder_over_parts(
+    pub(crate) fn builder_over_parts(
         loaded: &LoadedConfig,
         env: &ToolEnvironment,
         model: &ModelConfig,
         provider: ProviderSource,
-        store: Arc<dyn RunStore>,
+        store: Option<Arc<dyn RunStore>>,
     ) -> AgentRunnerBuilder {
         let mut builder = AgentRunnerBuilder::from_source(provider, env.executor.clone())
             .provider_name(model.provider.as_str())
@@ -320,7 +331,16 @@ impl AgentRunner {
         if let Some(stem) = loaded.file.file_stem().and_then(|s| s.to_str()) {
             builder = builder.agent_id(stem);
         }
-        builder.store = Some(store);
+        if let Some(catalog) = &env.subagents {
+            builder.subagents = Some(Arc::new(Subagents {
+                catalog: catalog.clone(),
+                workspace: env.workspace.clone(),
+                permissions: loaded.config.permissions,
+                command: env.command.as_ref().map(CommandBinding::borrowed),
+                host: env.host.clone(),
+            }));
+        }
+        builder.store = store;
         builder
     }
 
@@ -586,6 +606,9 @@ pub struct AgentRunnerBuilder {
     store: Option<Arc<dyn RunStore>>,
     lease_ttl: Duration,
     env: Option<ToolEnvironment>,
+    subagents: Option<Arc<Subagents>>,
+    child_providers: Option<Arc<dyn ChildProviderFactory>>,
+    is_child: bool,
 }
 
 impl fmt::Debug for AgentRunnerBuilder {
@@ -621,10 +644,13 @@ impl AgentRunnerBuilder {
             store: None,
             lease_ttl: DEFAULT_LEASE_TTL,
             env: None,
+            subagents: None,
+            child_providers: None,
+            is_child: false,
         }
     }
 
-    fn provider_name(mut self, name: impl Into<String>) -> Self {
+    pub(crate) fn provider_name(mut self, name: impl Into<String>) -> Self {
         self.provider_name = name.into();
         self
     }
@@ -760,6 +786,30 @@ impl AgentRunnerBuilder {
         self
     }
 
+    /// Builds the provider of each `subagent` child run (seed 000:
+    /// `ChildProviderFactory`), called with the child's loaded config and its YAML
+    /// path every time a child is selected (and when a waiting child is resumed).
+    /// Without one, a child's provider is built from its YAML's `model`.
+    #[must_use]
+    pub fn child_provider_factory(mut self, factory: impl ChildProviderFactory + 'static) -> Self {
+        self.child_providers = Some(Arc::new(factory));
+        self
+    }
+
+    /// Makes this the runner of a `subagent` child of `parent`: the parent's run
+    /// store, approval handler and lease time, no subagents of its own, and `env` (the
+    /// child's tool layer, closed with the child).
+    pub(crate) fn for_child(mut self, parent: &Inner, env: ToolEnvironment) -> Self {
+        self.store.clone_from(&parent.store);
+        self.approvals.clone_from(&parent.approvals);
+        self.lease_ttl = parent.lease_ttl;
+        self.subagents = None;
+        self.child_providers = None;
+        self.is_child = true;
+        self.env = Some(env);
+        self
+    }
+
     /// The runner.
     pub fn build(self) -> AgentRunner {
         let executor = if self.strict == Strict::Yes {
@@ -795,6 +845,9 @@ impl AgentRunnerBuilder {
                 store: self.store,
                 lease_ttl: self.lease_ttl,
                 env: self.env,
+                subagents: self.subagents,
+                child_providers: self.child_providers,
+                is_child: self.is_child,
             }),
         }
     }
@@ -843,7 +896,7 @@ pub async fn open_store(loaded: &LoadedConfig) -> Result<Arc<dyn RunStore>> {
 
 /// The model a runner from YAML uses (`model` when given, else the YAML's), checked,
 /// and its provider.
-fn checked_model(
+pub(crate) fn checked_model(
     loaded: &LoadedConfig,
     model: Option<ModelConfig>,
 ) -> Result<(ModelConfig, ProviderSource)> {

@@ -226,6 +226,22 @@ pub struct RunRecord {
     /// the conversation.
     #[serde(default)]
     pub background_done: Vec<BackgroundResult>,
+    /// For a subagent's child run: the parent run and call it answers. Such a run is
+    /// resumed through its parent (the parent's [`Interaction::Subagent`] proxy), never
+    /// on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<ParentRun>,
+}
+
+/// The parent of a child run ([`RunRecord::parent`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParentRun {
+    /// The parent run.
+    pub run_id: String,
+    /// The parent's `subagent` call.
+    pub call_id: String,
+    /// The child's catalog selector.
+    pub agent_selector: String,
 }
 
 /// A background call's result, waiting for the next turn boundary to reach the
