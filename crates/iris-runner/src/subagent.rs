@@ -148,7 +148,7 @@ impl RunLoopTool {
                 } else {
                     ""
                 };
-                format!("- {}{mark}: {}", e.selector, e.description)
+                format!("`{}`{mark}: {}", e.selector, e.description)
             })
             .collect();
         let schema = json!({
@@ -165,22 +165,21 @@ impl RunLoopTool {
                     "enum": selectors,
                     "default": default,
                     "description": format!(
-                        "Which agent does the task, one of the selectors in the tool \
-                         description; default `{default}`."
+                        "Which agent does the task; default `{default}`. Agents: {}",
+                        agents.join("; ")
                     )
                 }
             },
             "required": ["prompt"],
             "additionalProperties": false
         });
+        // The agents are listed in `agent`'s description, so the tool's own stays
+        // within the lint's two lines.
         let definition = ToolDefinition::new(
             SUBAGENT,
-            format!(
-                "Delegate a self-contained task to a subagent and get its final answer.\n\n\
-                 Use it for work one of these agents does better, in its own run; it sees \
-                 only `prompt`, so say everything it needs.\n\nAgents:\n{}",
-                agents.join("\n")
-            ),
+            "Delegate a self-contained task to a subagent and return its final answer.\n\
+             Use for work one of the `agent`s does better; it sees only `prompt`, not this \
+             conversation.",
             schema,
         );
         Self::new(definition)
