@@ -520,7 +520,9 @@ fn a_child_provider_factory_builds_each_childs_provider() {
 - {expect_tool_results: 1, text: done}"#,
         &[("hosted", hosted)],
     );
-    let seen: Arc<Mutex<Vec<(PathBuf, Option<String>)>>> = Arc::default();
+    /// Each factory call: the child's YAML and its instructions.
+    type Seen = Vec<(PathBuf, Option<String>)>;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
     let record = Arc::clone(&seen);
     let factory =
         move |config: &AgentConfig, path: &Path| -> Result<Arc<dyn CompletionProvider>, RunError> {
@@ -551,7 +553,7 @@ fn a_child_provider_factory_builds_each_childs_provider() {
             meta(calls[0], "child_run_id"),
             meta(calls[1], "child_run_id")
         );
-        let seen = seen.lock().unwrap();
+        let seen = seen.lock().unwrap().clone();
         assert_eq!(seen.len(), 2, "one provider per selected child");
         assert_eq!(seen[0].0, fx.root().join("agents/hosted.yaml"));
         assert_eq!(seen[0].1.as_deref(), Some("Be brief."));
