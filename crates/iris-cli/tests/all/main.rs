@@ -12,6 +12,7 @@ mod mcp;
 mod output;
 mod run;
 mod signals;
+mod subagent;
 mod trust;
 mod wire;
 
