@@ -444,6 +444,18 @@ impl AgentRunner {
         };
         let ctx = self.turn_context(state, turn.turn, sink);
         let result = match (&pending.interaction, answer) {
+            // A `subagent` call a crash left in doubt runs again as a new child run.
+            (Interaction::InDoubt(_), Answer::Rerun)
+                if call.name == SUBAGENT && self.inner.subagents.is_some() =>
+            {
+                match self
+                    .call_subagent(state, turn.turn, index, &call, sink)
+                    .await
+                {
+                    Ok(result) => result,
+                    Err(stop) => return Ok(Some(stop)),
+                }
+            }
             (Interaction::Approval(_), Answer::Approve)
             | (Interaction::InDoubt(_), Answer::Rerun) => {
                 let Some(tool_use) = call.to_tool_use() else {

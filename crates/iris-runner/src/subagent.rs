@@ -41,7 +41,8 @@ use iris_providers::CompletionProvider;
 use iris_providers::chat::ModelToolCall;
 use iris_skill::SubagentCatalog;
 use iris_tools_core::{
-    BoxFuture, ToolDefinition, ToolErrorInfo, ToolOutput, ToolResult, codes as core_codes,
+    BoxFuture, ToolCapability, ToolDefinition, ToolErrorInfo, ToolOutput, ToolResult,
+    codes as core_codes,
 };
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -181,7 +182,11 @@ impl RunLoopTool {
              Use for work one of the `agent`s does better; it sees only `prompt`, not this \
              conversation.",
             schema,
-        );
+        )
+        // The seed's auto-allow rule for the subagent tool: an `agent` tool that runs
+        // without asking (the child's own calls are checked by the child's policy).
+        .with_capabilities([ToolCapability::Agent])
+        .with_auto_allow(true);
         Self::new(definition)
     }
 }

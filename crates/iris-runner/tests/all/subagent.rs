@@ -658,9 +658,105 @@ fn the_definition_lists_the_catalog_and_passes_the_lint() {
         "{about}"
     );
     assert_eq!(def.input_schema["required"], serde_json::json!(["prompt"]));
+    assert!(def.auto_allow && !iris_tools_core::Tool::is_read_only(&tool));
     let rules: Vec<_> = iris_providers::lint::lint_definition(def)
         .into_iter()
         .map(|f| f.rule)
         .collect();
     assert_eq!(rules, [iris_providers::lint::LintRule::NameMeaning]);
+}
+
+/// The parent's process dies while its child runs: a new process recovering the
+/// parent finds the `subagent` call in doubt (it may have acted) and asks; `rerun`
+/// starts a new child run whose answer completes the parent.
+#[test]
+fn a_parent_that_died_mid_child_asks_before_running_the_child_again() {
+    let sleeper = r#"
+tools: {builtin: [exec.command]}
+permissions: {execute_mode: allow}
+model:
+  provider: scripted
+  script:
+    - tool_calls: [{name: exec_command, arguments: {command: "if [ -f ../started ]; then echo again; else echo $$ > ../started; exec sleep 60; fi"}}]
+    - {expect_tool_results: 1, text: child finished}
+"#;
+    let fx = family(
+        r#"- tool_calls: [{name: subagent, arguments: {prompt: work}}]
+- {expect_tool_results: 1, text: parent finished}"#,
+        &[("sleeper", sleeper)],
+    );
+    runtime().block_on(async {
+        let loaded = AgentConfig::load(fx.file()).unwrap();
+        let runner = || async {
+            AgentRunner::builder_from_loaded(&loaded, &HostRegistry::new(), None)
+                .await
+                .unwrap()
+                .lease_ttl(Duration::from_millis(300))
+                .build()
+        };
+        let first = runner().await;
+        let task = tokio::spawn({
+            let first = first.clone();
+            async move { first.run("go").await }
+        });
+        let started = fx.root().join("started");
+        for _ in 0..400 {
+            if std::fs::read_to_string(&started).is_ok_and(|t| t.ends_with('\n')) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        // The "crash": the run's task is gone mid-child.
+        task.abort();
+        assert!(task.await.unwrap_err().is_cancelled());
+        first.close().await.unwrap();
+        let pid: u32 = std::fs::read_to_string(&started)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let gone = (0..100).any(|_| {
+            let alive = crate::support::running(pid);
+            if alive {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            !alive
+        });
+        assert!(gone, "the child's command {pid} outlived its process");
+        // Wait out the dead process's leases.
+        tokio::time::sleep(Duration::from_millis(400)).await;
+
+        let second = runner().await;
+        let store = second.run_store().unwrap();
+        let mut parent_id = None;
+        for summary in store.list(Some(RunStatus::Running), 10).await.unwrap() {
+            let record = store.load(&summary.run_id).await.unwrap().unwrap();
+            if record.parent.is_none() {
+                parent_id = Some(record.run_id);
+            }
+        }
+        let parent_id = parent_id.expect("the parent run is left running");
+        let outcome = second.recover(&parent_id).await.unwrap();
+        let RunOutcome::Waiting { interaction, .. } = &outcome else {
+            panic!("{outcome:?}")
+        };
+        let Interaction::InDoubt(doubt) = interaction else {
+            panic!("{interaction:?}")
+        };
+        assert_eq!(doubt.tool_name, "subagent");
+        let done = second
+            .resume(&parent_id, interaction.id(), Answer::Rerun)
+            .await
+            .unwrap();
+        let RunOutcome::Completed {
+            output, history, ..
+        } = &done
+        else {
+            panic!("{done:?}")
+        };
+        assert_eq!(output, "parent finished");
+        let shown = serde_json::to_string(history).unwrap();
+        assert!(shown.contains("child finished"), "{shown}");
+        second.close().await.unwrap();
+    });
 }
