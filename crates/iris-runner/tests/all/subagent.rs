@@ -28,9 +28,14 @@ fn runtime() -> tokio::runtime::Runtime {
 /// agents.yaml`) with `script`, a `docs/` folder, and one child YAML per
 /// `(selector, yaml)` at `agents/<selector>.yaml`; the first child is the default.
 fn family(script: &str, children: &[(&str, &str)]) -> Fixture {
+    family_with("", script, children)
+}
+
+/// [`family`] with `extra` top-level YAML in the parent.
+fn family_with(extra: &str, script: &str, children: &[(&str, &str)]) -> Fixture {
     let parent = format!(
         "tools:\n  builtin: [file.read, file.write, exec.command]\n  subagent: agents.yaml\n\
-         permissions: {{write_mode: allow, execute_mode: allow}}\n\
+         permissions: {{write_mode: allow, execute_mode: allow}}\n{extra}\
          model:\n  provider: scripted\n  script:\n{}",
         indent(script, 4)
     );
@@ -758,5 +763,43 @@ model:
         let shown = serde_json::to_string(history).unwrap();
         assert!(shown.contains("child finished"), "{shown}");
         second.close().await.unwrap();
+    });
+}
+
+/// The parent's `tool.before` hook denies every call it sees: the parent's own
+/// `read_file` is denied, while `subagent` — outside the ordinary chain — runs, and the
+/// child, which inherits no parent hook, reads its file.
+#[test]
+fn subagent_calls_and_children_are_outside_the_parents_hooks() {
+    let reader = r#"
+workspace: ../docs
+tools: {builtin: [file.read]}
+model:
+  provider: scripted
+  script:
+    - tool_calls: [{name: read_file, arguments: {file_path: readme.md}}]
+    - {expect_tool_results: 1, text: read it}
+"#;
+    let hooks = "hooks:\n  - name: deny-all\n    event: tool.before\n    handler: {type: command, \
+                 command: \"echo '{\\\"deny_reason\\\": \\\"not here\\\"}'\"}\n";
+    let fx = family_with(
+        hooks,
+        r#"- tool_calls:
+    - {name: read_file, arguments: {file_path: docs/readme.md}}
+    - {name: subagent, arguments: {prompt: read the readme}}
+- {expect_tool_results: 2, text: ok}"#,
+        &[("reader", reader)],
+    );
+    runtime().block_on(async {
+        let runner = AgentRunner::from_config_path(fx.file()).await.unwrap();
+        let all = events(&runner, "go").await;
+        assert_eq!(outcome(&all).output(), Some("ok"));
+        let calls = finished(&all);
+        let by_name = |name: &str| calls.iter().find(|c| c.tool_name == name).unwrap();
+        assert_eq!(by_name("read_file").error_code(), Some("HOOK_DENIED"));
+        assert_eq!(by_name("subagent").error_code(), None);
+        assert_eq!(by_name("subagent").model_content(), "read it");
+        assert_eq!(child_codes(&all), [None]);
+        runner.close().await.unwrap();
     });
 }
