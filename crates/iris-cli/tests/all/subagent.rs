@@ -117,6 +117,18 @@ fn the_example_delegates_and_a_new_process_approves_the_childs_write() {
         .map(|r| r["agent_id"].as_str().unwrap())
         .collect();
     assert_eq!(waiting.len(), 2, "{runs:?}");
+    let parents: Vec<(&str, Option<&str>)> = listed["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["status"] == "waiting")
+        .map(|r| (r["run_id"].as_str().unwrap(), r["parent_run_id"].as_str()))
+        .collect();
+    assert!(
+        parents.contains(&(child.as_str(), Some(parent.as_str()))),
+        "{runs:?}"
+    );
+    assert!(parents.contains(&(parent.as_str(), None)), "{runs:?}");
     assert!(
         waiting.contains(&"scribe") && waiting.contains(&"iris"),
         "{runs:?}"

@@ -269,6 +269,9 @@ pub struct RunSummary {
     pub updated_at_ms: u64,
     /// What a waiting run asks, in one line.
     pub waiting_for: Option<String>,
+    /// For a subagent's child run: its parent run (which a host resumes instead).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_run_id: Option<String>,
 }
 
 impl RunSummary {
@@ -281,6 +284,7 @@ impl RunSummary {
             turns: record.turns,
             updated_at_ms: record.updated_at_ms,
             waiting_for: record.interaction.as_ref().map(|i| i.interaction.summary()),
+            parent_run_id: record.parent.as_ref().map(|p| p.run_id.clone()),
         }
     }
 }
