@@ -56,7 +56,7 @@ use crate::model::{ModelConfig, ProviderSource};
 use crate::outcome::{Answer, Interaction, RunError, RunEvent, RunOutcome, SubagentRequest};
 use crate::run_loop::{RunState, Sink, Stop, interaction_id, new_run_id};
 use crate::runner::{AgentRunner, RunInput, TRACING_TARGET, checked_model};
-use crate::store::{CallState, ParentRun};
+use crate::store::{CallState, ParentRun, RunStatus};
 
 /// The tool's model-facing name.
 pub const SUBAGENT: &str = "subagent";
@@ -614,6 +614,35 @@ impl AgentRunner {
     /// child's interaction). `Ok(Ok)`: the call's result; `Ok(Err)`: the child waits
     /// again, and so does the parent; `Err`: the child could not be resumed (busy,
     /// gone) and the parent still waits.
+    /// The recorded end of a child run that completed, failed or was cancelled;
+    /// `None` while it waits (or runs).
+    async fn ended_child(
+        &self,
+        child_run_id: &str,
+    ) -> std::result::Result<Option<RunOutcome>, RunError> {
+        let Some(store) = &self.inner.store else {
+            return Ok(None);
+        };
+        let Some(record) = store.load(child_run_id).await? else {
+            return Ok(None);
+        };
+        Ok(match record.status {
+            RunStatus::Completed => Some(RunOutcome::Completed {
+                output: record.output.unwrap_or_default(),
+                usage: record.usage,
+                turns: record.turns,
+                history: record.history,
+            }),
+            RunStatus::Failed => Some(RunOutcome::Failed {
+                error: record.error.unwrap_or_else(|| {
+                    RunError::new(codes::SUBAGENT_FAILED, "the child run failed")
+                }),
+            }),
+            RunStatus::Cancelled => Some(RunOutcome::Cancelled),
+            RunStatus::Waiting | RunStatus::Running => None,
+        })
+    }
+
     /// Boxed like [`AgentRunner::call_subagent`].
     #[allow(clippy::too_many_arguments)] // The pieces of one resumed call, all used.
     pub(crate) fn resume_subagent<'a>(
@@ -648,6 +677,18 @@ impl AgentRunner {
             tool_name: call.name.clone(),
             arguments: call.arguments.clone(),
         });
+        // A child that already ended (its parent's process died after the child's
+        // end was saved, before its own): its recorded end is the call's result.
+        if let Some(outcome) = self.ended_child(child_run_id).await? {
+            return Ok(match settle(outcome, &call.id, selector, child_run_id) {
+                Settled::Result(result) => Ok(result),
+                // `ended_child` returns no waiting outcome.
+                Settled::Wait(inner) => {
+                    let proxy = self.proxy(state, call, selector, child_run_id, inner);
+                    Err(self.wait(state, slot, proxy).await)
+                }
+            });
+        }
         let child = match self.child_runner(selector).await {
             Ok(child) => child,
             Err(info) => {

@@ -803,3 +803,62 @@ model:
         runner.close().await.unwrap();
     });
 }
+
+/// A child whose end was saved before its parent's (the parent's process died in
+/// between): resuming the parent takes the child's recorded answer and runs nothing
+/// of the child again.
+#[test]
+fn a_child_that_already_ended_answers_its_parent_from_its_record() {
+    let fx = family(
+        r#"- tool_calls: [{name: subagent, arguments: {prompt: Write a note, agent: writer}}]
+- {expect_tool_results: 1, text: The writer is done.}"#,
+        &[("writer", WRITER)],
+    );
+    runtime().block_on(async {
+        let first = AgentRunner::from_config_path(fx.file()).await.unwrap();
+        let RunOutcome::Waiting {
+            run_id,
+            interaction: Interaction::Subagent(proxy),
+        } = first.run("Delegate the note").await
+        else {
+            panic!("expected a subagent wait")
+        };
+        // What a process that died after the child's end was saved leaves behind.
+        let store = first.run_store().unwrap();
+        store
+            .acquire(&proxy.child_run_id, "test", Duration::from_secs(5))
+            .await
+            .unwrap();
+        let mut child = store.load(&proxy.child_run_id).await.unwrap().unwrap();
+        child.status = RunStatus::Completed;
+        child.output = Some("recorded end".into());
+        child.interaction = None;
+        child.pending = None;
+        store.save(&child, "test").await.unwrap();
+        store.release(&proxy.child_run_id, "test").await.unwrap();
+        first.close().await.unwrap();
+
+        let second = AgentRunner::from_config_path(fx.file()).await.unwrap();
+        let done = second
+            .resume(&run_id, &proxy.id, Answer::Approve)
+            .await
+            .unwrap();
+        let RunOutcome::Completed {
+            output, history, ..
+        } = &done
+        else {
+            panic!("{done:?}")
+        };
+        assert_eq!(output, "The writer is done.");
+        assert!(
+            serde_json::to_string(history)
+                .unwrap()
+                .contains("recorded end")
+        );
+        assert!(
+            !fx.root().join("docs/note.txt").exists(),
+            "the child's approved write ran again"
+        );
+        second.close().await.unwrap();
+    });
+}
