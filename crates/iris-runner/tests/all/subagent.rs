@@ -253,13 +253,46 @@ model:
 /// the child's final text becomes the parent's call result.
 #[test]
 fn a_child_approval_and_question_are_answered_through_the_parent() {
-    let fx = family(
+    let fx = writer_family();
+    runtime().block_on(async {
+        let runner = async || AgentRunner::from_config_path(fx.file()).await.unwrap();
+        approval_and_question_through_the_parent(&fx, runner).await;
+    });
+}
+
+/// The same on a real PostgreSQL server (`.ci/postgres.sh`), each runner with its own
+/// connection, as another machine would.
+#[test]
+fn a_child_approval_and_question_are_answered_through_the_parent_on_postgres() {
+    let fx = writer_family();
+    runtime().block_on(async {
+        let place = crate::durable::Place::new(crate::durable::Kind::Postgres).await;
+        let loaded = AgentConfig::load(fx.file()).unwrap();
+        let runner = async || {
+            AgentRunner::builder_from_loaded(&loaded, &HostRegistry::new(), None)
+                .await
+                .unwrap()
+                .run_store(place.open().await)
+                .build()
+        };
+        approval_and_question_through_the_parent(&fx, runner).await;
+    });
+}
+
+fn writer_family() -> Fixture {
+    family(
         r#"- tool_calls: [{name: subagent, arguments: {prompt: Write a note, agent: writer}}]
 - {expect_tool_results: 1, text: The writer is done.}"#,
         &[("writer", WRITER)],
-    );
-    runtime().block_on(async {
-        let first = AgentRunner::from_config_path(fx.file()).await.unwrap();
+    )
+}
+
+async fn approval_and_question_through_the_parent(
+    fx: &Fixture,
+    runner: impl AsyncFn() -> AgentRunner,
+) {
+    {
+        let first = runner().await;
         let RunOutcome::Waiting {
             run_id,
             interaction,
@@ -282,7 +315,7 @@ fn a_child_approval_and_question_are_answered_through_the_parent() {
         assert!(interaction.summary().starts_with("subagent writer ("));
         assert!(!fx.root().join("docs/note.txt").exists());
 
-        let second = AgentRunner::from_config_path(fx.file()).await.unwrap();
+        let second = runner().await;
         let store = second.run_store().unwrap();
         let child = store.load(&proxy.child_run_id).await.unwrap().unwrap();
         assert_eq!(child.status, RunStatus::Waiting);
@@ -325,7 +358,7 @@ fn a_child_approval_and_question_are_answered_through_the_parent() {
         };
         assert_eq!(question.options, ["dry", "warm"]);
 
-        let third = AgentRunner::from_config_path(fx.file()).await.unwrap();
+        let third = runner().await;
         let err = third
             .resume(
                 &run_id,
@@ -369,7 +402,7 @@ fn a_child_approval_and_question_are_answered_through_the_parent() {
             Some("Wrote note.txt in a warm tone.")
         );
         third.close().await.unwrap();
-    });
+    }
 }
 
 /// A child gets no `subagent` tool even when its YAML names a catalog, and a call to
