@@ -133,6 +133,20 @@ fn the_example_delegates_and_a_new_process_approves_the_childs_write() {
         waiting.contains(&"scribe") && waiting.contains(&"iris"),
         "{runs:?}"
     );
+    let shown = at(root, &["runs", "show", &child]);
+    assert_eq!(shown.code, 0, "{shown:?}");
+    assert!(
+        shown.stdout.contains(&format!(
+            "parent:   {parent} (subagent scribe, call call_2_1)"
+        )),
+        "{shown:?}"
+    );
+    assert!(
+        shown.stdout.contains(&format!(
+            "iris --config iris.yaml resume {parent} --approve"
+        )),
+        "the child's answer goes to its parent: {shown:?}"
+    );
     let direct = at(root, &["resume", &child, "--approve"]);
     assert_eq!(direct.code, 1, "{direct:?}");
     assert!(
