@@ -37,6 +37,7 @@ use std::sync::Arc;
 
 use iris_command::CommandBinding;
 use iris_executor::ApprovalMode;
+use iris_executor::bounded_read::{MAX_CONFIG_BYTES, read_regular_text};
 use iris_providers::CompletionProvider;
 use iris_providers::chat::ModelToolCall;
 use iris_skill::SubagentCatalog;
@@ -234,7 +235,9 @@ fn comparable(path: &Path) -> PathBuf {
 }
 
 /// The child's config under its parent: the smaller workspace, the stricter
-/// permissions, and no `command` of its own.
+/// permissions, and no `command` of its own. `declares_command`: the child's file
+/// has a `command` section (an `IRIS_COMMAND__*` variable is meant for the root and
+/// does not count; the child's merged `command` is dropped either way).
 ///
 /// # Errors
 /// [`Error::Subagent`] with `SUBAGENT_COMMAND_DECLARED` or
@@ -244,6 +247,7 @@ pub(crate) fn narrow(
     parent_permissions: PermissionsConfig,
     selector: &str,
     mut child: LoadedConfig,
+    declares_command: bool,
 ) -> Result<LoadedConfig> {
     let fail = |code: &'static str, message: String| Error::Subagent {
         file: child.file.clone(),
@@ -251,7 +255,8 @@ pub(crate) fn narrow(
         code,
         message,
     };
-    if child.config.command.is_some() {
+    child.config.command = None;
+    if declares_command {
         return Err(fail(
             codes::SUBAGENT_COMMAND_DECLARED,
             "`command`: a child borrows its root's command service and may not declare \
@@ -299,7 +304,23 @@ fn load_child(
         code: e.code(),
         message: e.to_string(),
     })?;
-    narrow(parent_workspace, parent_permissions, selector, child)
+    let declares_command = declares_command(path);
+    narrow(
+        parent_workspace,
+        parent_permissions,
+        selector,
+        child,
+        declares_command,
+    )
+}
+
+/// Whether the YAML file itself has a top-level `command` key (the load above read
+/// and checked it already: a regular file within the size and nesting limits).
+fn declares_command(path: &Path) -> bool {
+    read_regular_text(path, MAX_CONFIG_BYTES)
+        .ok()
+        .and_then(|text| serde_yaml::from_str::<serde_yaml::Value>(&text).ok())
+        .is_some_and(|doc| doc.get("command").is_some())
 }
 
 /// `iris check` on a catalog: every child's YAML loads, intersects its parent's

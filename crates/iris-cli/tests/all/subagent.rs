@@ -33,9 +33,13 @@ fn copy(from: &Path, to: &Path) {
 }
 
 fn at(dir: &Path, args: &[&str]) -> Run {
+    at_env(dir, args, &[])
+}
+
+fn at_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
     let mut all = vec!["--config", "iris.yaml"];
     all.extend_from_slice(args);
-    iris(dir, &all, &[], "")
+    iris(dir, &all, env, "")
 }
 
 /// The run ids of the `error[RUN_WAITING]: run PARENT waits … subagent scribe
@@ -187,7 +191,16 @@ fn the_example_delegates_and_a_new_process_approves_the_childs_write() {
 #[test]
 fn yes_approves_the_childs_write_and_json_streams_the_childs_events() {
     let dir = example();
-    let yes = at(dir.path(), &["run", "--yes", "Summarize the notes"]);
+    // An `IRIS_COMMAND__*` override is the root's: it does not make the children
+    // "declare" a command section.
+    let env = [("IRIS_COMMAND__TIMEOUT_SECONDS", "30")];
+    let check = at_env(dir.path(), &["check"], &env);
+    assert_eq!(
+        (check.code, check.stdout.as_str()),
+        (0, "ok\n"),
+        "{check:?}"
+    );
+    let yes = at_env(dir.path(), &["run", "--yes", "Summarize the notes"], &env);
     assert_eq!(yes.code, 0, "{yes:?}");
     assert!(yes.stdout.ends_with(&format!("{FINAL}\n")), "{yes:?}");
     assert_eq!(
