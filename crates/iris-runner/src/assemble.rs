@@ -1,9 +1,10 @@
 //! [`build_tool_registry`]: from a loaded agent YAML to a registry and an executor.
 //!
 //! Order (each step reads only what the earlier ones produced):
-//! 1. the command binding, when `exec.*` built-ins or command hooks need it;
+//! 1. the command binding, when `exec.*` built-ins, command hooks or subagents (which
+//!    borrow it) need it;
 //! 2. built-ins by key, host functions, host registrars;
-//! 3. skills (`load_skill`), the subagent catalog, the decision file;
+//! 3. skills (`load_skill`), the subagent catalog (`subagent`), the decision file;
 //! 4. hooks (command hooks through the native command service) and middleware;
 //! 5. the executor with `permissions`;
 //! 6. `tool_search` when `context_policy.deferred_tools` is on;
