@@ -354,10 +354,11 @@ pub(crate) fn not_found(run_id: &str, store: &str) -> Failure {
     )
 }
 
-/// Whether `answer` is the kind `interaction` takes.
+/// Whether `answer` is the kind `interaction` takes (for a subagent's proxy, the kind
+/// its child's interaction takes).
 fn fits(answer: &Answer, interaction: &Interaction) -> bool {
     matches!(
-        (interaction, answer),
+        (interaction.innermost(), answer),
         (
             Interaction::Approval(_),
             Answer::Approve | Answer::Deny { .. }
@@ -376,7 +377,7 @@ fn fits(answer: &Answer, interaction: &Interaction) -> bool {
 /// The exact commands that answer `interaction` (one per option of a question).
 pub(crate) fn answer_commands(iris: &str, run_id: &str, interaction: &Interaction) -> Vec<String> {
     let base = format!("{iris} resume {}", shell_word(run_id));
-    match interaction {
+    match interaction.innermost() {
         Interaction::Approval(_) => {
             vec![format!("{base} --approve"), format!("{base} --deny REASON")]
         }
@@ -610,7 +611,7 @@ impl<'a> View<'a> {
             interaction.kind(),
             interaction.summary()
         ));
-        let why = match interaction {
+        let why = match interaction.innermost() {
             Interaction::Approval(_) => {
                 "no terminal can answer here (--yes approves every call); the run is saved"
             }
@@ -974,6 +975,23 @@ fn show(event: &RunEvent, answer: &mut Printed, screen: &mut Screen) {
         } => screen.heartbeat(call_id, *elapsed_seconds, *deadline_seconds),
         RunEvent::BackgroundFinished { result, .. } => screen.background(result),
         RunEvent::Finished { .. } => answer.end_turn(),
+        // A subagent's calls show like the parent's, their ids prefixed with the
+        // agent's selector; its text is not the answer and stays off stdout.
+        RunEvent::Subagent {
+            agent_selector,
+            event,
+            ..
+        } => match &**event {
+            RunEvent::ToolCallStarted {
+                call_id, tool_name, ..
+            } => screen.start(&format!("{agent_selector}:{call_id}"), tool_name),
+            RunEvent::ToolCallFinished { result, .. } => {
+                let mut result = result.clone();
+                result.tool_use_id = format!("{agent_selector}:{}", result.tool_use_id);
+                screen.finish(&result);
+            }
+            _ => {}
+        },
         // Turn starts and approval requests show through the calls and the prompt.
         _ => {}
     }
@@ -1196,5 +1214,20 @@ mod tests {
         assert!(fits(&text, &question(&[])));
         assert!(!fits(&Answer::Approve, &question(&[])));
         assert!(!fits(&Answer::Skip, &question(&[])));
+        // A subagent's proxy is answered like its child's interaction, on the parent.
+        let proxy = Interaction::Subagent(iris_runner::SubagentRequest {
+            id: "p:c7".into(),
+            run_id: "p".into(),
+            call_id: "c7".into(),
+            agent_selector: "writer".into(),
+            child_run_id: "r".into(),
+            inner: Box::new(question(&["a"])),
+        });
+        assert_eq!(
+            answer_commands("iris", "p", &proxy),
+            ["iris resume p --answer a"]
+        );
+        assert!(fits(&text, &proxy));
+        assert!(!fits(&Answer::Approve, &proxy));
     }
 }

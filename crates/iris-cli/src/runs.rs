@@ -129,7 +129,11 @@ pub(crate) async fn show(
         .interaction
         .as_ref()
         .filter(|_| record.status == RunStatus::Waiting)
-        .map(|p| answer_commands(iris, run_id, &p.interaction))
+        // A subagent's child run is answered through its parent run.
+        .map(|p| {
+            let target = record.parent.as_ref().map_or(run_id, |r| r.run_id.as_str());
+            answer_commands(iris, target, &p.interaction)
+        })
         .unwrap_or_default();
     if json {
         print_json(&json!({"run": record, "answer_with": commands}));
@@ -144,6 +148,12 @@ fn print_record(record: &RunRecord, commands: &[String]) {
     line(&format!("status:   {}", record.status));
     line(&format!("agent:    {}", record.agent_id));
     line(&format!("session:  {}", record.session_id));
+    if let Some(parent) = &record.parent {
+        line(&format!(
+            "parent:   {} (subagent {}, call {})",
+            parent.run_id, parent.agent_selector, parent.call_id
+        ));
+    }
     line(&format!(
         "turns:    {} ({} input, {} output tokens)",
         record.turns, record.usage.input_tokens, record.usage.output_tokens

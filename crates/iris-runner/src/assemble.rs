@@ -1,9 +1,10 @@
 //! [`build_tool_registry`]: from a loaded agent YAML to a registry and an executor.
 //!
 //! Order (each step reads only what the earlier ones produced):
-//! 1. the command binding, when `exec.*` built-ins or command hooks need it;
+//! 1. the command binding, when `exec.*` built-ins, command hooks or subagents (which
+//!    borrow it) need it;
 //! 2. built-ins by key, host functions, host registrars;
-//! 3. skills (`load_skill`), the subagent catalog, the decision file;
+//! 3. skills (`load_skill`), the subagent catalog (`subagent`), the decision file;
 //! 4. hooks (command hooks through the native command service) and middleware;
 //! 5. the executor with `permissions`;
 //! 6. `tool_search` when `context_policy.deferred_tools` is on;
@@ -77,6 +78,8 @@ pub struct ToolEnvironment {
     /// client, an owned decision client): [`AgentRunner::builder_over`](crate::AgentRunner::builder_over) hands
     /// them to the runner for `store_secret` ([`crate::secret`]).
     pub secret_targets: Vec<Arc<dyn SecretTarget>>,
+    /// The host keys the assembly used: a subagent's child is assembled with them.
+    pub(crate) host: HostRegistry,
 }
 
 impl ToolEnvironment {
@@ -132,7 +135,7 @@ pub async fn build_tool_registry(
     loaded: &LoadedConfig,
     host: &HostRegistry,
 ) -> Result<ToolEnvironment> {
-    build(loaded, host, None).await
+    build(loaded, host, None, Role::Root).await
 }
 
 /// [`build_tool_registry`] for a host that calls one tool (`iris call`): of the MCP
@@ -147,24 +150,57 @@ pub async fn build_tool_registry_for_call(
     host: &HostRegistry,
     tool_name: &str,
 ) -> Result<ToolEnvironment> {
-    build(loaded, host, Some(tool_name)).await
+    build(loaded, host, Some(tool_name), Role::Root).await
+}
+
+/// Whose tool layer is assembled.
+#[derive(Debug, Clone, Copy)]
+enum Role<'a> {
+    /// An agent of its own: it owns its command service.
+    Root,
+    /// A subagent's child ([`crate::subagent`]): it borrows the root's command
+    /// binding and gets no `subagent` tool.
+    Child(Option<&'a CommandBinding>),
+}
+
+/// The tool layer of a subagent's child: like [`build_tool_registry`], but the command
+/// service is a borrowed handle on the root's `root` (never closed by the child) and
+/// `tools.subagent` is not installed (children get no subagents).
+///
+/// # Errors
+/// As [`build_tool_registry`]; [`Error::Assembly`] on `command` when the child needs a
+/// command service and the root has none.
+pub(crate) async fn build_child_environment(
+    loaded: &LoadedConfig,
+    host: &HostRegistry,
+    root: Option<&CommandBinding>,
+) -> Result<ToolEnvironment> {
+    build(loaded, host, None, Role::Child(root)).await
 }
 
 async fn build(
     loaded: &LoadedConfig,
     host: &HostRegistry,
     only_for: Option<&str>,
+    role: Role<'_>,
 ) -> Result<ToolEnvironment> {
     let config = &loaded.config;
     let workspace = loaded.workspace.clone();
 
-    let command = if needs_command(config) {
-        Some(start_command(config, &workspace).await?)
-    } else {
-        None
+    let command = match role {
+        Role::Root if needs_command(config) => Some(start_command(config, &workspace).await?),
+        Role::Child(root) if needs_command(config) => Some(
+            root.map(CommandBinding::borrowed)
+                .ok_or_else(|| Error::Assembly {
+                    key: "command".into(),
+                    message: "the child needs a command service and its root has none".into(),
+                })?,
+        ),
+        _ => None,
     };
+    let child = matches!(role, Role::Child(_));
     // Everything after this point must close the command service on failure.
-    match assemble(loaded, host, command.clone(), only_for).await {
+    match assemble(loaded, host, command.clone(), only_for, child).await {
         Ok(env) => Ok(env),
         Err(err) => {
             if let Some(binding) = &command {
@@ -182,6 +218,7 @@ async fn assemble(
     host: &HostRegistry,
     command: Option<CommandBinding>,
     only_for: Option<&str>,
+    child: bool,
 ) -> Result<ToolEnvironment> {
     let config = &loaded.config;
     let workspace = loaded.workspace.clone();
@@ -296,13 +333,24 @@ async fn assemble(
             });
         }
     }
-    let subagents = load_subagents(loaded)?;
-    if subagents.is_some() {
-        notes.push(
-            "tools.subagent: the catalog is valid; the `subagent` tool (child runs \
-             of the run loop) is not built in this release yet; it is not installed"
-                .into(),
-        );
+    // A child gets no `subagent` tool: a call to it is refused by the loop.
+    let subagents = if child {
+        if config.tools.subagent.is_some() {
+            notes.push(
+                "tools.subagent: not installed in a subagent's child run (children get no \
+                 subagents)"
+                    .into(),
+            );
+        }
+        None
+    } else {
+        load_subagents(loaded)?
+    };
+    if let Some(catalog) = &subagents {
+        register(
+            "tools.subagent".into(),
+            Arc::new(crate::loop_tool::RunLoopTool::subagent(catalog)),
+        )?;
     }
     let decision = load_decision(loaded)?;
 
@@ -401,6 +449,7 @@ async fn assemble(
         mcp,
         notes,
         secret_targets,
+        host: host.clone(),
     })
 }
 
@@ -525,6 +574,16 @@ fn read_reference(path: &Path, what: &str) -> std::result::Result<String, String
 /// missing required skills. An empty list means [`build_tool_registry`] should succeed
 /// (it may still fail on the environment, e.g. a missing Docker engine).
 pub fn check_config(loaded: &LoadedConfig, host: &HostRegistry) -> Vec<Error> {
+    check_config_as(loaded, host, false)
+}
+
+/// [`check_config`]; `child`: checked as a subagent's child, whose `tools.subagent` is
+/// not installed (so not followed).
+pub(crate) fn check_config_as(
+    loaded: &LoadedConfig,
+    host: &HostRegistry,
+    child: bool,
+) -> Vec<Error> {
     let config = &loaded.config;
     let mut problems = Vec::new();
     if let Err(e) = load_mcp(loaded) {
@@ -569,8 +628,14 @@ pub fn check_config(loaded: &LoadedConfig, host: &HostRegistry) -> Vec<Error> {
             message: format!("{}: {e}", e.code()),
         });
     }
-    if let Err(e) = load_subagents(loaded) {
-        problems.push(e);
+    if !child {
+        match load_subagents(loaded) {
+            Ok(Some(catalog)) => {
+                problems.extend(crate::subagent::check_children(loaded, &catalog, host));
+            }
+            Ok(None) => {}
+            Err(e) => problems.push(e),
+        }
     }
     if let Err(e) = load_decision(loaded) {
         problems.push(e);
@@ -619,7 +684,9 @@ fn needs_command(config: &AgentConfig) -> bool {
         .hooks
         .iter()
         .any(|h| matches!(h.handler, HandlerSpec::Command { .. }));
-    exec || hooks
+    // A subagent's child borrows the root's command service, so a root with
+    // subagents holds one.
+    exec || hooks || config.tools.subagent.is_some()
 }
 
 async fn start_command(config: &AgentConfig, workspace: &Path) -> Result<CommandBinding> {
@@ -790,8 +857,9 @@ fn build_middleware(
 }
 
 /// Tools the run loop answers itself: never background calls.
-const LOOP_TOOLS: [&str; 6] = [
+const LOOP_TOOLS: [&str; 7] = [
     crate::ask::ASK_QUESTION,
+    crate::subagent::SUBAGENT,
     crate::context::CONTEXT_READ,
     crate::context::CONTEXT_SEARCH,
     crate::goal::GET_GOAL,

@@ -41,6 +41,19 @@ pub mod codes {
     /// (A tool result) the call was interrupted by a crash, may have run, and the
     /// user chose not to run it again.
     pub const TOOL_IN_DOUBT: &str = "TOOL_IN_DOUBT";
+    /// A subagent's child workspace and its parent's do not intersect (neither holds
+    /// the other).
+    pub const SUBAGENT_WORKSPACE_DISJOINT: &str = "SUBAGENT_WORKSPACE_DISJOINT";
+    /// A subagent's child YAML declares `command`: a child borrows the root's command
+    /// service and may not declare its own.
+    pub const SUBAGENT_COMMAND_DECLARED: &str = "SUBAGENT_COMMAND_DECLARED";
+    /// (A tool result) a child run called `subagent`: children get no subagents.
+    pub const SUBAGENT_RECURSION: &str = "SUBAGENT_RECURSION";
+    /// (A tool result) the child run failed; `details.child_code` holds its code.
+    pub const SUBAGENT_FAILED: &str = "SUBAGENT_FAILED";
+    /// `resume` named a subagent's child run: it is resumed through its parent run's
+    /// `subagent` interaction.
+    pub const RUN_IS_SUBAGENT: &str = "RUN_IS_SUBAGENT";
     pub use crate::store::codes::{RUN_BUSY, RUN_LEASE_LOST, RUN_NOT_FOUND, RUN_STORE_FAILED};
 }
 
@@ -150,6 +163,21 @@ pub enum Error {
         /// What failed (never a connection string).
         message: String,
     },
+    /// A subagent's child agent cannot run under its parent: its YAML does not load,
+    /// its workspace is disjoint from the parent's, it declares `command`, or it fails
+    /// its own checks. The code is the cause's.
+    #[error("{}: subagent `{selector}`: {message}", file.display())]
+    Subagent {
+        /// The child's agent YAML.
+        file: PathBuf,
+        /// The child's catalog selector.
+        selector: String,
+        /// The stable code of the cause (`SUBAGENT_WORKSPACE_DISJOINT`,
+        /// `SUBAGENT_COMMAND_DECLARED`, or the child's own error's).
+        code: &'static str,
+        /// What is wrong.
+        message: String,
+    },
     /// A layer failed while assembling.
     #[error("`{key}`: {message}")]
     Assembly {
@@ -179,7 +207,9 @@ impl Error {
             Error::HostFailed { .. } => codes::HOST_FAILED,
             Error::FeatureUnavailable { .. } => codes::FEATURE_UNAVAILABLE,
             Error::Assembly { .. } => codes::ASSEMBLY_FAILED,
-            Error::Model { code, .. } | Error::Store { code, .. } => code,
+            Error::Model { code, .. }
+            | Error::Store { code, .. }
+            | Error::Subagent { code, .. } => code,
         }
     }
 }

@@ -16,6 +16,7 @@ mod run_loop;
 pub mod runner;
 pub mod secret;
 pub mod store;
+pub mod subagent;
 pub mod trust;
 
 pub use assemble::{
@@ -28,7 +29,7 @@ pub use loop_tool::RunLoopTool;
 pub use model::{ModelConfig, ProviderKind};
 pub use outcome::{
     Answer, ApprovalRequest, InDoubtRequest, Interaction, QuestionRequest, RunError, RunEvent,
-    RunOutcome, SecretRequest,
+    RunOutcome, SecretRequest, SubagentRequest,
 };
 pub use runner::{
     AgentRunner, AgentRunnerBuilder, ApprovalDecision, ApprovalHandler, ResumeStream, RunInput,
@@ -36,4 +37,5 @@ pub use runner::{
 };
 pub use secret::{MemorySecretStore, SecretStore, SecretTarget, SecretValue};
 pub use store::{MemoryRunStore, PostgresRunStore, RunStatus, RunStore, SqliteRunStore};
+pub use subagent::ChildProviderFactory;
 pub use trust::{TrustError, TrustStore, discover_config};

@@ -1,7 +1,7 @@
 //! [`RunLoopTool`]: a tool whose calls the run loop answers itself, because what it
 //! answers with lives in the run — `ask_question` ([`crate::ask`]), `get_goal` and
 //! `report_goal` ([`crate::goal`]), `context_read` and `context_search`
-//! ([`crate::context`]).
+//! ([`crate::context`]), `subagent` ([`crate::subagent`]).
 //!
 //! The registry holds it so the model sees its schema and the request may carry it;
 //! the loop intercepts its calls before the executor, outside the hook and middleware
@@ -16,7 +16,7 @@ use iris_tools_core::{
 /// A tool the run loop answers; see the [module docs](self). Its constructors live
 /// with the tools: [`RunLoopTool::ask_question`], [`RunLoopTool::get_goal`],
 /// [`RunLoopTool::report_goal`], [`RunLoopTool::context_read`],
-/// [`RunLoopTool::context_search`].
+/// [`RunLoopTool::context_search`], [`RunLoopTool::subagent`].
 #[derive(Debug)]
 pub struct RunLoopTool {
     definition: ToolDefinition,

@@ -192,6 +192,47 @@ pub enum Interaction {
     /// Give a secret a tool needs ([`Answer::Secret`], or [`Answer::Deny`] to refuse);
     /// the value never reaches the model, the run record or any output.
     Secret(SecretRequest),
+    /// A `subagent` call's child run waits: the proxy of the child's own interaction
+    /// ([`SubagentRequest::inner`]). It takes the answer the inner interaction takes;
+    /// resuming the parent with it resumes the child ([`crate::subagent`]).
+    Subagent(SubagentRequest),
+}
+
+/// The proxy interaction of a waiting child run (`kind: subagent`): the parent run
+/// waits on the `subagent` call whose child waits on `inner`.
+///
+/// ```
+/// use iris_runner::{Interaction, QuestionRequest, SubagentRequest};
+/// let inner = Interaction::Question(QuestionRequest {
+///     id: "run_c:call_1".into(), run_id: "run_c".into(), call_id: "call_1".into(),
+///     question: "Which env?".into(), options: vec![],
+/// });
+/// let proxy = Interaction::Subagent(SubagentRequest {
+///     id: "run_p:call_7".into(), run_id: "run_p".into(), call_id: "call_7".into(),
+///     agent_selector: "researcher".into(), child_run_id: "run_c".into(),
+///     inner: Box::new(inner),
+/// });
+/// assert_eq!(proxy.id(), "run_p:call_7");
+/// assert_eq!(proxy.innermost().kind(), "question");
+/// assert_eq!(proxy.summary(), "subagent researcher (run_c): question: Which env?");
+/// let json = serde_json::to_value(&proxy).unwrap();
+/// assert_eq!(json["kind"], "subagent");
+/// assert_eq!(json["inner"]["kind"], "question");
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SubagentRequest {
+    /// The interaction id an answer names: the parent's (`<parent run id>:<call id>`).
+    pub id: String,
+    /// The parent run.
+    pub run_id: String,
+    /// The parent's `subagent` call.
+    pub call_id: String,
+    /// The child's catalog selector.
+    pub agent_selector: String,
+    /// The child run (in the same run store).
+    pub child_run_id: String,
+    /// What the child run waits for.
+    pub inner: Box<Interaction>,
 }
 
 impl Interaction {
@@ -202,16 +243,27 @@ impl Interaction {
             Interaction::Question(q) => &q.id,
             Interaction::InDoubt(d) => &d.id,
             Interaction::Secret(s) => &s.id,
+            Interaction::Subagent(s) => &s.id,
         }
     }
 
-    /// `approval`, `question`, `in_doubt` or `secret`.
+    /// `approval`, `question`, `in_doubt`, `secret` or `subagent`.
     pub fn kind(&self) -> &'static str {
         match self {
             Interaction::Approval(_) => "approval",
             Interaction::Question(_) => "question",
             Interaction::InDoubt(_) => "in_doubt",
             Interaction::Secret(_) => "secret",
+            Interaction::Subagent(_) => "subagent",
+        }
+    }
+
+    /// What a human actually answers: the interaction itself, or for a
+    /// [`Interaction::Subagent`] proxy the child's interaction it stands for.
+    pub fn innermost(&self) -> &Interaction {
+        match self {
+            Interaction::Subagent(s) => s.inner.innermost(),
+            other => other,
         }
     }
 
@@ -237,6 +289,12 @@ impl Interaction {
                 "secret `{}` is needed by {} (missing, rejected or expired)",
                 s.key,
                 s.tools.join(", ")
+            ),
+            Interaction::Subagent(s) => format!(
+                "subagent {} ({}): {}",
+                s.agent_selector,
+                s.child_run_id,
+                s.inner.summary()
             ),
         }
     }
@@ -353,6 +411,18 @@ pub enum RunEvent {
         turn: u32,
         /// Its result.
         result: ToolResult,
+    },
+    /// An event of a `subagent` call's child run, in the child's order: from its
+    /// `run_started` to its `finished` (whose outcome is the child's).
+    Subagent {
+        /// The parent's `subagent` call.
+        call_id: String,
+        /// The child's catalog selector.
+        agent_selector: String,
+        /// The child run.
+        child_run_id: String,
+        /// The child's event.
+        event: Box<RunEvent>,
     },
     /// A call needs a human; an approval handler is asked, or the run waits.
     ApprovalRequested {

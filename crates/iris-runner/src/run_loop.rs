@@ -38,6 +38,7 @@ use crate::store::{
     BackgroundResult, CallState, JournalEntry, PendingInteraction, PendingTurn, RunRecord,
     RunStatus, RunStore, StoreError, now_ms,
 };
+use crate::subagent::SUBAGENT;
 
 /// One run's live state: the record the store keeps, plus what only lives in memory.
 pub(crate) struct RunState {
@@ -68,7 +69,7 @@ pub(crate) enum Sink {
 }
 
 impl Sink {
-    fn is_streaming(&self) -> bool {
+    pub(crate) fn is_streaming(&self) -> bool {
         matches!(self, Sink::Channel(_))
     }
 
@@ -81,7 +82,7 @@ impl Sink {
 }
 
 /// How a step of the loop ended when it did not just go on.
-type Stop = RunOutcome;
+pub(crate) type Stop = RunOutcome;
 
 /// A lease owner id unique to this process and call: `<pid>-<millis>-<n>`.
 pub(crate) fn new_owner() -> String {
@@ -142,7 +143,7 @@ impl AgentRunner {
     }
 
     /// Records a call's journal state (a no-op without a store).
-    async fn journal(
+    pub(crate) async fn journal(
         &self,
         state: &RunState,
         index: usize,
@@ -175,7 +176,10 @@ impl AgentRunner {
     /// A new run's state and its first record.
     pub(crate) fn new_state(&self, input: &RunInput) -> RunState {
         let inner = &*self.inner;
-        let run_id = new_run_id();
+        let run_id = input
+            .child
+            .as_ref()
+            .map_or_else(new_run_id, |c| c.run_id.clone());
         let session_id = input.session_id.clone().unwrap_or_else(|| run_id.clone());
         let mut history = input.history.clone();
         if let Some(prompt) = &input.prompt {
@@ -208,6 +212,7 @@ impl AgentRunner {
                 background_done: Vec::new(),
                 secrets_asked: BTreeMap::new(),
                 secret_rounds: BTreeMap::new(),
+                parent: input.child.as_ref().map(|c| c.parent.clone()),
             },
             cancel: input.cancellation.clone().unwrap_or_default(),
             disclosure: DisclosureState::new(),
@@ -299,9 +304,17 @@ impl AgentRunner {
         let prepared = self
             .apply_answer(&mut state, interaction_id, answer, sink)
             .await;
-        if let Err(e) = prepared {
-            self.release(&state).await;
-            return Err(e);
+        match prepared {
+            Err(e) => {
+                self.release(&state).await;
+                return Err(e);
+            }
+            // A resumed child that waits again: the parent waits again.
+            Ok(Some(stop)) => {
+                let outcome = self.end(&mut state, &stop).instrument(span.clone()).await;
+                return Ok(outcome.recorded(&span, &state));
+            }
+            Ok(None) => {}
         }
         let outcome = async {
             let outcome = self.drive(&mut state, sink).await;
@@ -369,6 +382,12 @@ impl AgentRunner {
                 return Err(e.into());
             }
         };
+        if let Some(parent) = &loaded.parent
+            && !self.inner.is_child
+        {
+            let _ = store.release(run_id, &owner).await;
+            return Err(crate::subagent::child_run_refused(run_id, parent));
+        }
         if loaded.status != status {
             let _ = store.release(run_id, &owner).await;
             let hint = match loaded.status {
@@ -397,13 +416,14 @@ impl AgentRunner {
 
     /// Applies an answer to the pending interaction: the call's result is decided
     /// (or the call runs, for an approval or a re-run), and the run is running again.
+    /// `Some` stops the run at once: a resumed subagent child waits again.
     async fn apply_answer(
         &self,
         state: &mut RunState,
         interaction_id: &str,
         answer: Answer,
         sink: &mut Sink,
-    ) -> Result<(), RunError> {
+    ) -> Result<Option<Stop>, RunError> {
         check_answer(state, interaction_id, &answer)?;
         let run_id = state.record.run_id.clone();
         let Some(pending) = state.record.interaction.clone() else {
@@ -427,6 +447,18 @@ impl AgentRunner {
         };
         let ctx = self.turn_context(state, turn.turn, sink);
         let result = match (&pending.interaction, answer) {
+            // A `subagent` call a crash left in doubt runs again as a new child run.
+            (Interaction::InDoubt(_), Answer::Rerun)
+                if call.name == SUBAGENT && self.inner.subagents.is_some() =>
+            {
+                match self
+                    .call_subagent(state, turn.turn, index, &call, sink)
+                    .await
+                {
+                    Ok(result) => result,
+                    Err(stop) => return Ok(Some(stop)),
+                }
+            }
             (Interaction::Approval(_), Answer::Approve)
             | (Interaction::InDoubt(_), Answer::Rerun) => {
                 let Some(tool_use) = call.to_tool_use() else {
@@ -481,6 +513,16 @@ impl AgentRunner {
             (Interaction::InDoubt(d), Answer::Record { output }) => {
                 ToolOutput::text(output).into_result(&call.id, &d.tool_name)
             }
+            // The child run answers it (`check_answer`: the answer fits its interaction).
+            (Interaction::Subagent(request), answer) => {
+                match self
+                    .resume_subagent(state, turn.turn, index, &call, request, answer, sink)
+                    .await?
+                {
+                    Ok(result) => result,
+                    Err(stop) => return Ok(Some(stop)),
+                }
+            }
             // `check_answer` refused every other pairing already.
             (interaction, _) => {
                 return Err(RunError::new(
@@ -504,7 +546,7 @@ impl AgentRunner {
         }
         state.record.interaction = None;
         state.record.status = RunStatus::Running;
-        self.save(state).await.map_err(outcome_error)
+        self.save(state).await.map_err(outcome_error).map(|()| None)
     }
 
     /// Fills a recovered turn's results from the journal; asks about a call left in
@@ -729,6 +771,8 @@ impl AgentRunner {
             let mut announced = false;
             let refused = if let Some(result) = call.problem_result() {
                 Some(result)
+            } else if let Some(result) = self.refuse_recursion(call) {
+                Some(result)
             } else if let Ok(tool) = registry.get(&call.name) {
                 let def = tool.definition();
                 if !sent.contains(def.name.as_str()) {
@@ -796,6 +840,9 @@ impl AgentRunner {
                             return Err(self.wait(state, i, Interaction::Secret(request)).await);
                         }
                     }
+                } else if def.name == SUBAGENT && inner.subagents.is_some() {
+                    announced = true;
+                    Some(self.call_subagent(state, turn.turn, i, call, sink).await?)
                 } else if def.name == ASK_QUESTION {
                     match parse_question(&call.arguments) {
                         Err(message) => Some(
@@ -1134,7 +1181,12 @@ impl AgentRunner {
     }
 
     /// Puts the run into `waiting` on `interaction` (saved, lease released).
-    async fn wait(&self, state: &mut RunState, slot: usize, interaction: Interaction) -> Stop {
+    pub(crate) async fn wait(
+        &self,
+        state: &mut RunState,
+        slot: usize,
+        interaction: Interaction,
+    ) -> Stop {
         // Background calls do not outlive this process's part of the run: they finish
         // (or are cancelled with the run) and their results wait in the record for
         // the next turn boundary.
@@ -1364,7 +1416,7 @@ impl Recorded for RunOutcome {
 }
 
 /// The interaction id of a call of a run: stable in every process.
-fn interaction_id(run_id: &str, call_id: &str) -> String {
+pub(crate) fn interaction_id(run_id: &str, call_id: &str) -> String {
     format!("{run_id}:{call_id}")
 }
 
@@ -1522,7 +1574,9 @@ fn check_answer(state: &RunState, interaction_id: &str, answer: &Answer) -> Resu
             ),
         ));
     }
-    let expected = match (&pending.interaction, answer) {
+    // A subagent proxy takes the answer its child's interaction takes.
+    let interaction = pending.interaction.innermost();
+    let expected = match (interaction, answer) {
         (Interaction::Approval(_), Answer::Approve | Answer::Deny { .. })
         | (Interaction::InDoubt(_), Answer::Rerun | Answer::Skip | Answer::Record { .. })
         | (Interaction::Secret(_), Answer::Deny { .. }) => {
@@ -1550,12 +1604,14 @@ fn check_answer(state: &RunState, interaction_id: &str, answer: &Answer) -> Resu
         (Interaction::Question(_), _) => "a text answer",
         (Interaction::InDoubt(_), _) => "rerun, skip or record",
         (Interaction::Secret(_), _) => "the secret's value (or deny)",
+        // `innermost` never is a proxy.
+        (Interaction::Subagent(_), _) => "the answer of its child's interaction",
     };
     Err(RunError::new(
         codes::RUN_ANSWER_INVALID,
         format!(
             "interaction `{interaction_id}` is {}: answer it with {expected}",
-            pending.interaction.kind()
+            interaction.kind()
         ),
     ))
 }

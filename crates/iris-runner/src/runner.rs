@@ -61,6 +61,8 @@ use crate::secret::{
     MemorySecretStore, STORE_SECRET, SecretStore, SecretTarget, SecretValue, Secrets,
 };
 use crate::store::{MemoryRunStore, PostgresRunStore, RunStore, SqliteRunStore};
+use crate::subagent::{ChildProviderFactory, Subagents};
+use iris_command::CommandBinding;
 
 /// The `tracing` target of the loop's spans (`invoke_agent`, `chat`).
 pub const TRACING_TARGET: &str = "iris_runner";
@@ -141,6 +143,8 @@ pub struct RunInput {
     /// Raising it cancels the run: the model request is abandoned, in-flight calls
     /// are cancelled (their processes killed), and the run ends as `Cancelled`.
     pub cancellation: Option<CancellationSignal>,
+    /// A `subagent` child run's id and parent ([`crate::subagent`]).
+    pub(crate) child: Option<crate::subagent::ChildStart>,
 }
 
 impl RunInput {
@@ -209,6 +213,9 @@ pub(crate) struct Inner {
     pub(crate) lease_ttl: Duration,
     pub(crate) env: Option<ToolEnvironment>,
     pub(crate) secrets: Secrets,
+    pub(crate) subagents: Option<Arc<Subagents>>,
+    pub(crate) child_providers: Option<Arc<dyn ChildProviderFactory>>,
+    pub(crate) is_child: bool,
 }
 
 /// The run loop over one tool layer and one model; see the [module docs](self).
@@ -275,7 +282,7 @@ impl AgentRunner {
         let (model, provider) = checked_model(loaded, model)?;
         let store = open_store(loaded).await?;
         let env = build_tool_registry(loaded, host).await?;
-        let mut builder = Self::builder_over_parts(loaded, &env, &model, provider, store);
+        let mut builder = Self::builder_over_parts(loaded, &env, &model, provider, Some(store));
         builder.env = Some(env);
         Ok(builder)
     }
@@ -296,16 +303,20 @@ impl AgentRunner {
         let (model, provider) = checked_model(loaded, model)?;
         let store = open_store(loaded).await?;
         Ok(Self::builder_over_parts(
-            loaded, env, &model, provider, store,
+            loaded,
+            env,
+            &model,
+            provider,
+            Some(store),
         ))
     }
 
-    fn builder_over_parts(
+    pub(crate) fn builder_over_parts(
         loaded: &LoadedConfig,
         env: &ToolEnvironment,
         model: &ModelConfig,
         provider: ProviderSource,
-        store: Arc<dyn RunStore>,
+        store: Option<Arc<dyn RunStore>>,
     ) -> AgentRunnerBuilder {
         let mut builder = AgentRunnerBuilder::from_source(provider, env.executor.clone())
             .provider_name(model.provider.as_str())
@@ -338,7 +349,16 @@ impl AgentRunner {
         if let Some(stem) = loaded.file.file_stem().and_then(|s| s.to_str()) {
             builder = builder.agent_id(stem);
         }
-        builder.store = Some(store);
+        if let Some(catalog) = &env.subagents {
+            builder.subagents = Some(Arc::new(Subagents {
+                catalog: catalog.clone(),
+                workspace: env.workspace.clone(),
+                permissions: loaded.config.permissions,
+                command: env.command.as_ref().map(CommandBinding::borrowed),
+                host: env.host.clone(),
+            }));
+        }
+        builder.store = store;
         builder
     }
 
@@ -606,6 +626,9 @@ pub struct AgentRunnerBuilder {
     env: Option<ToolEnvironment>,
     secret_targets: Vec<Arc<dyn SecretTarget>>,
     secret_store: Option<Arc<dyn SecretStore>>,
+    subagents: Option<Arc<Subagents>>,
+    child_providers: Option<Arc<dyn ChildProviderFactory>>,
+    is_child: bool,
 }
 
 impl fmt::Debug for AgentRunnerBuilder {
@@ -643,10 +666,13 @@ impl AgentRunnerBuilder {
             env: None,
             secret_targets: Vec::new(),
             secret_store: None,
+            subagents: None,
+            child_providers: None,
+            is_child: false,
         }
     }
 
-    fn provider_name(mut self, name: impl Into<String>) -> Self {
+    pub(crate) fn provider_name(mut self, name: impl Into<String>) -> Self {
         self.provider_name = name.into();
         self
     }
@@ -800,6 +826,32 @@ impl AgentRunnerBuilder {
         self
     }
 
+    /// Builds the provider of each `subagent` child run (seed 000:
+    /// `ChildProviderFactory`), called with the child's loaded config and its YAML
+    /// path every time a child is selected (and when a waiting child is resumed).
+    /// Without one, a child's provider is built from its YAML's `model`.
+    #[must_use]
+    pub fn child_provider_factory(mut self, factory: impl ChildProviderFactory + 'static) -> Self {
+        self.child_providers = Some(Arc::new(factory));
+        self
+    }
+
+    /// Makes this the runner of a `subagent` child of `parent`: the parent's run
+    /// store, approval handler, secret store and lease time, no subagents of its own, and `env` (the
+    /// child's tool layer, closed with the child).
+    pub(crate) fn for_child(mut self, parent: &Inner, env: ToolEnvironment) -> Self {
+        self.store.clone_from(&parent.store);
+        self.approvals.clone_from(&parent.approvals);
+        // One secret store: what a human gave the parent heals the child and back.
+        self.secret_store = Some(parent.secrets.store());
+        self.lease_ttl = parent.lease_ttl;
+        self.subagents = None;
+        self.child_providers = None;
+        self.is_child = true;
+        self.env = Some(env);
+        self
+    }
+
     /// The runner.
     ///
     /// With secret targets, `store_secret` is registered in the executor's registry
@@ -850,6 +902,9 @@ impl AgentRunnerBuilder {
                 lease_ttl: self.lease_ttl,
                 env: self.env,
                 secrets,
+                subagents: self.subagents,
+                child_providers: self.child_providers,
+                is_child: self.is_child,
             }),
         }
     }
@@ -898,7 +953,7 @@ pub async fn open_store(loaded: &LoadedConfig) -> Result<Arc<dyn RunStore>> {
 
 /// The model a runner from YAML uses (`model` when given, else the YAML's), checked,
 /// and its provider.
-fn checked_model(
+pub(crate) fn checked_model(
     loaded: &LoadedConfig,
     model: Option<ModelConfig>,
 ) -> Result<(ModelConfig, ProviderSource)> {

@@ -227,6 +227,11 @@ impl Secrets {
         Self { targets, store }
     }
 
+    /// The host's store.
+    pub(crate) fn store(&self) -> Arc<dyn SecretStore> {
+        Arc::clone(&self.store)
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.targets.is_empty()
     }

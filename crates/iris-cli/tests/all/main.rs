@@ -14,6 +14,7 @@ mod output;
 mod run;
 mod secret;
 mod signals;
+mod subagent;
 mod trust;
 mod wire;
 

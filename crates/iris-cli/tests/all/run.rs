@@ -853,3 +853,30 @@ fn a_resumed_run_asks_its_next_approval_on_the_terminal() {
         "hi"
     );
 }
+
+/// A subagent's approval is asked on the terminal like the agent's own (the child
+/// answers through the parent's handler); `y` runs the child's write and the run
+/// completes without waiting.
+#[test]
+fn a_subagents_approval_is_asked_on_the_terminal() {
+    let dir = super::subagent::example();
+    let (mut pty, child) = on_terminal(dir.path(), "iris.yaml", &["run", "Summarize the notes"]);
+    pty.until("Run it? [y/N] ");
+    pty.type_line("y\n");
+    let out = child.wait_with_output().unwrap();
+    let screen = pty.rest().to_owned();
+    assert_eq!(out.status.code(), Some(0), "{screen}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.ends_with(&format!("{}\n", super::subagent::FINAL)),
+        "{stdout}"
+    );
+    for fragment in [
+        "iris: write_file (call_1_1) needs approval: ",
+        "tool write_file (scribe:call_1_1) ... ok (approved) (",
+        "tool subagent (call_2_1) ... ok (",
+    ] {
+        assert!(screen.contains(fragment), "{fragment:?} in {screen:?}");
+    }
+    assert!(dir.path().join("notes/summary.md").is_file(), "{screen}");
+}

@@ -235,6 +235,22 @@ pub struct RunRecord {
     /// [`MAX_SECRET_ROUNDS`](crate::secret::MAX_SECRET_ROUNDS)).
     #[serde(default)]
     pub secret_rounds: BTreeMap<String, u32>,
+    /// For a subagent's child run: the parent run and call it answers. Such a run is
+    /// resumed through its parent (the parent's [`Interaction::Subagent`] proxy), never
+    /// on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<ParentRun>,
+}
+
+/// The parent of a child run ([`RunRecord::parent`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParentRun {
+    /// The parent run.
+    pub run_id: String,
+    /// The parent's `subagent` call.
+    pub call_id: String,
+    /// The child's catalog selector.
+    pub agent_selector: String,
 }
 
 /// A background call's result, waiting for the next turn boundary to reach the
@@ -262,6 +278,9 @@ pub struct RunSummary {
     pub updated_at_ms: u64,
     /// What a waiting run asks, in one line.
     pub waiting_for: Option<String>,
+    /// For a subagent's child run: its parent run (which a host resumes instead).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_run_id: Option<String>,
 }
 
 impl RunSummary {
@@ -274,6 +293,7 @@ impl RunSummary {
             turns: record.turns,
             updated_at_ms: record.updated_at_ms,
             waiting_for: record.interaction.as_ref().map(|i| i.interaction.summary()),
+            parent_run_id: record.parent.as_ref().map(|p| p.run_id.clone()),
         }
     }
 }

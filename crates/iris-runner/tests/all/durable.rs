@@ -133,6 +133,7 @@ fn record(run_id: &str, status: RunStatus) -> RunRecord {
         background_done: Vec::new(),
         secrets_asked: Default::default(),
         secret_rounds: Default::default(),
+        parent: None,
     }
 }
 

@@ -11,4 +11,5 @@ mod mcp;
 mod otel;
 mod run;
 mod secret;
+mod subagent;
 mod support;
