@@ -3,6 +3,7 @@
 pub mod adapters;
 pub mod anthropic;
 pub mod chat;
+mod client;
 pub mod error;
 pub mod gemini;
 mod http;

@@ -59,7 +59,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::time::Duration;
 
-use reqwest::header::{AUTHORIZATION, HeaderMap};
+use reqwest::header::{AUTHORIZATION, HeaderName};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -70,11 +70,12 @@ use crate::chat::{
     CompletionRequest, CompletionResponse, Message, ModelToolCall, Part, Role, StopReason,
     StreamEvent, Usage,
 };
-use crate::http::{Transport, server_message};
-use crate::provider::{CompletionProvider, ProviderStream, iter};
+use crate::client::{self, WireFormat, argument_text, bad, invalid, json_body, system_text};
+use crate::http::{Secret, Transport, server_message};
+use crate::provider::{CompletionProvider, ProviderStream};
 use crate::provider_error::ProviderError;
 use crate::sse::SseEvent;
-use crate::streaming::{Item, SseHandler, sse_stream};
+use crate::streaming::{Item, SseHandler};
 
 /// Which request field carries [`CompletionRequest::max_output_tokens`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -201,30 +202,31 @@ impl Client {
         }
         Ok(body)
     }
-
-    fn headers(&self) -> Result<HeaderMap, ProviderError> {
-        let mut headers = HeaderMap::new();
-        if !self.transport.key.is_blank() {
-            headers.insert(AUTHORIZATION, self.transport.key.header("Bearer ")?);
-        }
-        Ok(headers)
-    }
-
-    async fn complete_once(
-        &self,
-        request: &CompletionRequest,
-    ) -> Result<CompletionResponse, ProviderError> {
-        let body = self.request_body(request, false)?;
-        let response = self
-            .transport
-            .post(ENDPOINT, self.headers()?, &body)
-            .await?;
-        let bytes = self.transport.read_all(response).await?;
-        parse_response(&bytes, &self.transport.key)
-    }
 }
 
-const ENDPOINT: &str = "chat/completions";
+impl WireFormat for Client {
+    type Reader = ChatStream;
+
+    fn transport(&self) -> &Transport {
+        &self.transport
+    }
+
+    fn endpoint(&self, _: &CompletionRequest, _: bool) -> Result<String, ProviderError> {
+        Ok("chat/completions".into())
+    }
+
+    fn body(&self, request: &CompletionRequest, stream: bool) -> Result<Value, ProviderError> {
+        self.request_body(request, stream)
+    }
+
+    fn key_header(&self) -> (HeaderName, &'static str) {
+        (AUTHORIZATION, "Bearer ")
+    }
+
+    fn reader(&self, _: &CompletionRequest) -> ChatStream {
+        ChatStream::new(&self.transport.key)
+    }
+}
 
 impl CompletionProvider for Client {
     fn name(&self) -> &str {
@@ -232,32 +234,21 @@ impl CompletionProvider for Client {
     }
 
     fn stream<'a>(&'a self, request: &'a CompletionRequest) -> ProviderStream<'a> {
-        let prepared = self
-            .request_body(request, true)
-            .and_then(|body| Ok((body, self.headers()?)));
-        let (body, headers) = match prepared {
-            Ok(prepared) => prepared,
-            Err(error) => return iter([Err(error)]),
-        };
-        let transport = &self.transport;
-        let open = Box::pin(async move { transport.post(ENDPOINT, headers, &body).await });
-        sse_stream(transport, open, ChatStream::new(&self.transport))
+        client::stream(self, request)
     }
 
     fn complete<'a>(
         &'a self,
         request: &'a CompletionRequest,
     ) -> BoxFuture<'a, Result<CompletionResponse, ProviderError>> {
-        Box::pin(self.complete_once(request))
+        Box::pin(client::complete(self, request))
     }
 }
 
 impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("openai_chat::Client")
-            .field("base_url", &self.transport.base_url())
-            .field("timeout", &self.transport.timeout())
-            .field("api_key", &self.transport.key)
+        self.transport
+            .debug_struct(f, "openai_chat::Client")
             .field("max_tokens_field", &self.max_tokens_field)
             .finish()
     }
@@ -277,20 +268,10 @@ fn encode_messages(request: &CompletionRequest) -> Result<Vec<Value>, ProviderEr
     Ok(out)
 }
 
-fn invalid(message: impl Into<String>) -> ProviderError {
-    ProviderError::InvalidRequest {
-        status: None,
-        message: message.into(),
-    }
-}
-
 fn encode_message(message: &Message, out: &mut Vec<Value>) -> Result<(), ProviderError> {
     match message.role {
         Role::System => {
-            if message.content.iter().any(|p| p.as_text().is_none()) {
-                return Err(invalid("a system message may hold text only"));
-            }
-            out.push(json!({"role": "system", "content": message.text()}));
+            out.push(json!({"role": "system", "content": system_text(message)?}));
         }
         Role::Assistant => {
             let mut text = String::new();
@@ -398,15 +379,6 @@ fn user_content(mut parts: Vec<Value>) -> Value {
     Value::Array(parts)
 }
 
-/// Arguments as the wire's JSON text; a string is raw text of malformed arguments
-/// ([`ModelToolCall::to_part`]) and goes back verbatim.
-fn argument_text(arguments: &Value) -> String {
-    match arguments {
-        Value::String(raw) => raw.clone(),
-        other => other.to_string(),
-    }
-}
-
 // ---------------------------------------------------------------------------------------
 // Response decoding
 
@@ -471,18 +443,8 @@ impl From<WireUsage> for Usage {
     }
 }
 
-fn bad(reason: impl Into<String>) -> ProviderError {
-    ProviderError::BadResponse {
-        reason: reason.into(),
-    }
-}
-
-fn parse_response(
-    bytes: &[u8],
-    key: &crate::http::Secret,
-) -> Result<CompletionResponse, ProviderError> {
-    let value: Value =
-        serde_json::from_slice(bytes).map_err(|e| bad(format!("the body is not JSON ({e})")))?;
+fn parse_response(bytes: &[u8], key: &Secret) -> Result<CompletionResponse, ProviderError> {
+    let value = json_body(bytes)?;
     if let Some(error) = value.get("error").filter(|e| !e.is_null()) {
         return Err(stream_error(error, key));
     }
@@ -554,7 +516,7 @@ fn assemble(
 }
 
 /// An `error` object inside a 200 answer or a stream chunk.
-fn stream_error(error: &Value, key: &crate::http::Secret) -> ProviderError {
+fn stream_error(error: &Value, key: &Secret) -> ProviderError {
     let wrapped = json!({ "error": error });
     let message = server_message(wrapped.to_string().as_bytes())
         .map(|m| key.redact(&m))
@@ -639,8 +601,8 @@ struct PartialCall {
 
 /// The reading of one streamed answer.
 #[derive(Debug)]
-struct ChatStream {
-    key: crate::http::Secret,
+pub(crate) struct ChatStream {
+    key: Secret,
     id: Option<String>,
     model: Option<String>,
     text: String,
@@ -651,9 +613,9 @@ struct ChatStream {
 }
 
 impl ChatStream {
-    fn new(transport: &Transport) -> Self {
+    fn new(key: &Secret) -> Self {
         Self {
-            key: transport.key.clone(),
+            key: key.clone(),
             id: None,
             model: None,
             text: String::new(),
