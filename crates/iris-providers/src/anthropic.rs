@@ -54,7 +54,7 @@ use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use iris_tools_core::{BoxFuture, ContentBlock};
 
@@ -63,11 +63,14 @@ use crate::chat::{
     CompletionRequest, CompletionResponse, Message, ModelToolCall, Part, Role, StopReason,
     StreamEvent, Usage,
 };
+use crate::client::{
+    self, WireFormat, argument_object, bad, invalid, json_body, json_event, system_text,
+};
 use crate::http::{Secret, Transport, one_line};
-use crate::provider::{CompletionProvider, ProviderStream, iter};
+use crate::provider::{CompletionProvider, ProviderStream};
 use crate::provider_error::ProviderError;
 use crate::sse::SseEvent;
-use crate::streaming::{Item, SseHandler, sse_stream};
+use crate::streaming::{Item, SseHandler};
 
 /// A Messages API client; see the [module docs](self) for the wire.
 ///
@@ -175,38 +178,40 @@ impl Client {
         }
         Ok(body)
     }
+}
 
-    fn headers(&self) -> Result<HeaderMap, ProviderError> {
-        let mut headers = HeaderMap::new();
-        if !self.transport.key.is_blank() {
-            headers.insert(
-                HeaderName::from_static("x-api-key"),
-                self.transport.key.header("")?,
-            );
-        }
+impl WireFormat for Client {
+    type Reader = MessagesStream;
+
+    fn transport(&self) -> &Transport {
+        &self.transport
+    }
+
+    fn endpoint(&self, _: &CompletionRequest, _: bool) -> Result<String, ProviderError> {
+        Ok("v1/messages".into())
+    }
+
+    fn body(&self, request: &CompletionRequest, stream: bool) -> Result<Value, ProviderError> {
+        self.request_body(request, stream)
+    }
+
+    fn key_header(&self) -> (HeaderName, &'static str) {
+        (HeaderName::from_static("x-api-key"), "")
+    }
+
+    fn extra_headers(&self, headers: &mut HeaderMap) -> Result<(), ProviderError> {
         let version = HeaderValue::from_str(&self.version).map_err(|_| ProviderError::Config {
             field: "api_version",
             reason: "holds characters an HTTP header cannot carry".into(),
         })?;
         headers.insert(HeaderName::from_static("anthropic-version"), version);
-        Ok(headers)
+        Ok(())
     }
 
-    async fn complete_once(
-        &self,
-        request: &CompletionRequest,
-    ) -> Result<CompletionResponse, ProviderError> {
-        let body = self.request_body(request, false)?;
-        let response = self
-            .transport
-            .post(ENDPOINT, self.headers()?, &body)
-            .await?;
-        let bytes = self.transport.read_all(response).await?;
-        parse_response(&bytes, &self.transport.key)
+    fn reader(&self, _: &CompletionRequest) -> MessagesStream {
+        MessagesStream::new(&self.transport.key)
     }
 }
-
-const ENDPOINT: &str = "v1/messages";
 
 impl CompletionProvider for Client {
     fn name(&self) -> &str {
@@ -214,32 +219,21 @@ impl CompletionProvider for Client {
     }
 
     fn stream<'a>(&'a self, request: &'a CompletionRequest) -> ProviderStream<'a> {
-        let prepared = self
-            .request_body(request, true)
-            .and_then(|body| Ok((body, self.headers()?)));
-        let (body, headers) = match prepared {
-            Ok(prepared) => prepared,
-            Err(error) => return iter([Err(error)]),
-        };
-        let transport = &self.transport;
-        let open = Box::pin(async move { transport.post(ENDPOINT, headers, &body).await });
-        sse_stream(transport, open, MessagesStream::new(&self.transport.key))
+        client::stream(self, request)
     }
 
     fn complete<'a>(
         &'a self,
         request: &'a CompletionRequest,
     ) -> BoxFuture<'a, Result<CompletionResponse, ProviderError>> {
-        Box::pin(self.complete_once(request))
+        Box::pin(client::complete(self, request))
     }
 }
 
 impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("anthropic::Client")
-            .field("base_url", &self.transport.base_url())
-            .field("timeout", &self.transport.timeout())
-            .field("api_key", &self.transport.key)
+        self.transport
+            .debug_struct(f, "anthropic::Client")
             .field("version", &self.version)
             .field("default_max_tokens", &self.default_max_tokens)
             .finish()
@@ -248,13 +242,6 @@ impl fmt::Debug for Client {
 
 // ---------------------------------------------------------------------------------------
 // Request encoding
-
-fn invalid(message: impl Into<String>) -> ProviderError {
-    ProviderError::InvalidRequest {
-        status: None,
-        message: message.into(),
-    }
-}
 
 fn encode_messages(request: &CompletionRequest) -> Result<(String, Vec<Value>), ProviderError> {
     let mut system: Vec<String> = request
@@ -267,10 +254,7 @@ fn encode_messages(request: &CompletionRequest) -> Result<(String, Vec<Value>), 
     for message in &request.messages {
         let (role, blocks) = match message.role {
             Role::System => {
-                if message.content.iter().any(|p| p.as_text().is_none()) {
-                    return Err(invalid("a system message may hold text only"));
-                }
-                system.push(message.text());
+                system.push(system_text(message)?);
                 continue;
             }
             Role::Assistant => ("assistant", assistant_blocks(message)?),
@@ -311,15 +295,9 @@ fn assistant_blocks(message: &Message) -> Result<Vec<Value>, ProviderError> {
                 name,
                 arguments,
                 ..
-            } => {
-                // `input` must be an object; a call whose arguments were malformed is
-                // recorded with none (its tool result says what was wrong).
-                let input = match arguments {
-                    Value::Object(_) => arguments.clone(),
-                    _ => Value::Object(Map::new()),
-                };
-                Ok(json!({"type": "tool_use", "id": id, "name": name, "input": input}))
-            }
+            } => Ok(json!({
+                "type": "tool_use", "id": id, "name": name, "input": argument_object(arguments),
+            })),
             _ => Err(invalid(
                 "an assistant message may hold text and tool calls only",
             )),
@@ -407,15 +385,8 @@ struct WireResponse {
     usage: WireUsage,
 }
 
-fn bad(reason: impl Into<String>) -> ProviderError {
-    ProviderError::BadResponse {
-        reason: reason.into(),
-    }
-}
-
 fn parse_response(bytes: &[u8], key: &Secret) -> Result<CompletionResponse, ProviderError> {
-    let value: Value =
-        serde_json::from_slice(bytes).map_err(|e| bad(format!("the body is not JSON ({e})")))?;
+    let value = json_body(bytes)?;
     if value["type"] == "error" {
         return Err(error_event(&value, key));
     }
@@ -530,7 +501,7 @@ struct PartialCall {
 
 /// The reading of one streamed answer.
 #[derive(Debug)]
-struct MessagesStream {
+pub(crate) struct MessagesStream {
     key: Secret,
     started: bool,
     id: Option<String>,
@@ -576,8 +547,7 @@ impl MessagesStream {
 
 impl SseHandler for MessagesStream {
     fn event(&mut self, event: SseEvent, out: &mut VecDeque<Item>) -> Result<bool, ProviderError> {
-        let data: Value = serde_json::from_str(&event.data)
-            .map_err(|e| bad(format!("a stream event is not JSON ({e})")))?;
+        let data = json_event(&event)?;
         let kind = data["type"].as_str().unwrap_or(event.event.as_str());
         if kind != "message_start" && kind != "ping" && kind != "error" && !self.started {
             return Err(bad(format!("`{kind}` arrived before `message_start`")));

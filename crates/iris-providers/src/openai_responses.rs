@@ -82,7 +82,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::time::Duration;
 
-use reqwest::header::{AUTHORIZATION, HeaderMap};
+use reqwest::header::{AUTHORIZATION, HeaderName};
 use serde_json::{Value, json};
 
 use iris_tools_core::{BoxFuture, ContentBlock, ToolResultBlock};
@@ -92,11 +92,14 @@ use crate::chat::{
     CompletionRequest, CompletionResponse, Message, ModelToolCall, Part, Role, StopReason,
     StreamEvent, Usage,
 };
+use crate::client::{
+    self, WireFormat, argument_text, bad, invalid, json_body, json_event, system_text,
+};
 use crate::http::{Secret, Transport, one_line};
-use crate::provider::{CompletionProvider, ProviderStream, iter};
+use crate::provider::{CompletionProvider, ProviderStream};
 use crate::provider_error::ProviderError;
 use crate::sse::SseEvent;
-use crate::streaming::{Item, SseHandler, sse_stream};
+use crate::streaming::{Item, SseHandler};
 
 /// A Responses API client; see the [module docs](self) for the wire.
 ///
@@ -212,30 +215,31 @@ impl Client {
         }
         Ok(body)
     }
-
-    fn headers(&self) -> Result<HeaderMap, ProviderError> {
-        let mut headers = HeaderMap::new();
-        if !self.transport.key.is_blank() {
-            headers.insert(AUTHORIZATION, self.transport.key.header("Bearer ")?);
-        }
-        Ok(headers)
-    }
-
-    async fn complete_once(
-        &self,
-        request: &CompletionRequest,
-    ) -> Result<CompletionResponse, ProviderError> {
-        let body = self.request_body(request, false)?;
-        let response = self
-            .transport
-            .post(ENDPOINT, self.headers()?, &body)
-            .await?;
-        let bytes = self.transport.read_all(response).await?;
-        parse_response(&bytes, &self.transport.key)
-    }
 }
 
-const ENDPOINT: &str = "responses";
+impl WireFormat for Client {
+    type Reader = ResponsesStream;
+
+    fn transport(&self) -> &Transport {
+        &self.transport
+    }
+
+    fn endpoint(&self, _: &CompletionRequest, _: bool) -> Result<String, ProviderError> {
+        Ok("responses".into())
+    }
+
+    fn body(&self, request: &CompletionRequest, stream: bool) -> Result<Value, ProviderError> {
+        self.request_body(request, stream)
+    }
+
+    fn key_header(&self) -> (HeaderName, &'static str) {
+        (AUTHORIZATION, "Bearer ")
+    }
+
+    fn reader(&self, _: &CompletionRequest) -> ResponsesStream {
+        ResponsesStream::new(&self.transport.key)
+    }
+}
 
 impl CompletionProvider for Client {
     fn name(&self) -> &str {
@@ -243,32 +247,21 @@ impl CompletionProvider for Client {
     }
 
     fn stream<'a>(&'a self, request: &'a CompletionRequest) -> ProviderStream<'a> {
-        let prepared = self
-            .request_body(request, true)
-            .and_then(|body| Ok((body, self.headers()?)));
-        let (body, headers) = match prepared {
-            Ok(prepared) => prepared,
-            Err(error) => return iter([Err(error)]),
-        };
-        let transport = &self.transport;
-        let open = Box::pin(async move { transport.post(ENDPOINT, headers, &body).await });
-        sse_stream(transport, open, ResponsesStream::new(&self.transport.key))
+        client::stream(self, request)
     }
 
     fn complete<'a>(
         &'a self,
         request: &'a CompletionRequest,
     ) -> BoxFuture<'a, Result<CompletionResponse, ProviderError>> {
-        Box::pin(self.complete_once(request))
+        Box::pin(client::complete(self, request))
     }
 }
 
 impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("openai_responses::Client")
-            .field("base_url", &self.transport.base_url())
-            .field("timeout", &self.transport.timeout())
-            .field("api_key", &self.transport.key)
+        self.transport
+            .debug_struct(f, "openai_responses::Client")
             .field("store", &self.store)
             .finish()
     }
@@ -276,13 +269,6 @@ impl fmt::Debug for Client {
 
 // ---------------------------------------------------------------------------------------
 // Request encoding
-
-fn invalid(message: impl Into<String>) -> ProviderError {
-    ProviderError::InvalidRequest {
-        status: None,
-        message: message.into(),
-    }
-}
 
 fn encode_input(request: &CompletionRequest) -> Result<Vec<Value>, ProviderError> {
     let mut out = Vec::with_capacity(request.messages.len());
@@ -295,10 +281,7 @@ fn encode_input(request: &CompletionRequest) -> Result<Vec<Value>, ProviderError
 fn encode_message(message: &Message, out: &mut Vec<Value>) -> Result<(), ProviderError> {
     match message.role {
         Role::System => {
-            if message.content.iter().any(|p| p.as_text().is_none()) {
-                return Err(invalid("a system message may hold text only"));
-            }
-            out.push(json!({"type": "message", "role": "system", "content": message.text()}));
+            out.push(json!({"type": "message", "role": "system", "content": system_text(message)?}));
         }
         Role::Assistant => {
             let mut text = String::new();
@@ -412,23 +395,8 @@ fn user_content(mut parts: Vec<Value>) -> Value {
     Value::Array(parts)
 }
 
-/// Arguments as the wire's JSON text; a string is raw text of malformed arguments
-/// ([`ModelToolCall::to_part`]) and goes back verbatim.
-fn argument_text(arguments: &Value) -> String {
-    match arguments {
-        Value::String(raw) => raw.clone(),
-        other => other.to_string(),
-    }
-}
-
 // ---------------------------------------------------------------------------------------
 // Response decoding
-
-fn bad(reason: impl Into<String>) -> ProviderError {
-    ProviderError::BadResponse {
-        reason: reason.into(),
-    }
-}
 
 /// The error a failed response, an `error` event or an error body means.
 fn failure(code: Option<&str>, message: Option<&str>, key: &Secret) -> ProviderError {
@@ -472,8 +440,7 @@ fn error_object(error: &Value, key: &Secret) -> ProviderError {
 }
 
 fn parse_response(bytes: &[u8], key: &Secret) -> Result<CompletionResponse, ProviderError> {
-    let value: Value =
-        serde_json::from_slice(bytes).map_err(|e| bad(format!("the body is not JSON ({e})")))?;
+    let value = json_body(bytes)?;
     let error = value.get("error").filter(|e| e.is_object());
     if value["status"] == "failed" || (value.get("output").is_none() && error.is_some()) {
         return Err(error.map_or_else(
@@ -773,7 +740,7 @@ impl Assembly {
 
 /// The reading of one streamed answer.
 #[derive(Debug)]
-struct ResponsesStream {
+pub(crate) struct ResponsesStream {
     key: Secret,
     assembly: Assembly,
     /// The final status and incomplete reason, once a terminal event came.
@@ -792,8 +759,7 @@ impl ResponsesStream {
 
 impl SseHandler for ResponsesStream {
     fn event(&mut self, event: SseEvent, out: &mut VecDeque<Item>) -> Result<bool, ProviderError> {
-        let data: Value = serde_json::from_str(&event.data)
-            .map_err(|e| bad(format!("a stream event is not JSON ({e})")))?;
+        let data = json_event(&event)?;
         let kind = data["type"].as_str().unwrap_or(event.event.as_str());
         let a = &mut self.assembly;
         match kind {
