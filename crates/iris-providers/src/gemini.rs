@@ -85,11 +85,14 @@ use crate::chat::{
     CompletionRequest, CompletionResponse, Message, ModelToolCall, Part, Role, StopReason,
     StreamEvent, Usage,
 };
+use crate::client::{
+    self, WireFormat, argument_object, bad, invalid, json_body, json_event, system_text,
+};
 use crate::http::{Secret, Transport, status_error};
-use crate::provider::{CompletionProvider, ProviderStream, iter};
+use crate::provider::{CompletionProvider, ProviderStream};
 use crate::provider_error::ProviderError;
 use crate::sse::SseEvent;
-use crate::streaming::{Item, SseHandler, sse_stream};
+use crate::streaming::{Item, SseHandler};
 
 /// A Gemini API client; see the [module docs](self) for the wire.
 ///
@@ -190,28 +193,34 @@ impl Client {
         }
         Ok(body)
     }
+}
 
-    fn headers(&self) -> Result<HeaderMap, ProviderError> {
-        let mut headers = HeaderMap::new();
-        if !self.transport.key.is_blank() {
-            headers.insert(
-                HeaderName::from_static("x-goog-api-key"),
-                self.transport.key.header("")?,
-            );
-        }
-        Ok(headers)
+impl WireFormat for Client {
+    type Reader = Turn;
+
+    fn transport(&self) -> &Transport {
+        &self.transport
     }
 
-    async fn complete_once(
-        &self,
-        request: &CompletionRequest,
-    ) -> Result<CompletionResponse, ProviderError> {
-        let path = format!("{}:generateContent", model_path(&request.model)?);
-        let body = self.request_body(request)?;
-        let response = self.transport.post(&path, self.headers()?, &body).await?;
-        let bytes = self.transport.read_all(response).await?;
-        let mut turn = Turn::new(&self.transport.key, request);
-        turn.whole_body(&bytes)
+    fn endpoint(&self, request: &CompletionRequest, stream: bool) -> Result<String, ProviderError> {
+        let path = model_path(&request.model)?;
+        Ok(if stream {
+            format!("{path}:streamGenerateContent?alt=sse")
+        } else {
+            format!("{path}:generateContent")
+        })
+    }
+
+    fn body(&self, request: &CompletionRequest, _: bool) -> Result<Value, ProviderError> {
+        self.request_body(request)
+    }
+
+    fn key_header(&self) -> (HeaderName, &'static str) {
+        (HeaderName::from_static("x-goog-api-key"), "")
+    }
+
+    fn reader(&self, request: &CompletionRequest) -> Turn {
+        Turn::new(&self.transport.key, request)
     }
 }
 
@@ -221,37 +230,20 @@ impl CompletionProvider for Client {
     }
 
     fn stream<'a>(&'a self, request: &'a CompletionRequest) -> ProviderStream<'a> {
-        let prepared = model_path(&request.model).and_then(|path| {
-            Ok((
-                format!("{path}:streamGenerateContent?alt=sse"),
-                self.request_body(request)?,
-                self.headers()?,
-            ))
-        });
-        let (path, body, headers) = match prepared {
-            Ok(prepared) => prepared,
-            Err(error) => return iter([Err(error)]),
-        };
-        let transport = &self.transport;
-        let open = Box::pin(async move { transport.post(&path, headers, &body).await });
-        sse_stream(transport, open, Turn::new(&self.transport.key, request))
+        client::stream(self, request)
     }
 
     fn complete<'a>(
         &'a self,
         request: &'a CompletionRequest,
     ) -> BoxFuture<'a, Result<CompletionResponse, ProviderError>> {
-        Box::pin(self.complete_once(request))
+        Box::pin(client::complete(self, request))
     }
 }
 
 impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("gemini::Client")
-            .field("base_url", &self.transport.base_url())
-            .field("timeout", &self.transport.timeout())
-            .field("api_key", &self.transport.key)
-            .finish()
+        self.transport.debug_struct(f, "gemini::Client").finish()
     }
 }
 
@@ -285,13 +277,6 @@ fn model_path(model: &str) -> Result<String, ProviderError> {
 // ---------------------------------------------------------------------------------------
 // Request encoding
 
-fn invalid(message: impl Into<String>) -> ProviderError {
-    ProviderError::InvalidRequest {
-        status: None,
-        message: message.into(),
-    }
-}
-
 /// A generated id (`call_<turn>_<n>`), which Gemini never saw and is not sent.
 fn is_generated_id(id: &str) -> bool {
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
@@ -321,10 +306,7 @@ fn encode_contents(request: &CompletionRequest) -> Result<(String, Vec<Value>), 
     for message in &request.messages {
         let (role, pieces) = match message.role {
             Role::System => {
-                if message.content.iter().any(|p| p.as_text().is_none()) {
-                    return Err(invalid("a system message may hold text only"));
-                }
-                system.push(message.text());
+                system.push(system_text(message)?);
                 continue;
             }
             Role::Assistant => ("model", model_pieces(message)?),
@@ -387,13 +369,7 @@ fn model_pieces(message: &Message) -> Result<Vec<Piece>, ProviderError> {
                 signature,
                 ..
             } => {
-                // `args` must be an object; a call whose arguments were malformed is
-                // recorded with none (its result says what was wrong).
-                let args = match arguments {
-                    Value::Object(_) => arguments.clone(),
-                    _ => Value::Object(Map::new()),
-                };
-                let mut call = json!({"name": name, "args": args});
+                let mut call = json!({"name": name, "args": argument_object(arguments)});
                 if !is_generated_id(id) {
                     call["id"] = json!(id);
                 }
@@ -492,12 +468,6 @@ fn inline_data(mime_type: &str, data: &str) -> Value {
 // ---------------------------------------------------------------------------------------
 // Response decoding
 
-fn bad(reason: impl Into<String>) -> ProviderError {
-    ProviderError::BadResponse {
-        reason: reason.into(),
-    }
-}
-
 /// An `{"error": {"code", "message", "status", "details"}}` inside a 200 answer or a
 /// stream event, read like the HTTP error it stands for.
 fn error_object(error: &Value, key: &Secret) -> ProviderError {
@@ -532,7 +502,7 @@ const BLOCKED: &[&str] = &[
 
 /// The turn being read, from stream events or one whole answer.
 #[derive(Debug)]
-struct Turn {
+pub(crate) struct Turn {
     key: Secret,
     /// The 1-based turn number for generated call ids.
     turn: usize,
@@ -705,8 +675,7 @@ impl Turn {
 
 impl SseHandler for Turn {
     fn event(&mut self, event: SseEvent, out: &mut VecDeque<Item>) -> Result<bool, ProviderError> {
-        let value: Value = serde_json::from_str(&event.data)
-            .map_err(|e| bad(format!("a stream event is not JSON ({e})")))?;
+        let value = json_event(&event)?;
         self.chunk(&value, out)?;
         // No terminator: the stream ends with the body.
         Ok(false)
@@ -717,8 +686,7 @@ impl SseHandler for Turn {
     }
 
     fn whole_body(&mut self, body: &[u8]) -> Result<CompletionResponse, ProviderError> {
-        let value: Value =
-            serde_json::from_slice(body).map_err(|e| bad(format!("the body is not JSON ({e})")))?;
+        let value = json_body(body)?;
         let mut ignored = VecDeque::new();
         match &value {
             // `streamGenerateContent` without `alt=sse` answers a JSON array.
