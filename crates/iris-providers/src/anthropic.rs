@@ -59,6 +59,7 @@ use serde_json::{Value, json};
 use iris_tools_core::{BoxFuture, ContentBlock};
 
 use crate::adapters;
+use crate::assembly::{Draft, PartialCalls};
 use crate::chat::{
     CompletionRequest, CompletionResponse, Message, ModelToolCall, Part, Role, StopReason,
     StreamEvent, Usage,
@@ -415,35 +416,27 @@ fn parse_response(bytes: &[u8], key: &Secret) -> Result<CompletionResponse, Prov
     let stop = wire
         .stop_reason
         .ok_or_else(|| bad("the answer has no `stop_reason`"))?;
-    let usage = Usage::new(
-        wire.usage.input().unwrap_or(0),
-        wire.usage.output_tokens.unwrap_or(0),
-    );
-    Ok(assemble(wire.id, wire.model, text, calls, &stop, usage))
+    let mut draft = Draft {
+        id: wire.id,
+        model: wire.model,
+        text,
+        usage: Usage::new(
+            wire.usage.input().unwrap_or(0),
+            wire.usage.output_tokens.unwrap_or(0),
+        ),
+        ..Draft::default()
+    };
+    Ok(draft.finish(calls, stop_reason(&stop)))
 }
 
-fn assemble(
-    id: Option<String>,
-    model: Option<String>,
-    text: String,
-    tool_calls: Vec<ModelToolCall>,
-    stop_reason: &str,
-    usage: Usage,
-) -> CompletionResponse {
-    let stop = match stop_reason {
+fn stop_reason(stop_reason: &str) -> StopReason {
+    match stop_reason {
         "end_turn" | "stop_sequence" => StopReason::EndTurn,
         "tool_use" => StopReason::ToolUse,
         "max_tokens" => StopReason::MaxTokens,
         "refusal" => StopReason::Refusal,
         other => StopReason::Other(other.to_owned()),
-    };
-    let mut response = CompletionResponse::text(text);
-    response.tool_calls = tool_calls;
-    response.stop = stop;
-    response.usage = usage;
-    response.id = id;
-    response.model = model;
-    response
+    }
 }
 
 /// An `{"type": "error", "error": {"type", "message"}}` body or stream event.
@@ -492,25 +485,16 @@ enum Block {
     Other,
 }
 
-#[derive(Debug)]
-struct PartialCall {
-    id: String,
-    name: String,
-    arguments: String,
-}
-
 /// The reading of one streamed answer.
 #[derive(Debug)]
 pub(crate) struct MessagesStream {
     key: Secret,
     started: bool,
-    id: Option<String>,
-    model: Option<String>,
-    text: String,
+    draft: Draft,
     blocks: Vec<(u64, Block)>,
-    calls: Vec<PartialCall>,
+    /// By content block index.
+    calls: PartialCalls<u64>,
     stop: Option<String>,
-    usage: Usage,
 }
 
 impl MessagesStream {
@@ -518,13 +502,10 @@ impl MessagesStream {
         Self {
             key: key.clone(),
             started: false,
-            id: None,
-            model: None,
-            text: String::new(),
+            draft: Draft::default(),
             blocks: Vec::new(),
-            calls: Vec::new(),
+            calls: PartialCalls::default(),
             stop: None,
-            usage: Usage::default(),
         }
     }
 
@@ -537,10 +518,10 @@ impl MessagesStream {
 
     fn apply_usage(&mut self, usage: &WireUsage) {
         if let Some(input) = usage.input() {
-            self.usage.input_tokens = input;
+            self.draft.usage.input_tokens = input;
         }
         if let Some(output) = usage.output_tokens {
-            self.usage.output_tokens = output;
+            self.draft.usage.output_tokens = output;
         }
     }
 }
@@ -556,8 +537,8 @@ impl SseHandler for MessagesStream {
             "message_start" => {
                 self.started = true;
                 let message = &data["message"];
-                self.id = message["id"].as_str().map(str::to_owned);
-                self.model = message["model"].as_str().map(str::to_owned);
+                self.draft.id = message["id"].as_str().map(str::to_owned);
+                self.draft.model = message["model"].as_str().map(str::to_owned);
                 if let Ok(usage) = WireUsage::deserialize(&message["usage"]) {
                     self.apply_usage(&usage);
                 }
@@ -569,19 +550,13 @@ impl SseHandler for MessagesStream {
                 let block = &data["content_block"];
                 let kind = match block["type"].as_str() {
                     Some("text") => {
-                        let text = block["text"].as_str().unwrap_or_default();
-                        if !text.is_empty() {
-                            self.text.push_str(text);
-                            out.push_back(Ok(StreamEvent::TextDelta(text.to_owned())));
-                        }
+                        self.draft
+                            .text(block["text"].as_str().unwrap_or_default(), out);
                         Block::Text
                     }
                     Some("tool_use") => {
-                        let ordinal = self.calls.len();
-                        let id = block["id"]
-                            .as_str()
-                            .filter(|id| !id.is_empty())
-                            .map_or_else(|| format!("call_{ordinal}"), str::to_owned);
+                        // An empty id becomes `call_<ordinal>`.
+                        let id = block["id"].as_str().unwrap_or_default().to_owned();
                         let name = block["name"].as_str().unwrap_or_default().to_owned();
                         // The input arrives as `input_json_delta`s; a start that already
                         // holds a non-empty input keeps it as the first piece.
@@ -589,23 +564,7 @@ impl SseHandler for MessagesStream {
                             Value::Object(map) if !map.is_empty() => block["input"].to_string(),
                             _ => String::new(),
                         };
-                        out.push_back(Ok(StreamEvent::ToolCallStarted {
-                            index: ordinal,
-                            id: id.clone(),
-                            name: name.clone(),
-                        }));
-                        if !arguments.is_empty() {
-                            out.push_back(Ok(StreamEvent::ToolCallArgumentsDelta {
-                                index: ordinal,
-                                delta: arguments.clone(),
-                            }));
-                        }
-                        self.calls.push(PartialCall {
-                            id,
-                            name,
-                            arguments,
-                        });
-                        Block::Tool(ordinal)
+                        Block::Tool(self.calls.open(index, id, name, arguments, out))
                     }
                     _ => Block::Other,
                 };
@@ -618,23 +577,12 @@ impl SseHandler for MessagesStream {
                 let delta = &data["delta"];
                 match (self.block(index), delta["type"].as_str()) {
                     (Block::Text, Some("text_delta")) => {
-                        let text = delta["text"].as_str().unwrap_or_default();
-                        if !text.is_empty() {
-                            self.text.push_str(text);
-                            out.push_back(Ok(StreamEvent::TextDelta(text.to_owned())));
-                        }
+                        self.draft
+                            .text(delta["text"].as_str().unwrap_or_default(), out);
                     }
                     (Block::Tool(ordinal), Some("input_json_delta")) => {
                         let piece = delta["partial_json"].as_str().unwrap_or_default();
-                        if !piece.is_empty() {
-                            if let Some(call) = self.calls.get_mut(ordinal) {
-                                call.arguments.push_str(piece);
-                            }
-                            out.push_back(Ok(StreamEvent::ToolCallArgumentsDelta {
-                                index: ordinal,
-                                delta: piece.to_owned(),
-                            }));
-                        }
+                        self.calls.piece(ordinal, piece, out);
                     }
                     _ => {}
                 }
@@ -645,7 +593,7 @@ impl SseHandler for MessagesStream {
                 }
                 if let Ok(usage) = WireUsage::deserialize(&data["usage"]) {
                     self.apply_usage(&usage);
-                    out.push_back(Ok(StreamEvent::Usage(self.usage)));
+                    out.push_back(Ok(StreamEvent::Usage(self.draft.usage)));
                 }
             }
             "message_stop" => return Ok(true),
@@ -664,18 +612,8 @@ impl SseHandler for MessagesStream {
             .stop
             .take()
             .ok_or_else(|| bad("the stream ended without a `stop_reason`"))?;
-        let calls = std::mem::take(&mut self.calls)
-            .into_iter()
-            .map(|call| ModelToolCall::parse(call.id, call.name, call.arguments))
-            .collect();
-        Ok(assemble(
-            self.id.take(),
-            self.model.take(),
-            std::mem::take(&mut self.text),
-            calls,
-            &stop,
-            self.usage,
-        ))
+        let calls = self.calls.finish();
+        Ok(self.draft.finish(calls, stop_reason(&stop)))
     }
 
     fn whole_body(&mut self, body: &[u8]) -> Result<CompletionResponse, ProviderError> {

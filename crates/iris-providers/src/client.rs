@@ -25,8 +25,7 @@ pub(crate) trait WireFormat: Sync {
     fn transport(&self) -> &Transport;
 
     /// The path under the base URL (`chat/completions`, `v1/messages`, …).
-    fn endpoint(&self, request: &CompletionRequest, stream: bool)
-    -> Result<String, ProviderError>;
+    fn endpoint(&self, request: &CompletionRequest, stream: bool) -> Result<String, ProviderError>;
 
     /// The JSON body sent for `request`.
     fn body(&self, request: &CompletionRequest, stream: bool) -> Result<Value, ProviderError>;

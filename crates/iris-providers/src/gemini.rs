@@ -81,6 +81,7 @@ use serde_json::{Map, Value, json};
 use iris_tools_core::{BoxFuture, ContentBlock, ToolResultBlock};
 
 use crate::adapters;
+use crate::assembly::Draft;
 use crate::chat::{
     CompletionRequest, CompletionResponse, Message, ModelToolCall, Part, Role, StopReason,
     StreamEvent, Usage,
@@ -506,12 +507,10 @@ pub(crate) struct Turn {
     key: Secret,
     /// The 1-based turn number for generated call ids.
     turn: usize,
-    id: Option<String>,
-    model: Option<String>,
-    text: String,
+    draft: Draft,
     calls: Vec<ModelToolCall>,
     finish: Option<String>,
-    refusal: Option<String>,
+    /// The last usage announced.
     usage: Option<Usage>,
 }
 
@@ -525,12 +524,9 @@ impl Turn {
         Self {
             key: key.clone(),
             turn: assistant_turns + 1,
-            id: None,
-            model: None,
-            text: String::new(),
+            draft: Draft::default(),
             calls: Vec::new(),
             finish: None,
-            refusal: None,
             usage: None,
         }
     }
@@ -543,12 +539,8 @@ impl Turn {
         if !value.is_object() {
             return Err(bad("a response is not a JSON object"));
         }
-        if self.id.is_none() {
-            self.id = value["responseId"].as_str().map(str::to_owned);
-        }
-        if self.model.is_none() {
-            self.model = value["modelVersion"].as_str().map(str::to_owned);
-        }
+        self.draft
+            .identify(value["responseId"].as_str(), value["modelVersion"].as_str());
         if let Some(reason) = value
             .pointer("/promptFeedback/blockReason")
             .and_then(Value::as_str)
@@ -560,7 +552,7 @@ impl Turn {
                     || format!("the prompt was blocked ({reason})"),
                     |m| format!("the prompt was blocked ({reason}): {m}"),
                 );
-            self.block(reason, message, out);
+            self.block(reason, &message, out);
         }
         let candidates = value["candidates"].as_array().map(Vec::as_slice);
         let candidate = candidates
@@ -585,7 +577,7 @@ impl Turn {
                             || format!("the response was blocked ({reason})"),
                             str::to_owned,
                         );
-                    self.block(reason, message, out);
+                    self.block(reason, &message, out);
                 } else {
                     self.finish = Some(reason.to_owned());
                 }
@@ -609,10 +601,8 @@ impl Turn {
         if part["thought"] == true {
             return;
         }
-        if let Some(text) = part["text"].as_str().filter(|t| !t.is_empty()) {
-            self.text.push_str(text);
-            out.push_back(Ok(StreamEvent::TextDelta(text.to_owned())));
-        }
+        self.draft
+            .text(part["text"].as_str().unwrap_or_default(), out);
         let Some(call) = part.get("functionCall").filter(|c| c.is_object()) else {
             return;
         };
@@ -642,11 +632,10 @@ impl Turn {
         self.calls.push(call);
     }
 
-    fn block(&mut self, reason: &str, message: String, out: &mut VecDeque<Item>) {
+    fn block(&mut self, reason: &str, message: &str, out: &mut VecDeque<Item>) {
         self.finish = Some(reason.to_owned());
-        if self.refusal.is_none() {
-            out.push_back(Ok(StreamEvent::RefusalDelta(message.clone())));
-            self.refusal = Some(message);
+        if !self.draft.refused() {
+            self.draft.refusal(message, out);
         }
     }
 
@@ -656,20 +645,14 @@ impl Turn {
         };
         let calls = std::mem::take(&mut self.calls);
         let stop = match finish.as_str() {
-            _ if self.refusal.is_some() => StopReason::Refusal,
+            _ if self.draft.refused() => StopReason::Refusal,
             "STOP" if !calls.is_empty() => StopReason::ToolUse,
             "STOP" => StopReason::EndTurn,
             "MAX_TOKENS" => StopReason::MaxTokens,
             other => StopReason::Other(other.to_owned()),
         };
-        let mut response = CompletionResponse::text(std::mem::take(&mut self.text));
-        response.tool_calls = calls;
-        response.stop = stop;
-        response.usage = self.usage.unwrap_or_default();
-        response.refusal = self.refusal.take();
-        response.id = self.id.take();
-        response.model = self.model.take();
-        Ok(response)
+        self.draft.usage = self.usage.unwrap_or_default();
+        Ok(self.draft.finish(calls, stop))
     }
 }
 

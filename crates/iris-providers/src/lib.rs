@@ -2,6 +2,7 @@
 
 pub mod adapters;
 pub mod anthropic;
+mod assembly;
 pub mod chat;
 mod client;
 pub mod error;

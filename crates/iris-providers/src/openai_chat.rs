@@ -66,9 +66,9 @@ use serde_json::{Value, json};
 use iris_tools_core::{BoxFuture, ContentBlock};
 
 use crate::adapters;
+use crate::assembly::{Draft, PartialCalls};
 use crate::chat::{
-    CompletionRequest, CompletionResponse, Message, ModelToolCall, Part, Role, StopReason,
-    StreamEvent, Usage,
+    CompletionRequest, CompletionResponse, Message, ModelToolCall, Part, Role, StopReason, Usage,
 };
 use crate::client::{self, WireFormat, argument_text, bad, invalid, json_body, system_text};
 use crate::http::{Secret, Transport, server_message};
@@ -475,44 +475,27 @@ fn parse_response(bytes: &[u8], key: &Secret) -> Result<CompletionResponse, Prov
     let finish = choice
         .finish_reason
         .ok_or_else(|| bad("the choice has no `finish_reason`"))?;
-    let refusal = choice.message.refusal.filter(|r| !r.is_empty());
-    Ok(assemble(
-        wire.id,
-        wire.model,
-        choice.message.content.unwrap_or_default(),
-        refusal,
-        calls,
-        &finish,
-        wire.usage.map(Usage::from).unwrap_or_default(),
-    ))
+    let mut draft = Draft {
+        id: wire.id,
+        model: wire.model,
+        text: choice.message.content.unwrap_or_default(),
+        refusal: choice.message.refusal.unwrap_or_default(),
+        usage: wire.usage.map(Usage::from).unwrap_or_default(),
+    };
+    let stop = stop_reason(&finish, draft.refused(), !calls.is_empty());
+    Ok(draft.finish(calls, stop))
 }
 
-fn assemble(
-    id: Option<String>,
-    model: Option<String>,
-    text: String,
-    refusal: Option<String>,
-    tool_calls: Vec<ModelToolCall>,
-    finish: &str,
-    usage: Usage,
-) -> CompletionResponse {
-    let stop = match finish {
-        _ if refusal.is_some() => StopReason::Refusal,
+fn stop_reason(finish: &str, refused: bool, has_calls: bool) -> StopReason {
+    match finish {
+        _ if refused => StopReason::Refusal,
         "content_filter" => StopReason::Refusal,
         "tool_calls" | "function_call" => StopReason::ToolUse,
-        "stop" if !tool_calls.is_empty() => StopReason::ToolUse,
+        "stop" if has_calls => StopReason::ToolUse,
         "stop" => StopReason::EndTurn,
         "length" => StopReason::MaxTokens,
         other => StopReason::Other(other.to_owned()),
-    };
-    let mut response = CompletionResponse::text(text);
-    response.tool_calls = tool_calls;
-    response.stop = stop;
-    response.usage = usage;
-    response.refusal = refusal;
-    response.id = id;
-    response.model = model;
-    response
+    }
 }
 
 /// An `error` object inside a 200 answer or a stream chunk.
@@ -589,68 +572,38 @@ struct WireToolCallChunk {
     function: Option<WireFunction>,
 }
 
-/// A tool call being assembled from chunks.
-#[derive(Debug)]
-struct PartialCall {
-    wire_index: usize,
-    id: String,
-    name: String,
-    arguments: String,
-    started: bool,
-}
-
 /// The reading of one streamed answer.
 #[derive(Debug)]
 pub(crate) struct ChatStream {
     key: Secret,
-    id: Option<String>,
-    model: Option<String>,
-    text: String,
-    refusal: String,
-    calls: Vec<PartialCall>,
+    draft: Draft,
+    /// By the chunks' `index`.
+    calls: PartialCalls<usize>,
     finish: Option<String>,
-    usage: Usage,
 }
 
 impl ChatStream {
     fn new(key: &Secret) -> Self {
         Self {
             key: key.clone(),
-            id: None,
-            model: None,
-            text: String::new(),
-            refusal: String::new(),
-            calls: Vec::new(),
+            draft: Draft::default(),
+            calls: PartialCalls::default(),
             finish: None,
-            usage: Usage::default(),
         }
     }
 
     fn tool_call_chunk(&mut self, chunk: WireToolCallChunk, out: &mut VecDeque<Item>) {
         // `index` is required by the spec; a server that leaves it out gets the
         // previous call, or a new one when a new id shows up.
-        let wire_index = chunk.index.unwrap_or_else(|| {
-            let last = self.calls.last();
-            match (&chunk.id, last) {
-                (Some(id), Some(last)) if !id.is_empty() && *id != last.id => last.wire_index + 1,
-                (_, Some(last)) => last.wire_index,
+        let wire_index = chunk
+            .index
+            .unwrap_or_else(|| match (&chunk.id, self.calls.last()) {
+                (Some(id), Some(last)) if !id.is_empty() && *id != last.id => last.key + 1,
+                (_, Some(last)) => last.key,
                 (_, None) => 0,
-            }
-        });
-        let index = match self.calls.iter().position(|c| c.wire_index == wire_index) {
-            Some(index) => index,
-            None => {
-                self.calls.push(PartialCall {
-                    wire_index,
-                    id: String::new(),
-                    name: String::new(),
-                    arguments: String::new(),
-                    started: false,
-                });
-                self.calls.len() - 1
-            }
-        };
-        let call = &mut self.calls[index];
+            });
+        let index = self.calls.index(wire_index);
+        let call = self.calls.get_mut(index);
         if let Some(id) = chunk.id.filter(|id| !id.is_empty())
             && call.id.is_empty()
         {
@@ -662,32 +615,9 @@ impl ChatStream {
         {
             call.name = name;
         }
-        let piece = function.arguments.unwrap_or_default();
-        call.arguments.push_str(&piece);
-        if call.started {
-            if !piece.is_empty() {
-                out.push_back(Ok(StreamEvent::ToolCallArgumentsDelta {
-                    index,
-                    delta: piece,
-                }));
-            }
-        } else if !call.name.is_empty() {
-            call.started = true;
-            if call.id.is_empty() {
-                call.id = format!("call_{index}");
-            }
-            out.push_back(Ok(StreamEvent::ToolCallStarted {
-                index,
-                id: call.id.clone(),
-                name: call.name.clone(),
-            }));
-            if !call.arguments.is_empty() {
-                out.push_back(Ok(StreamEvent::ToolCallArgumentsDelta {
-                    index,
-                    delta: call.arguments.clone(),
-                }));
-            }
-        }
+        self.calls
+            .piece(index, &function.arguments.unwrap_or_default(), out);
+        self.calls.start(index, out);
     }
 }
 
@@ -705,22 +635,14 @@ impl SseHandler for ChatStream {
         if let Some(error) = chunk.error.filter(|e| !e.is_null()) {
             return Err(stream_error(&error, &self.key));
         }
-        if self.id.is_none() {
-            self.id = chunk.id;
-        }
-        if self.model.is_none() {
-            self.model = chunk.model;
-        }
+        self.draft
+            .identify(chunk.id.as_deref(), chunk.model.as_deref());
         for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
             if let Some(delta) = choice.delta {
-                if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
-                    self.text.push_str(&text);
-                    out.push_back(Ok(StreamEvent::TextDelta(text)));
-                }
-                if let Some(refusal) = delta.refusal.filter(|t| !t.is_empty()) {
-                    self.refusal.push_str(&refusal);
-                    out.push_back(Ok(StreamEvent::RefusalDelta(refusal)));
-                }
+                self.draft
+                    .text(delta.content.as_deref().unwrap_or_default(), out);
+                self.draft
+                    .refusal(delta.refusal.as_deref().unwrap_or_default(), out);
                 for call in delta.tool_calls.unwrap_or_default() {
                     self.tool_call_chunk(call, out);
                 }
@@ -730,8 +652,7 @@ impl SseHandler for ChatStream {
             }
         }
         if let Some(usage) = chunk.usage {
-            self.usage = usage.into();
-            out.push_back(Ok(StreamEvent::Usage(self.usage)));
+            self.draft.usage(usage.into(), out);
         }
         Ok(false)
     }
@@ -744,28 +665,9 @@ impl SseHandler for ChatStream {
                 "the stream was cut off before `finish_reason` and `[DONE]`"
             }));
         };
-        let calls = std::mem::take(&mut self.calls)
-            .into_iter()
-            .enumerate()
-            .map(|(index, call)| {
-                let id = if call.id.is_empty() {
-                    format!("call_{index}")
-                } else {
-                    call.id
-                };
-                ModelToolCall::parse(id, call.name, call.arguments)
-            })
-            .collect();
-        let refusal = (!self.refusal.is_empty()).then(|| std::mem::take(&mut self.refusal));
-        Ok(assemble(
-            self.id.take(),
-            self.model.take(),
-            std::mem::take(&mut self.text),
-            refusal,
-            calls,
-            &finish,
-            self.usage,
-        ))
+        let calls = self.calls.finish();
+        let stop = stop_reason(&finish, self.draft.refused(), !calls.is_empty());
+        Ok(self.draft.finish(calls, stop))
     }
 
     fn whole_body(&mut self, body: &[u8]) -> Result<CompletionResponse, ProviderError> {
