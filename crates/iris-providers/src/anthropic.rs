@@ -15,8 +15,8 @@
 //!   * user `{"type": "tool_result", "tool_use_id", "content": [text and image blocks],
 //!     "is_error"}`, placed before any other block of that user message.
 //!
-//!   Instructions and [`Role::System`] messages become the top-level `system` text;
-//!   [`Role::Tool`] messages are `user` messages; consecutive messages of one role are
+//!   Instructions and [`Role::System`](crate::chat::Role::System) messages become the top-level `system` text;
+//!   [`Role::Tool`](crate::chat::Role::Tool) messages are `user` messages; consecutive messages of one role are
 //!   merged into one.
 //! * **Non-streamed answer**: `{"id", "model", "content": [{"type": "text", "text"} |
 //!   {"type": "tool_use", "id", "name", "input"} | …], "stop_reason", "usage":
@@ -61,12 +61,10 @@ use iris_tools_core::{BoxFuture, ContentBlock};
 use crate::adapters;
 use crate::assembly::{Draft, PartialCalls};
 use crate::chat::{
-    CompletionRequest, CompletionResponse, Message, ModelToolCall, Part, Role, StopReason,
-    StreamEvent, Usage,
+    CompletionRequest, CompletionResponse, Message, ModelToolCall, Part, StopReason, StreamEvent,
+    Usage,
 };
-use crate::client::{
-    self, WireFormat, argument_object, bad, invalid, json_body, json_event, system_text,
-};
+use crate::client::{self, WireFormat, argument_object, bad, invalid, json_body, json_event};
 use crate::http::{Secret, Transport, one_line};
 use crate::provider::{CompletionProvider, ProviderStream};
 use crate::provider_error::ProviderError;
@@ -245,43 +243,25 @@ impl fmt::Debug for Client {
 // Request encoding
 
 fn encode_messages(request: &CompletionRequest) -> Result<(String, Vec<Value>), ProviderError> {
-    let mut system: Vec<String> = request
-        .instructions
-        .iter()
-        .filter(|i| !i.is_empty())
-        .cloned()
-        .collect();
-    let mut out: Vec<(&'static str, Vec<Value>)> = Vec::new();
-    for message in &request.messages {
-        let (role, blocks) = match message.role {
-            Role::System => {
-                system.push(system_text(message)?);
-                continue;
-            }
-            Role::Assistant => ("assistant", assistant_blocks(message)?),
-            Role::User | Role::Tool => ("user", user_blocks(message)?),
-        };
-        if blocks.is_empty() {
-            continue;
-        }
-        match out.last_mut() {
-            Some((last, content)) if *last == role => {
-                // Tool results lead a user message.
-                let (mut results, others): (Vec<_>, Vec<_>) = std::mem::take(content)
-                    .into_iter()
-                    .chain(blocks)
-                    .partition(|b| b["type"] == "tool_result");
-                results.extend(others);
-                *content = results;
-            }
-            _ => out.push((role, blocks)),
-        }
-    }
-    let messages = out
+    let (system, turns) = client::alternating(
+        request,
+        ("assistant", assistant_blocks),
+        user_blocks,
+        |content, blocks| {
+            // Tool results lead a user message.
+            let (mut results, others): (Vec<_>, Vec<_>) = std::mem::take(content)
+                .into_iter()
+                .chain(blocks)
+                .partition(|b| b["type"] == "tool_result");
+            results.extend(others);
+            *content = results;
+        },
+    )?;
+    let messages = turns
         .into_iter()
         .map(|(role, content)| json!({"role": role, "content": content}))
         .collect();
-    Ok((system.join("\n\n"), messages))
+    Ok((system, messages))
 }
 
 fn assistant_blocks(message: &Message) -> Result<Vec<Value>, ProviderError> {

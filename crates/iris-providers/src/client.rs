@@ -8,7 +8,7 @@
 use reqwest::header::{HeaderMap, HeaderName};
 use serde_json::Value;
 
-use crate::chat::{CompletionRequest, CompletionResponse, Message};
+use crate::chat::{CompletionRequest, CompletionResponse, Message, Role};
 use crate::http::Transport;
 use crate::provider::{ProviderStream, iter};
 use crate::provider_error::ProviderError;
@@ -131,6 +131,50 @@ pub(crate) fn system_text(message: &Message) -> Result<String, ProviderError> {
         return Err(invalid("a system message may hold text only"));
     }
     Ok(message.text())
+}
+
+/// Messages as `(role, parts)`.
+pub(crate) type Turns<T> = Vec<(&'static str, Vec<T>)>;
+
+/// How a format encodes one message's content.
+pub(crate) type Encode<T> = fn(&Message) -> Result<Vec<T>, ProviderError>;
+
+/// A conversation for the formats that keep the system text apart and want the roles
+/// to alternate (Anthropic, Gemini): the instructions and system messages joined by a
+/// blank line, and the other messages as `(role, parts)` — assistant messages by
+/// `assistant`, user and tool messages as `user` by `user`, empty ones dropped, and
+/// consecutive ones of one role merged by `merge`.
+pub(crate) fn alternating<T>(
+    request: &CompletionRequest,
+    assistant: (&'static str, Encode<T>),
+    user: Encode<T>,
+    merge: fn(&mut Vec<T>, Vec<T>),
+) -> Result<(String, Turns<T>), ProviderError> {
+    let mut system: Vec<String> = request
+        .instructions
+        .iter()
+        .filter(|i| !i.is_empty())
+        .cloned()
+        .collect();
+    let mut out: Turns<T> = Vec::new();
+    for message in &request.messages {
+        let (role, parts) = match message.role {
+            Role::System => {
+                system.push(system_text(message)?);
+                continue;
+            }
+            Role::Assistant => (assistant.0, assistant.1(message)?),
+            Role::User | Role::Tool => ("user", user(message)?),
+        };
+        if parts.is_empty() {
+            continue;
+        }
+        match out.last_mut() {
+            Some((last, existing)) if *last == role => merge(existing, parts),
+            _ => out.push((role, parts)),
+        }
+    }
+    Ok((system.join("\n\n"), out))
 }
 
 /// Arguments as the wire's JSON text; a string is raw text of malformed arguments

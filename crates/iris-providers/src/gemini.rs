@@ -86,9 +86,7 @@ use crate::chat::{
     CompletionRequest, CompletionResponse, Message, ModelToolCall, Part, Role, StopReason,
     StreamEvent, Usage,
 };
-use crate::client::{
-    self, WireFormat, argument_object, bad, invalid, json_body, json_event, system_text,
-};
+use crate::client::{self, WireFormat, argument_object, bad, invalid, json_body, json_event};
 use crate::http::{Secret, Transport, status_error};
 use crate::provider::{CompletionProvider, ProviderStream};
 use crate::provider_error::ProviderError;
@@ -297,30 +295,8 @@ enum Piece {
 }
 
 fn encode_contents(request: &CompletionRequest) -> Result<(String, Vec<Value>), ProviderError> {
-    let mut system: Vec<String> = request
-        .instructions
-        .iter()
-        .filter(|i| !i.is_empty())
-        .cloned()
-        .collect();
-    let mut contents: Vec<(&'static str, Vec<Piece>)> = Vec::new();
-    for message in &request.messages {
-        let (role, pieces) = match message.role {
-            Role::System => {
-                system.push(system_text(message)?);
-                continue;
-            }
-            Role::Assistant => ("model", model_pieces(message)?),
-            Role::User | Role::Tool => ("user", user_pieces(message)?),
-        };
-        if pieces.is_empty() {
-            continue;
-        }
-        match contents.last_mut() {
-            Some((last, existing)) if *last == role => existing.extend(pieces),
-            _ => contents.push((role, pieces)),
-        }
-    }
+    let (system, contents) =
+        client::alternating(request, ("model", model_pieces), user_pieces, Vec::extend)?;
     // Each user content answers the calls of the model content before it: function
     // responses first, in the order of those calls.
     let mut calls: Vec<String> = Vec::new();
@@ -354,7 +330,7 @@ fn encode_contents(request: &CompletionRequest) -> Result<(String, Vec<Value>), 
             .collect();
         out.push(json!({"role": role, "parts": parts}));
     }
-    Ok((system.join("\n\n"), out))
+    Ok((system, out))
 }
 
 fn model_pieces(message: &Message) -> Result<Vec<Piece>, ProviderError> {
