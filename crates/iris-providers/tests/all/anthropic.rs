@@ -11,13 +11,13 @@ use iris_providers::chat::{
     CompletionRequest, CompletionResponse, Message, ModelToolCall, Part, Role, StopReason,
     StreamEvent, Usage,
 };
-use iris_providers::retry::{RetryPolicy, RetryingProvider};
 use iris_providers::{CompletionProvider, ProviderError};
-use iris_tools_core::{ContentBlock, ToolOutput, ToolSpec};
+use iris_tools_core::{ContentBlock, ToolOutput};
 use serde_json::{Value, json};
 
 use crate::support::{
-    Reply, TEST_KEY, TestServer, anthropic_sse, assert_no_key, drain, stream_turn,
+    Format, Reply, TEST_KEY, TestServer, after_one_retry, anthropic_sse, drain, fails_with,
+    stream_turn, weather_spec,
 };
 
 const MODEL: &str = "claude-sonnet-4-5-20250929";
@@ -32,15 +32,23 @@ fn request() -> CompletionRequest {
         .with_message(Message::user("What's the weather in Paris?"))
 }
 
-fn weather_spec() -> ToolSpec {
-    ToolSpec {
-        name: "get_weather".into(),
-        description: "Current weather for a city.".into(),
-        input_schema: json!({
-            "type": "object",
-            "properties": {"location": {"type": "string"}},
-            "required": ["location"]
-        }),
+/// Anthropic Messages for the table-driven tests of `wire_formats`.
+pub(crate) fn format() -> Format {
+    Format {
+        name: "anthropic",
+        default_base_url: "https://api.anthropic.com/",
+        base_path: "",
+        key_header: ("x-api-key", ""),
+        client: |key, url, timeout| {
+            let client = Client::new(key).with_base_url(url)?;
+            Ok(Box::new(match timeout {
+                Some(timeout) => client.with_timeout(timeout)?,
+                None => client,
+            }))
+        },
+        debug: |key| format!("{:?}", Client::new(key)),
+        request,
+        answer: |text| message(json!([{"type": "text", "text": text}]), "end_turn"),
     }
 }
 
@@ -358,12 +366,8 @@ async fn a_rate_limit_is_retried_after_retry_after_then_succeeds() {
         message_delta("end_turn", 1),
         message_stop(),
     ]));
-    let server = TestServer::sequence(vec![limited, ok]).await;
-    let provider =
-        RetryingProvider::new(client(&server), RetryPolicy::new(2, Duration::from_secs(5)));
-    let (_, turn) = stream_turn(&provider, &request()).await;
+    let turn = after_one_retry(client, &request(), (limited, ok), 2, true).await;
     assert_eq!(turn.text, "Hi");
-    assert_eq!(server.requests().len(), 2);
 
     // Without retries the 429 is typed, with its wait.
     let server = TestServer::start(
@@ -395,19 +399,12 @@ async fn http_statuses_map_to_stable_codes_without_the_key() {
         (529, "overloaded_error", "PROVIDER_UNAVAILABLE"),
     ];
     for (status, kind, code) in cases {
-        let server = TestServer::start(Reply::status_json(
+        let reply = Reply::status_json(
             status,
             json!({"type": "error", "error": {"type": kind,
                 "message": format!("key {TEST_KEY} was not accepted")}}),
-        ))
-        .await;
-        let client = client(&server);
-        let err = client.complete(&request()).await.unwrap_err();
-        assert_eq!(err.code(), code, "HTTP {status}");
-        assert_no_key(&err);
-        let (events, err) = drain(client.stream(&request())).await;
-        assert!(events.is_empty());
-        assert_eq!(err.unwrap().code(), code, "HTTP {status}");
+        );
+        fails_with(client, &request(), reply, code).await;
     }
     let client = Client::new(TEST_KEY);
     assert!(!format!("{client:?}").contains(TEST_KEY));
@@ -472,16 +469,6 @@ async fn an_error_event_ends_the_stream() {
             reason: "Overloaded".into()
         }
     );
-}
-
-#[tokio::test]
-async fn no_answer_in_time_is_provider_timeout() {
-    let server = TestServer::start(Reply::Hang).await;
-    let client = client(&server)
-        .with_timeout(Duration::from_millis(200))
-        .unwrap();
-    let (_, err) = drain(client.stream(&request())).await;
-    assert_eq!(err.unwrap().code(), "PROVIDER_TIMEOUT");
 }
 
 #[test]

@@ -13,12 +13,14 @@ use iris_providers::chat::{
     StreamEvent, Usage,
 };
 use iris_providers::gemini::Client;
-use iris_providers::retry::{RetryPolicy, RetryingProvider};
 use iris_providers::{CompletionProvider, ProviderError};
-use iris_tools_core::{ContentBlock, ToolOutput, ToolSpec};
+use iris_tools_core::{ContentBlock, ToolOutput};
 use serde_json::{Value, json};
 
-use crate::support::{Reply, TEST_KEY, TestServer, assert_no_key, drain, gemini_sse, stream_turn};
+use crate::support::{
+    Format, Reply, TEST_KEY, TestServer, after_one_retry, drain, fails_with, gemini_sse,
+    stream_turn, weather_spec,
+};
 
 const MODEL_VERSION: &str = "gemini-2.5-flash";
 const STREAM_PATH: &str = "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse";
@@ -35,15 +37,23 @@ fn request() -> CompletionRequest {
         .with_message(Message::user("What's the weather in Paris?"))
 }
 
-fn weather_spec() -> ToolSpec {
-    ToolSpec {
-        name: "get_weather".into(),
-        description: "Current weather for a city.".into(),
-        input_schema: json!({
-            "type": "object",
-            "properties": {"location": {"type": "string"}},
-            "required": ["location"]
-        }),
+/// Gemini for the table-driven tests of `wire_formats`.
+pub(crate) fn format() -> Format {
+    Format {
+        name: "gemini",
+        default_base_url: "https://generativelanguage.googleapis.com/v1beta/",
+        base_path: "/v1beta",
+        key_header: ("x-goog-api-key", ""),
+        client: |key, url, timeout| {
+            let client = Client::new(key).with_base_url(url)?;
+            Ok(Box::new(match timeout {
+                Some(timeout) => client.with_timeout(timeout)?,
+                None => client,
+            }))
+        },
+        debug: |key| format!("{:?}", Client::new(key)),
+        request,
+        answer: |t| chunk(json!([text(t)]), Some("STOP"), None),
     }
 }
 
@@ -365,22 +375,12 @@ async fn a_rate_limit_is_retried_after_retry_after_then_succeeds() {
         Some("STOP"),
         Some(usage(3, 1)),
     )]));
-    let server = TestServer::sequence(vec![limited.clone(), ok]).await;
-    let provider =
-        RetryingProvider::new(client(&server), RetryPolicy::new(3, Duration::from_secs(5)));
-    let (_, turn) = stream_turn(&provider, &request()).await;
+    let turn = after_one_retry(client, &request(), (limited.clone(), ok), 3, true).await;
     assert_eq!(turn.text, "Hi");
-    assert_eq!(server.requests().len(), 2);
 
-    let server = TestServer::sequence(vec![
-        limited,
-        Reply::json(chunk(json!([text("Hi")]), Some("STOP"), None)),
-    ])
-    .await;
-    let provider =
-        RetryingProvider::new(client(&server), RetryPolicy::new(3, Duration::from_secs(5)));
-    assert_eq!(provider.complete(&request()).await.unwrap().text, "Hi");
-    assert_eq!(server.requests().len(), 2);
+    let ok = Reply::json(chunk(json!([text("Hi")]), Some("STOP"), None));
+    let turn = after_one_retry(client, &request(), (limited, ok), 3, false).await;
+    assert_eq!(turn.text, "Hi");
 
     // Without a `Retry-After` header, the body's `RetryInfo` says how long to wait.
     let server = TestServer::start(Reply::status_json(429, exhausted("37s"))).await;
@@ -404,21 +404,12 @@ async fn http_statuses_map_to_stable_codes_without_the_key() {
         (503, "UNAVAILABLE", "PROVIDER_UNAVAILABLE"),
     ];
     for (status, name, code) in cases {
-        let server = TestServer::start(Reply::status_json(
+        let reply = Reply::status_json(
             status,
             json!({"error": {"code": status, "status": name,
                 "message": format!("key {TEST_KEY} was not accepted")}}),
-        ))
-        .await;
-        let client = client(&server);
-        let err = client.complete(&request()).await.unwrap_err();
-        assert_eq!(err.code(), code, "HTTP {status}");
-        assert_no_key(&err);
-        let (events, err) = drain(client.stream(&request())).await;
-        assert!(events.is_empty());
-        let err = err.unwrap();
-        assert_eq!(err.code(), code, "HTTP {status}");
-        assert_no_key(&err);
+        );
+        fails_with(client, &request(), reply, code).await;
     }
     let client = Client::new(TEST_KEY);
     assert!(!format!("{client:?}").contains(TEST_KEY));
@@ -543,12 +534,7 @@ async fn malformed_answers_are_bad_responses() {
         Reply::json(chunk(json!([text("x")]), None, None)),
     ];
     for reply in cases {
-        let server = TestServer::start(reply.clone()).await;
-        let err = client(&server).complete(&request()).await.unwrap_err();
-        let streamed = drain(client(&server).stream(&request())).await.1.unwrap();
-        for err in [err, streamed] {
-            assert_eq!(err.code(), "PROVIDER_BAD_RESPONSE", "{reply:?}: {err}");
-        }
+        fails_with(client, &request(), reply, "PROVIDER_BAD_RESPONSE").await;
     }
 }
 

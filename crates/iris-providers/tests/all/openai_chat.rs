@@ -11,12 +11,15 @@ use iris_providers::chat::{
     CompletionRequest, CompletionResponse, Message, Part, Role, StopReason, StreamEvent, Usage,
 };
 use iris_providers::openai_chat::{Client, MaxTokensField};
-use iris_providers::retry::{RetryPolicy, RetryingProvider, retry};
+use iris_providers::retry::{RetryPolicy, retry};
 use iris_providers::{CompletionProvider, ProviderError, Strict};
-use iris_tools_core::{ContentBlock, ToolOutput, ToolSpec, codes};
+use iris_tools_core::{ContentBlock, ToolOutput, codes};
 use serde_json::{Value, json};
 
-use crate::support::{Reply, TEST_KEY, TestServer, assert_no_key, drain, openai_sse, stream_turn};
+use crate::support::{
+    Format, Reply, TEST_KEY, TestServer, after_one_retry, drain, fails_with, openai_sse,
+    read_file_spec, stream_turn,
+};
 
 const MODEL: &str = "gpt-4.1-mini-2025-04-14";
 
@@ -32,15 +35,23 @@ fn request() -> CompletionRequest {
         .with_message(Message::user("Say hello."))
 }
 
-fn read_file_spec() -> ToolSpec {
-    ToolSpec {
-        name: "read_file".into(),
-        description: "Read a text file from the workspace.".into(),
-        input_schema: json!({
-            "type": "object",
-            "properties": {"file_path": {"type": "string"}},
-            "required": ["file_path"]
-        }),
+/// Chat Completions for the table-driven tests of `wire_formats`.
+pub(crate) fn format() -> Format {
+    Format {
+        name: "openai",
+        default_base_url: "https://api.openai.com/v1/",
+        base_path: "/v1",
+        key_header: ("authorization", "Bearer "),
+        client: |key, url, timeout| {
+            let client = Client::new(key).with_base_url(url)?;
+            Ok(Box::new(match timeout {
+                Some(timeout) => client.with_timeout(timeout)?,
+                None => client,
+            }))
+        },
+        debug: |key| format!("{:?}", Client::new(key)),
+        request,
+        answer: |text| completion(json!({"role": "assistant", "content": text}), "stop"),
     }
 }
 
@@ -435,26 +446,16 @@ async fn a_rate_limit_is_retried_after_retry_after_then_succeeds() {
         chunk(json!({"content": "Hi"}), None),
         chunk(json!({}), Some("stop")),
     ]));
-    let server = TestServer::sequence(vec![limited.clone(), ok.clone()]).await;
-    let provider =
-        RetryingProvider::new(client(&server), RetryPolicy::new(3, Duration::from_secs(5)));
-    let (_, turn) = stream_turn(&provider, &request()).await;
+    let turn = after_one_retry(client, &request(), (limited.clone(), ok), 3, true).await;
     assert_eq!(turn.text, "Hi");
-    assert_eq!(server.requests().len(), 2);
 
     // `complete` is retried the same way.
-    let server = TestServer::sequence(vec![
-        limited,
-        Reply::json(completion(
-            json!({"role": "assistant", "content": "Hi"}),
-            "stop",
-        )),
-    ])
-    .await;
-    let provider =
-        RetryingProvider::new(client(&server), RetryPolicy::new(3, Duration::from_secs(5)));
-    assert_eq!(provider.complete(&request()).await.unwrap().text, "Hi");
-    assert_eq!(server.requests().len(), 2);
+    let ok = Reply::json(completion(
+        json!({"role": "assistant", "content": "Hi"}),
+        "stop",
+    ));
+    let turn = after_one_retry(client, &request(), (limited, ok), 3, false).await;
+    assert_eq!(turn.text, "Hi");
 }
 
 #[tokio::test]
@@ -496,22 +497,13 @@ async fn http_statuses_map_to_stable_codes_without_the_key() {
         (503, "PROVIDER_UNAVAILABLE"),
     ];
     for (status, code) in cases {
-        let server = TestServer::start(Reply::status_json(
+        let reply = Reply::status_json(
             status,
             json!({"error": {"message": echo, "type": "invalid_request_error",
                 "param": null, "code": "invalid_api_key"}}),
-        ))
-        .await;
-        let client = client(&server);
-        let streamed = drain(client.stream(&request())).await;
-        let err = streamed.1.unwrap();
-        assert!(streamed.0.is_empty());
-        assert_eq!(err.code(), code, "HTTP {status}");
-        assert_no_key(&err);
-        assert!(err.to_string().contains("<redacted>"), "{err}");
-        let err = client.complete(&request()).await.unwrap_err();
-        assert_eq!(err.code(), code, "HTTP {status}");
-        assert_no_key(&err);
+        );
+        let (_, streamed) = fails_with(client, &request(), reply, code).await;
+        assert!(streamed.to_string().contains("<redacted>"), "{streamed}");
     }
     // The client's Debug never shows the key either.
     let client = Client::new(TEST_KEY);
@@ -584,12 +576,7 @@ async fn malformed_answers_are_bad_responses() {
         Reply::json(json!({"id": "x", "choices": []})),
     ];
     for reply in cases {
-        let server = TestServer::start(reply.clone()).await;
-        let err = client(&server).complete(&request()).await;
-        let streamed = drain(client(&server).stream(&request())).await.1;
-        for err in [err.unwrap_err(), streamed.unwrap()] {
-            assert_eq!(err.code(), "PROVIDER_BAD_RESPONSE", "{reply:?}: {err}");
-        }
+        fails_with(client, &request(), reply, "PROVIDER_BAD_RESPONSE").await;
     }
 }
 
@@ -621,36 +608,6 @@ async fn a_server_that_ignores_stream_true_is_read_as_a_whole_answer() {
     assert_eq!(turn.text, "Plain JSON.");
     assert_eq!(turn.tool_calls[0].name, "now");
     assert_eq!(turn.usage, Usage::new(1117, 46));
-}
-
-#[tokio::test]
-async fn no_answer_in_time_is_provider_timeout() {
-    let server = TestServer::start(Reply::Hang).await;
-    let client = client(&server)
-        .with_timeout(Duration::from_millis(200))
-        .unwrap();
-    let err = client.complete(&request()).await.unwrap_err();
-    assert_eq!(
-        err,
-        ProviderError::Timeout {
-            after: Duration::from_millis(200)
-        }
-    );
-    assert!(err.is_retryable());
-    let (_, err) = drain(client.stream(&request())).await;
-    assert_eq!(err.unwrap().code(), "PROVIDER_TIMEOUT");
-}
-
-#[tokio::test]
-async fn an_unreachable_server_is_provider_unavailable() {
-    // A port that was just free: nothing listens there any more.
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/v1", listener.local_addr().unwrap());
-    drop(listener);
-    let client = Client::new(TEST_KEY).with_base_url(&url).unwrap();
-    let err = client.complete(&request()).await.unwrap_err();
-    assert_eq!(err.code(), "PROVIDER_UNAVAILABLE", "{err}");
-    assert_no_key(&err);
 }
 
 #[test]
@@ -748,18 +705,4 @@ fn base_urls_are_checked() {
             .code(),
         "PROVIDER_CONFIG_INVALID"
     );
-}
-
-#[tokio::test]
-async fn a_blank_key_sends_no_authorization() {
-    let server = TestServer::start(Reply::json(completion(
-        json!({"role": "assistant", "content": "local"}),
-        "stop",
-    )))
-    .await;
-    let client = Client::new("  ")
-        .with_base_url(&format!("{}/v1", server.url()))
-        .unwrap();
-    assert_eq!(client.complete(&request()).await.unwrap().text, "local");
-    assert_eq!(server.only_request().header("authorization"), None);
 }

@@ -16,13 +16,13 @@ use iris_providers::chat::{
     StreamEvent, Usage,
 };
 use iris_providers::openai_responses::Client;
-use iris_providers::retry::{RetryPolicy, RetryingProvider};
 use iris_providers::{CompletionProvider, ProviderError, Strict};
-use iris_tools_core::{ContentBlock, ToolOutput, ToolSpec, codes};
+use iris_tools_core::{ContentBlock, ToolOutput, codes};
 use serde_json::{Value, json};
 
 use crate::support::{
-    Reply, TEST_KEY, TestServer, assert_no_key, drain, responses_sse, stream_turn,
+    Format, Reply, TEST_KEY, TestServer, after_one_retry, drain, fails_with, responses_sse,
+    stream_turn, weather_spec,
 };
 
 const MODEL: &str = "gpt-4.1-mini-2025-04-14";
@@ -40,15 +40,26 @@ fn request() -> CompletionRequest {
         .with_message(Message::user("What's the weather in Paris?"))
 }
 
-fn weather_spec() -> ToolSpec {
-    ToolSpec {
-        name: "get_weather".into(),
-        description: "Current weather for a city.".into(),
-        input_schema: json!({
-            "type": "object",
-            "properties": {"location": {"type": "string"}},
-            "required": ["location"]
-        }),
+/// Responses for the table-driven tests of `wire_formats`.
+pub(crate) fn format() -> Format {
+    Format {
+        name: "openai-responses",
+        default_base_url: "https://api.openai.com/v1/",
+        base_path: "/v1",
+        key_header: ("authorization", "Bearer "),
+        client: |key, url, timeout| {
+            let client = Client::new(key).with_base_url(url)?;
+            Ok(Box::new(match timeout {
+                Some(timeout) => client.with_timeout(timeout)?,
+                None => client,
+            }))
+        },
+        debug: |key| format!("{:?}", Client::new(key)),
+        request,
+        answer: |text| {
+            let message = message_item("msg_1", "completed", json!([output_text(text)]));
+            response("completed", json!([message]), usage(3, 1))
+        },
     }
 }
 
@@ -535,22 +546,12 @@ async fn a_rate_limit_is_retried_after_retry_after_then_succeeds() {
         text_delta("msg_1", 0, "Hi"),
         completed(json!([done.clone()]), 3, 1),
     ]));
-    let server = TestServer::sequence(vec![limited.clone(), ok]).await;
-    let provider =
-        RetryingProvider::new(client(&server), RetryPolicy::new(3, Duration::from_secs(5)));
-    let (_, turn) = stream_turn(&provider, &request()).await;
+    let turn = after_one_retry(client, &request(), (limited.clone(), ok), 3, true).await;
     assert_eq!(turn.text, "Hi");
-    assert_eq!(server.requests().len(), 2);
 
-    let server = TestServer::sequence(vec![
-        limited,
-        Reply::json(response("completed", json!([done]), usage(3, 1))),
-    ])
-    .await;
-    let provider =
-        RetryingProvider::new(client(&server), RetryPolicy::new(3, Duration::from_secs(5)));
-    assert_eq!(provider.complete(&request()).await.unwrap().text, "Hi");
-    assert_eq!(server.requests().len(), 2);
+    let ok = Reply::json(response("completed", json!([done]), usage(3, 1)));
+    let turn = after_one_retry(client, &request(), (limited, ok), 3, false).await;
+    assert_eq!(turn.text, "Hi");
 
     // Without retries the 429 is typed, with its wait.
     let server = TestServer::start(
@@ -584,21 +585,12 @@ async fn http_statuses_map_to_stable_codes_without_the_key() {
         (503, "PROVIDER_UNAVAILABLE"),
     ];
     for (status, code) in cases {
-        let server = TestServer::start(Reply::status_json(
+        let reply = Reply::status_json(
             status,
             json!({"error": {"message": echo, "type": "invalid_request_error",
                 "param": null, "code": "invalid_api_key"}}),
-        ))
-        .await;
-        let client = client(&server);
-        let (events, err) = drain(client.stream(&request())).await;
-        assert!(events.is_empty());
-        let err = err.unwrap();
-        assert_eq!(err.code(), code, "HTTP {status}");
-        assert_no_key(&err);
-        let err = client.complete(&request()).await.unwrap_err();
-        assert_eq!(err.code(), code, "HTTP {status}");
-        assert_no_key(&err);
+        );
+        fails_with(client, &request(), reply, code).await;
     }
     let client = Client::new(TEST_KEY);
     assert!(!format!("{client:?}").contains(TEST_KEY));
@@ -734,12 +726,7 @@ async fn malformed_answers_are_bad_responses() {
         Reply::json(json!({"id": "resp_1", "object": "response"})),
     ];
     for reply in cases {
-        let server = TestServer::start(reply.clone()).await;
-        let err = client(&server).complete(&request()).await.unwrap_err();
-        let streamed = drain(client(&server).stream(&request())).await.1.unwrap();
-        for err in [err, streamed] {
-            assert_eq!(err.code(), "PROVIDER_BAD_RESPONSE", "{reply:?}: {err}");
-        }
+        fails_with(client, &request(), reply, "PROVIDER_BAD_RESPONSE").await;
     }
 }
 

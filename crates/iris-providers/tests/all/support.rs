@@ -6,10 +6,13 @@
 #![allow(clippy::unwrap_used)]
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use iris_providers::chat::{CompletionRequest, CompletionResponse, StreamEvent};
+use iris_providers::retry::{RetryPolicy, RetryingProvider};
 use iris_providers::{CompletionProvider, ProviderError, ProviderStream, next};
-use serde_json::Value;
+use iris_tools_core::ToolSpec;
+use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -352,4 +355,113 @@ pub(crate) async fn stream_turn(
 pub(crate) fn assert_no_key(error: &ProviderError) {
     assert!(!error.to_string().contains(TEST_KEY), "{error}");
     assert!(!format!("{error:?}").contains(TEST_KEY), "{error:?}");
+}
+
+/// The tool most fixtures call: `get_weather(location)`.
+pub(crate) fn weather_spec() -> ToolSpec {
+    ToolSpec {
+        name: "get_weather".into(),
+        description: "Current weather for a city.".into(),
+        input_schema: json!({
+            "type": "object",
+            "properties": {"location": {"type": "string"}},
+            "required": ["location"]
+        }),
+    }
+}
+
+/// The Chat Completions fixtures' tool: `read_file(file_path)`.
+pub(crate) fn read_file_spec() -> ToolSpec {
+    ToolSpec {
+        name: "read_file".into(),
+        description: "Read a text file from the workspace.".into(),
+        input_schema: json!({
+            "type": "object",
+            "properties": {"file_path": {"type": "string"}},
+            "required": ["file_path"]
+        }),
+    }
+}
+
+/// The errors of `complete` and of `stream` against a server answering `reply` to
+/// every request, both checked to have `code`; the stream yields nothing before its
+/// error, and neither error carries the test key.
+pub(crate) async fn fails_with<P: CompletionProvider>(
+    client: impl Fn(&TestServer) -> P,
+    request: &CompletionRequest,
+    reply: Reply,
+    code: &str,
+) -> (ProviderError, ProviderError) {
+    let server = TestServer::start(reply.clone()).await;
+    let client = client(&server);
+    let (events, streamed) = drain(client.stream(request)).await;
+    assert!(events.is_empty(), "{reply:?}: {events:#?}");
+    let streamed = streamed.unwrap();
+    let completed = client.complete(request).await.unwrap_err();
+    for err in [&completed, &streamed] {
+        assert_eq!(err.code(), code, "{reply:?}: {err}");
+        assert_no_key(err);
+    }
+    (completed, streamed)
+}
+
+/// The turn of a request through a [`RetryingProvider`] (`attempts`, 5 s of waiting)
+/// over a server that answers `limited`, then `ok`: streamed or completed, after
+/// exactly one retry.
+pub(crate) async fn after_one_retry<P: CompletionProvider>(
+    client: impl Fn(&TestServer) -> P,
+    request: &CompletionRequest,
+    (limited, ok): (Reply, Reply),
+    attempts: u32,
+    streamed: bool,
+) -> CompletionResponse {
+    let server = TestServer::sequence(vec![limited, ok]).await;
+    let provider = RetryingProvider::new(
+        client(&server),
+        RetryPolicy::new(attempts, Duration::from_secs(5)),
+    );
+    let turn = if streamed {
+        stream_turn(&provider, request).await.1
+    } else {
+        provider.complete(request).await.unwrap()
+    };
+    assert_eq!(server.requests().len(), 2);
+    turn
+}
+
+/// What [`Format::client`] builds: a client, or its configuration error.
+pub(crate) type MakeClient =
+    fn(&str, &str, Option<Duration>) -> Result<Box<dyn CompletionProvider>, ProviderError>;
+
+/// One HTTP wire format, as the table-driven tests of `wire_formats` see it; each
+/// format's module describes its own.
+pub(crate) struct Format {
+    /// The provider's name.
+    pub(crate) name: &'static str,
+    /// The base URL when none is given.
+    pub(crate) default_base_url: &'static str,
+    /// The path the server's root takes in a base URL (`/v1`).
+    pub(crate) base_path: &'static str,
+    /// The header that carries the key, and what precedes the key in it.
+    pub(crate) key_header: (&'static str, &'static str),
+    /// A client with this key and base URL; with a timeout when one is given.
+    pub(crate) client: MakeClient,
+    /// The client's `Debug` with this key, at the default base URL.
+    pub(crate) debug: fn(&str) -> String,
+    /// A request the format can send.
+    pub(crate) request: fn() -> CompletionRequest,
+    /// A whole, non-streamed answer saying this text.
+    pub(crate) answer: fn(&str) -> Value,
+}
+
+impl Format {
+    /// A client of the test server with the test key.
+    pub(crate) fn client(&self, server: &TestServer) -> Box<dyn CompletionProvider> {
+        (self.client)(TEST_KEY, &self.base_url(&server.url()), None).unwrap()
+    }
+
+    /// The base URL of a server at `root` (`http://127.0.0.1:port`).
+    pub(crate) fn base_url(&self, root: &str) -> String {
+        format!("{root}{}", self.base_path)
+    }
 }

@@ -1,0 +1,130 @@
+//! Table-driven tests of what the four HTTP wire formats (Chat Completions, Responses,
+//! Anthropic Messages, Gemini) do alike: the key header, timeouts, unreachable servers,
+//! configuration checks and a `Debug` that hides the key. Each format's module
+//! describes it with its `format()`.
+// Tests report failures by panicking, so unwrap is the clearest assertion here.
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use iris_providers::ProviderError;
+
+use crate::support::{Format, Reply, TEST_KEY, TestServer, assert_no_key, drain};
+use crate::{anthropic, gemini, openai_chat, openai_responses};
+
+fn formats() -> [Format; 4] {
+    [
+        openai_chat::format(),
+        openai_responses::format(),
+        anthropic::format(),
+        gemini::format(),
+    ]
+}
+
+#[tokio::test]
+async fn the_key_goes_in_its_header_and_a_blank_key_sends_none() {
+    for format in formats() {
+        let server = TestServer::start(Reply::json((format.answer)("local"))).await;
+        let url = format.base_url(&server.url());
+        let (header, prefix) = format.key_header;
+
+        let keyed = (format.client)(TEST_KEY, &url, None).unwrap();
+        assert_eq!(
+            keyed.complete(&(format.request)()).await.unwrap().text,
+            "local"
+        );
+        let blank = (format.client)("  ", &url, None).unwrap();
+        assert_eq!(
+            blank.complete(&(format.request)()).await.unwrap().text,
+            "local"
+        );
+
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2, "{}", format.name);
+        assert_eq!(
+            requests[0].header(header),
+            Some(format!("{prefix}{TEST_KEY}").as_str()),
+            "{}",
+            format.name
+        );
+        assert_eq!(requests[1].header(header), None, "{}", format.name);
+        for request in &requests {
+            assert_eq!(request.method, "POST");
+            assert_eq!(request.header("content-type"), Some("application/json"));
+        }
+    }
+}
+
+#[tokio::test]
+async fn no_answer_in_time_is_provider_timeout() {
+    for format in formats() {
+        let server = TestServer::start(Reply::Hang).await;
+        let client = (format.client)(
+            TEST_KEY,
+            &format.base_url(&server.url()),
+            Some(Duration::from_millis(200)),
+        )
+        .unwrap();
+        let err = client.complete(&(format.request)()).await.unwrap_err();
+        assert_eq!(
+            err,
+            ProviderError::Timeout {
+                after: Duration::from_millis(200)
+            },
+            "{}",
+            format.name
+        );
+        assert!(err.is_retryable());
+        let (_, err) = drain(client.stream(&(format.request)())).await;
+        assert_eq!(err.unwrap().code(), "PROVIDER_TIMEOUT", "{}", format.name);
+    }
+}
+
+#[tokio::test]
+async fn an_unreachable_server_is_provider_unavailable() {
+    for format in formats() {
+        // A port that was just free: nothing listens there any more.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let root = format!("http://{}", listener.local_addr().unwrap());
+        drop(listener);
+        let client = (format.client)(TEST_KEY, &format.base_url(&root), None).unwrap();
+        let err = client.complete(&(format.request)()).await.unwrap_err();
+        assert_eq!(err.code(), "PROVIDER_UNAVAILABLE", "{}: {err}", format.name);
+        assert_no_key(&err);
+        let (events, err) = drain(client.stream(&(format.request)())).await;
+        assert!(events.is_empty());
+        let err = err.unwrap();
+        assert_eq!(err.code(), "PROVIDER_UNAVAILABLE", "{}: {err}", format.name);
+        assert_no_key(&err);
+    }
+}
+
+#[test]
+fn configuration_is_checked_and_debug_hides_the_key() {
+    for format in formats() {
+        let client = (format.client)(TEST_KEY, "https://example.com", None).unwrap();
+        assert_eq!(client.name(), format.name);
+        for (key, url, timeout) in [
+            // A key never crosses a network over plain http.
+            (TEST_KEY, "http://api.example.com/v1", None),
+            (TEST_KEY, "https://user:pw@example.com", None),
+            (TEST_KEY, "https://example.com", Some(Duration::ZERO)),
+        ] {
+            let err = (format.client)(key, url, timeout).err().unwrap();
+            assert_eq!(
+                err.code(),
+                "PROVIDER_CONFIG_INVALID",
+                "{} {url}",
+                format.name
+            );
+            assert!(!err.to_string().contains("pw"), "{err}");
+        }
+        // Without a key, a LAN server over plain http is fine.
+        assert!((format.client)("", "http://gpu-box.lan:8000/v1", None).is_ok());
+
+        let debug = (format.debug)(TEST_KEY);
+        assert!(!debug.contains(TEST_KEY), "{debug}");
+        assert!(debug.contains("<redacted>"), "{debug}");
+        assert!(debug.contains(format.default_base_url), "{debug}");
+    }
+}
