@@ -7,17 +7,13 @@
 use std::time::Duration;
 
 use iris_providers::anthropic::Client;
-use iris_providers::chat::{
-    CompletionRequest, CompletionResponse, Message, ModelToolCall, Part, Role, StopReason,
-    StreamEvent, Usage,
-};
+use iris_providers::chat::{CompletionRequest, Message, StopReason, StreamEvent, Usage};
 use iris_providers::{CompletionProvider, ProviderError};
-use iris_tools_core::{ContentBlock, ToolOutput};
 use serde_json::{Value, json};
 
 use crate::support::{
-    Format, Reply, TEST_KEY, TestServer, after_one_retry, anthropic_sse, drain, fails_with,
-    stream_turn, weather_spec,
+    Reply, TEST_KEY, TestServer, after_one_retry, anthropic_sse, drain, failed_read_and_screenshot,
+    fails_with, looking_turn, picture_question, stream_turn, weather_spec,
 };
 
 const MODEL: &str = "claude-sonnet-4-5-20250929";
@@ -26,30 +22,16 @@ fn client(server: &TestServer) -> Client {
     Client::new(TEST_KEY).with_base_url(&server.url()).unwrap()
 }
 
-fn request() -> CompletionRequest {
+/// The request most tests send.
+pub(crate) fn request() -> CompletionRequest {
     CompletionRequest::new("claude-sonnet-4-5")
         .with_instructions("You are terse.")
         .with_message(Message::user("What's the weather in Paris?"))
 }
 
-/// Anthropic Messages for the table-driven tests of `wire_formats`.
-pub(crate) fn format() -> Format {
-    Format {
-        name: "anthropic",
-        default_base_url: "https://api.anthropic.com/",
-        base_path: "",
-        key_header: ("x-api-key", ""),
-        client: |key, url, timeout| {
-            let client = Client::new(key).with_base_url(url)?;
-            Ok(Box::new(match timeout {
-                Some(timeout) => client.with_timeout(timeout)?,
-                None => client,
-            }))
-        },
-        debug: |key| format!("{:?}", Client::new(key)),
-        request,
-        answer: |text| message(json!([{"type": "text", "text": text}]), "end_turn"),
-    }
+/// A whole answer saying `text`, for the table-driven tests of `wire_formats`.
+pub(crate) fn answer(text: &str) -> Value {
+    message(json!([{"type": "text", "text": text}]), "end_turn")
 }
 
 fn message_start() -> Value {
@@ -473,27 +455,11 @@ async fn an_error_event_ends_the_stream() {
 
 #[test]
 fn the_request_body_carries_history_tool_results_and_images() {
-    let shot = ToolOutput::new(vec![
-        ContentBlock::text("Rendered the page."),
-        ContentBlock::image("image/png", "iVBORw0KGgo="),
-    ])
-    .into_result("toolu_2", "screenshot");
-    let failed = ToolOutput::err("PATH_OUTSIDE_WORKSPACE", "`/etc/passwd` is outside")
-        .into_result("toolu_1", "read_file");
-    let mut turn = CompletionResponse::text("Let me look.");
-    turn.tool_calls = vec![
-        ModelToolCall::parse("toolu_1", "read_file", r#"{"file_path":"/etc/passwd"}"#),
-        ModelToolCall::parse("toolu_2", "screenshot", ""),
-    ];
+    let (failed, shot) = failed_read_and_screenshot("toolu_1", "toolu_2");
+    let turn = looking_turn("toolu_1", "toolu_2");
     let request = CompletionRequest::new("claude-sonnet-4-5")
         .with_instructions("Be careful.")
-        .with_message(Message::new(
-            Role::User,
-            vec![
-                Part::text("What is in this picture?"),
-                Part::image("image/jpeg", "/9j/4AAQ"),
-            ],
-        ))
+        .with_message(picture_question())
         .with_message(turn.to_message())
         .with_message(Message::tool_results([&failed, &shot]))
         .with_message(Message::user("Answer in one line."))

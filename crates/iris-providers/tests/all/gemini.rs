@@ -14,12 +14,12 @@ use iris_providers::chat::{
 };
 use iris_providers::gemini::Client;
 use iris_providers::{CompletionProvider, ProviderError};
-use iris_tools_core::{ContentBlock, ToolOutput};
+use iris_tools_core::ToolOutput;
 use serde_json::{Value, json};
 
 use crate::support::{
-    Format, Reply, TEST_KEY, TestServer, after_one_retry, drain, fails_with, gemini_sse,
-    stream_turn, weather_spec,
+    Reply, TEST_KEY, TestServer, after_one_retry, drain, failed_read_and_screenshot, fails_with,
+    gemini_sse, picture_question, stream_turn, weather_spec,
 };
 
 const MODEL_VERSION: &str = "gemini-2.5-flash";
@@ -31,30 +31,16 @@ fn client(server: &TestServer) -> Client {
         .unwrap()
 }
 
-fn request() -> CompletionRequest {
+/// The request most tests send.
+pub(crate) fn request() -> CompletionRequest {
     CompletionRequest::new("gemini-2.5-flash")
         .with_instructions("You are terse.")
         .with_message(Message::user("What's the weather in Paris?"))
 }
 
-/// Gemini for the table-driven tests of `wire_formats`.
-pub(crate) fn format() -> Format {
-    Format {
-        name: "gemini",
-        default_base_url: "https://generativelanguage.googleapis.com/v1beta/",
-        base_path: "/v1beta",
-        key_header: ("x-goog-api-key", ""),
-        client: |key, url, timeout| {
-            let client = Client::new(key).with_base_url(url)?;
-            Ok(Box::new(match timeout {
-                Some(timeout) => client.with_timeout(timeout)?,
-                None => client,
-            }))
-        },
-        debug: |key| format!("{:?}", Client::new(key)),
-        request,
-        answer: |t| chunk(json!([text(t)]), Some("STOP"), None),
-    }
+/// A whole answer saying `t`, for the table-driven tests of `wire_formats`.
+pub(crate) fn answer(t: &str) -> Value {
+    chunk(json!([text(t)]), Some("STOP"), None)
 }
 
 fn usage(prompt: u64, candidates: u64) -> Value {
@@ -560,13 +546,7 @@ async fn model_names_are_checked_before_sending() {
 
 #[test]
 fn the_request_body_carries_history_tool_results_and_images() {
-    let shot = ToolOutput::new(vec![
-        ContentBlock::text("Rendered the page."),
-        ContentBlock::image("image/png", "iVBORw0KGgo="),
-    ])
-    .into_result("call_1_2", "screenshot");
-    let failed = ToolOutput::err("PATH_OUTSIDE_WORKSPACE", "`/etc/passwd` is outside")
-        .into_result("call_1_1", "read_file");
+    let (failed, shot) = failed_read_and_screenshot("call_1_1", "call_1_2");
     let echoed = ToolOutput::text("12:00").into_result("fc-9x7", "now");
     let mut turn = CompletionResponse::text("Let me look.");
     turn.tool_calls = vec![
@@ -578,13 +558,7 @@ fn the_request_body_carries_history_tool_results_and_images() {
     ];
     let request = CompletionRequest::new("gemini-2.5-flash")
         .with_instructions("Be careful.")
-        .with_message(Message::new(
-            Role::User,
-            vec![
-                Part::text("What is in this picture?"),
-                Part::image("image/jpeg", "/9j/4AAQ"),
-            ],
-        ))
+        .with_message(picture_question())
         .with_message(turn.to_message())
         // Results out of call order: they go back in the order of the calls.
         .with_message(Message::tool_results([&shot, &echoed, &failed]))

@@ -8,17 +8,17 @@
 use std::time::Duration;
 
 use iris_providers::chat::{
-    CompletionRequest, CompletionResponse, Message, Part, Role, StopReason, StreamEvent, Usage,
+    CompletionRequest, Message, Part, Role, StopReason, StreamEvent, Usage,
 };
 use iris_providers::openai_chat::{Client, MaxTokensField};
 use iris_providers::retry::{RetryPolicy, retry};
 use iris_providers::{CompletionProvider, ProviderError, Strict};
-use iris_tools_core::{ContentBlock, ToolOutput, codes};
+use iris_tools_core::{ToolOutput, codes};
 use serde_json::{Value, json};
 
 use crate::support::{
-    Format, Reply, TEST_KEY, TestServer, after_one_retry, drain, fails_with, openai_sse,
-    read_file_spec, stream_turn,
+    Reply, TEST_KEY, TestServer, after_one_retry, drain, failed_read_and_screenshot, fails_with,
+    looking_turn, openai_sse, picture_question, read_file_spec, stream_turn,
 };
 
 const MODEL: &str = "gpt-4.1-mini-2025-04-14";
@@ -29,30 +29,16 @@ fn client(server: &TestServer) -> Client {
         .unwrap()
 }
 
-fn request() -> CompletionRequest {
+/// The request most tests send.
+pub(crate) fn request() -> CompletionRequest {
     CompletionRequest::new("gpt-4.1-mini")
         .with_instructions("You are terse.")
         .with_message(Message::user("Say hello."))
 }
 
-/// Chat Completions for the table-driven tests of `wire_formats`.
-pub(crate) fn format() -> Format {
-    Format {
-        name: "openai",
-        default_base_url: "https://api.openai.com/v1/",
-        base_path: "/v1",
-        key_header: ("authorization", "Bearer "),
-        client: |key, url, timeout| {
-            let client = Client::new(key).with_base_url(url)?;
-            Ok(Box::new(match timeout {
-                Some(timeout) => client.with_timeout(timeout)?,
-                None => client,
-            }))
-        },
-        debug: |key| format!("{:?}", Client::new(key)),
-        request,
-        answer: |text| completion(json!({"role": "assistant", "content": text}), "stop"),
-    }
+/// A whole answer saying `text`, for the table-driven tests of `wire_formats`.
+pub(crate) fn answer(text: &str) -> Value {
+    completion(json!({"role": "assistant", "content": text}), "stop")
 }
 
 /// One `chat.completion.chunk` with a delta for choice 0.
@@ -612,31 +598,11 @@ async fn a_server_that_ignores_stream_true_is_read_as_a_whole_answer() {
 
 #[test]
 fn the_request_body_carries_history_tool_results_and_images() {
-    let shot = ToolOutput::new(vec![
-        ContentBlock::text("Rendered the page."),
-        ContentBlock::image("image/png", "iVBORw0KGgo="),
-    ])
-    .into_result("call_2", "screenshot");
-    let failed = ToolOutput::err("PATH_OUTSIDE_WORKSPACE", "`/etc/passwd` is outside")
-        .into_result("call_1", "read_file");
-    let mut turn = CompletionResponse::text("Let me look.");
-    turn.tool_calls = vec![
-        iris_providers::chat::ModelToolCall::parse(
-            "call_1",
-            "read_file",
-            r#"{"file_path":"/etc/passwd"}"#,
-        ),
-        iris_providers::chat::ModelToolCall::parse("call_2", "screenshot", ""),
-    ];
+    let (failed, shot) = failed_read_and_screenshot("call_1", "call_2");
+    let turn = looking_turn("call_1", "call_2");
     let request = CompletionRequest::new("gpt-4.1")
         .with_instructions("Be careful.")
-        .with_message(Message::new(
-            Role::User,
-            vec![
-                Part::text("What is in this picture?"),
-                Part::image("image/jpeg", "/9j/4AAQ"),
-            ],
-        ))
+        .with_message(picture_question())
         .with_message(turn.to_message())
         .with_message(Message::tool_results([&failed, &shot]))
         .with_message(Message::system("Answer in one line."))

@@ -12,17 +12,16 @@
 use std::time::Duration;
 
 use iris_providers::chat::{
-    CompletionRequest, CompletionResponse, Message, ModelToolCall, Part, Role, StopReason,
-    StreamEvent, Usage,
+    CompletionRequest, Message, Part, Role, StopReason, StreamEvent, Usage,
 };
 use iris_providers::openai_responses::Client;
 use iris_providers::{CompletionProvider, ProviderError, Strict};
-use iris_tools_core::{ContentBlock, ToolOutput, codes};
+use iris_tools_core::{ToolOutput, codes};
 use serde_json::{Value, json};
 
 use crate::support::{
-    Format, Reply, TEST_KEY, TestServer, after_one_retry, drain, fails_with, responses_sse,
-    stream_turn, weather_spec,
+    Reply, TEST_KEY, TestServer, after_one_retry, drain, failed_read_and_screenshot, fails_with,
+    looking_turn, picture_question, responses_sse, stream_turn, weather_spec,
 };
 
 const MODEL: &str = "gpt-4.1-mini-2025-04-14";
@@ -34,33 +33,17 @@ fn client(server: &TestServer) -> Client {
         .unwrap()
 }
 
-fn request() -> CompletionRequest {
+/// The request most tests send.
+pub(crate) fn request() -> CompletionRequest {
     CompletionRequest::new("gpt-4.1-mini")
         .with_instructions("You are terse.")
         .with_message(Message::user("What's the weather in Paris?"))
 }
 
-/// Responses for the table-driven tests of `wire_formats`.
-pub(crate) fn format() -> Format {
-    Format {
-        name: "openai-responses",
-        default_base_url: "https://api.openai.com/v1/",
-        base_path: "/v1",
-        key_header: ("authorization", "Bearer "),
-        client: |key, url, timeout| {
-            let client = Client::new(key).with_base_url(url)?;
-            Ok(Box::new(match timeout {
-                Some(timeout) => client.with_timeout(timeout)?,
-                None => client,
-            }))
-        },
-        debug: |key| format!("{:?}", Client::new(key)),
-        request,
-        answer: |text| {
-            let message = message_item("msg_1", "completed", json!([output_text(text)]));
-            response("completed", json!([message]), usage(3, 1))
-        },
-    }
+/// A whole answer saying `text`, for the table-driven tests of `wire_formats`.
+pub(crate) fn answer(text: &str) -> Value {
+    let message = message_item("msg_1", "completed", json!([output_text(text)]));
+    response("completed", json!([message]), usage(3, 1))
 }
 
 /// The `Response` object, as `response.created` (in progress, no output) or the final
@@ -732,27 +715,11 @@ async fn malformed_answers_are_bad_responses() {
 
 #[test]
 fn the_request_body_carries_history_tool_results_and_images() {
-    let shot = ToolOutput::new(vec![
-        ContentBlock::text("Rendered the page."),
-        ContentBlock::image("image/png", "iVBORw0KGgo="),
-    ])
-    .into_result("call_2", "screenshot");
-    let failed = ToolOutput::err("PATH_OUTSIDE_WORKSPACE", "`/etc/passwd` is outside")
-        .into_result("call_1", "read_file");
-    let mut turn = CompletionResponse::text("Let me look.");
-    turn.tool_calls = vec![
-        ModelToolCall::parse("call_1", "read_file", r#"{"file_path":"/etc/passwd"}"#),
-        ModelToolCall::parse("call_2", "screenshot", ""),
-    ];
+    let (failed, shot) = failed_read_and_screenshot("call_1", "call_2");
+    let turn = looking_turn("call_1", "call_2");
     let request = CompletionRequest::new("gpt-4.1")
         .with_instructions("Be careful.")
-        .with_message(Message::new(
-            Role::User,
-            vec![
-                Part::text("What is in this picture?"),
-                Part::image("image/jpeg", "/9j/4AAQ"),
-            ],
-        ))
+        .with_message(picture_question())
         .with_message(turn.to_message())
         .with_message(Message::tool_results([&failed, &shot]))
         .with_message(Message::user("Answer in one line."))

@@ -8,10 +8,12 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use iris_providers::chat::{CompletionRequest, CompletionResponse, StreamEvent};
+use iris_providers::chat::{
+    CompletionRequest, CompletionResponse, Message, ModelToolCall, Part, Role, StreamEvent,
+};
 use iris_providers::retry::{RetryPolicy, RetryingProvider};
 use iris_providers::{CompletionProvider, ProviderError, ProviderStream, next};
-use iris_tools_core::ToolSpec;
+use iris_tools_core::{ContentBlock, ToolOutput, ToolResult, ToolSpec};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -429,12 +431,54 @@ pub(crate) async fn after_one_retry<P: CompletionProvider>(
     turn
 }
 
+/// The builder methods the four HTTP clients share, for [`Format::of`].
+pub(crate) trait HttpClient: CompletionProvider + std::fmt::Debug + Sized + 'static {
+    /// `Client::new`.
+    fn create(key: &str) -> Self;
+    /// `Client::with_base_url`.
+    fn at(self, base_url: &str) -> Result<Self, ProviderError>;
+    /// `Client::with_timeout`.
+    fn waiting(self, timeout: Duration) -> Result<Self, ProviderError>;
+}
+
+macro_rules! http_clients {
+    ($($client:ty),*) => {$(
+        impl HttpClient for $client {
+            fn create(key: &str) -> Self {
+                <$client>::new(key)
+            }
+            fn at(self, base_url: &str) -> Result<Self, ProviderError> {
+                self.with_base_url(base_url)
+            }
+            fn waiting(self, timeout: Duration) -> Result<Self, ProviderError> {
+                self.with_timeout(timeout)
+            }
+        }
+    )*};
+}
+
+http_clients!(
+    iris_providers::openai_chat::Client,
+    iris_providers::openai_responses::Client,
+    iris_providers::anthropic::Client,
+    iris_providers::gemini::Client
+);
+
+/// What a format is called and where it sends its key: the provider's name, the
+/// default base URL, the path a test server's root takes in a base URL (`/v1`), and
+/// the key header with what precedes the key in it.
+pub(crate) type Wire = (
+    &'static str,
+    &'static str,
+    &'static str,
+    (&'static str, &'static str),
+);
+
 /// What [`Format::client`] builds: a client, or its configuration error.
 pub(crate) type MakeClient =
     fn(&str, &str, Option<Duration>) -> Result<Box<dyn CompletionProvider>, ProviderError>;
 
-/// One HTTP wire format, as the table-driven tests of `wire_formats` see it; each
-/// format's module describes its own.
+/// One HTTP wire format, as the table-driven tests of `wire_formats` see it.
 pub(crate) struct Format {
     /// The provider's name.
     pub(crate) name: &'static str,
@@ -444,7 +488,8 @@ pub(crate) struct Format {
     pub(crate) base_path: &'static str,
     /// The header that carries the key, and what precedes the key in it.
     pub(crate) key_header: (&'static str, &'static str),
-    /// A client with this key and base URL; with a timeout when one is given.
+    /// A client with this key and base URL, with a timeout when one is given; or its
+    /// configuration error.
     pub(crate) client: MakeClient,
     /// The client's `Debug` with this key, at the default base URL.
     pub(crate) debug: fn(&str) -> String,
@@ -455,13 +500,67 @@ pub(crate) struct Format {
 }
 
 impl Format {
-    /// A client of the test server with the test key.
-    pub(crate) fn client(&self, server: &TestServer) -> Box<dyn CompletionProvider> {
-        (self.client)(TEST_KEY, &self.base_url(&server.url()), None).unwrap()
+    /// The format of client `C`.
+    pub(crate) fn of<C: HttpClient>(
+        (name, default_base_url, base_path, key_header): Wire,
+        request: fn() -> CompletionRequest,
+        answer: fn(&str) -> Value,
+    ) -> Self {
+        Self {
+            name,
+            default_base_url,
+            base_path,
+            key_header,
+            client: |key, base_url, timeout| {
+                let client = C::create(key).at(base_url)?;
+                Ok(Box::new(match timeout {
+                    Some(timeout) => client.waiting(timeout)?,
+                    None => client,
+                }))
+            },
+            debug: |key| format!("{:?}", C::create(key)),
+            request,
+            answer,
+        }
     }
 
     /// The base URL of a server at `root` (`http://127.0.0.1:port`).
     pub(crate) fn base_url(&self, root: &str) -> String {
         format!("{root}{}", self.base_path)
     }
+}
+
+/// The tool results the request-body fixtures replay: a `read_file` refused with
+/// `PATH_OUTSIDE_WORKSPACE`, and a `screenshot` holding text and a PNG.
+pub(crate) fn failed_read_and_screenshot(read_id: &str, shot_id: &str) -> (ToolResult, ToolResult) {
+    let shot = ToolOutput::new(vec![
+        ContentBlock::text("Rendered the page."),
+        ContentBlock::image("image/png", "iVBORw0KGgo="),
+    ])
+    .into_result(shot_id, "screenshot");
+    let failed = ToolOutput::err("PATH_OUTSIDE_WORKSPACE", "`/etc/passwd` is outside")
+        .into_result(read_id, "read_file");
+    (failed, shot)
+}
+
+/// The assistant turn that made those calls: "Let me look.", then `read_file` with
+/// arguments and `screenshot` with none.
+pub(crate) fn looking_turn(read_id: &str, shot_id: &str) -> CompletionResponse {
+    let mut turn = CompletionResponse::text("Let me look.");
+    turn.tool_calls = vec![
+        ModelToolCall::parse(read_id, "read_file", r#"{"file_path":"/etc/passwd"}"#),
+        ModelToolCall::parse(shot_id, "screenshot", ""),
+    ];
+    turn
+}
+
+/// The fixtures' first user message: a question and a JPEG.
+pub(crate) fn picture_question() -> Message {
+    Message::new(
+        Role::User,
+        vec![
+            Part::text("What is in this picture?"),
+            Part::image("image/jpeg", "/9j/4AAQ"),
+        ],
+    )
 }

@@ -9,15 +9,44 @@ use std::time::Duration;
 
 use iris_providers::ProviderError;
 
+use crate::anthropic::{answer as a_answer, request as a_request};
+use crate::gemini::{answer as g_answer, request as g_request};
+use crate::openai_chat::{answer as c_answer, request as c_request};
+use crate::openai_responses::{answer as r_answer, request as r_request};
 use crate::support::{Format, Reply, TEST_KEY, TestServer, assert_no_key, drain};
-use crate::{anthropic, gemini, openai_chat, openai_responses};
+
+const OPENAI: &str = "https://api.openai.com/v1/";
+const BEARER: (&str, &str) = ("authorization", "Bearer ");
 
 fn formats() -> [Format; 4] {
+    use iris_providers::{anthropic as a, gemini as g, openai_chat as c, openai_responses as r};
     [
-        openai_chat::format(),
-        openai_responses::format(),
-        anthropic::format(),
-        gemini::format(),
+        Format::of::<c::Client>(("openai", OPENAI, "/v1", BEARER), c_request, c_answer),
+        Format::of::<r::Client>(
+            ("openai-responses", OPENAI, "/v1", BEARER),
+            r_request,
+            r_answer,
+        ),
+        Format::of::<a::Client>(
+            (
+                "anthropic",
+                "https://api.anthropic.com/",
+                "",
+                ("x-api-key", ""),
+            ),
+            a_request,
+            a_answer,
+        ),
+        Format::of::<g::Client>(
+            (
+                "gemini",
+                "https://generativelanguage.googleapis.com/v1beta/",
+                "/v1beta",
+                ("x-goog-api-key", ""),
+            ),
+            g_request,
+            g_answer,
+        ),
     ]
 }
 
