@@ -56,7 +56,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use iris_tools_core::{BoxFuture, ContentBlock};
+use iris_tools_core::ContentBlock;
 
 use crate::adapters;
 use crate::assembly::{Draft, PartialCalls};
@@ -66,7 +66,6 @@ use crate::chat::{
 };
 use crate::client::{self, WireFormat, argument_object, bad, invalid, json_body, json_event};
 use crate::http::{Secret, Transport, one_line};
-use crate::provider::{CompletionProvider, ProviderStream};
 use crate::provider_error::ProviderError;
 use crate::sse::SseEvent;
 use crate::streaming::{Item, SseHandler};
@@ -212,22 +211,7 @@ impl WireFormat for Client {
     }
 }
 
-impl CompletionProvider for Client {
-    fn name(&self) -> &str {
-        "anthropic"
-    }
-
-    fn stream<'a>(&'a self, request: &'a CompletionRequest) -> ProviderStream<'a> {
-        client::stream(self, request)
-    }
-
-    fn complete<'a>(
-        &'a self,
-        request: &'a CompletionRequest,
-    ) -> BoxFuture<'a, Result<CompletionResponse, ProviderError>> {
-        Box::pin(client::complete(self, request))
-    }
-}
+client::http_provider!(Client, "anthropic");
 
 impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

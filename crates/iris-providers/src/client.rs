@@ -55,6 +55,36 @@ fn headers<W: WireFormat>(wire: &W) -> Result<HeaderMap, ProviderError> {
     Ok(headers)
 }
 
+/// Implements [`CompletionProvider`](crate::provider::CompletionProvider) for a
+/// [`WireFormat`] client: its name, then [`stream`] and [`complete`].
+macro_rules! http_provider {
+    ($client:ty, $name:literal) => {
+        impl $crate::provider::CompletionProvider for $client {
+            fn name(&self) -> &str {
+                $name
+            }
+
+            fn stream<'a>(
+                &'a self,
+                request: &'a $crate::chat::CompletionRequest,
+            ) -> $crate::provider::ProviderStream<'a> {
+                $crate::client::stream(self, request)
+            }
+
+            fn complete<'a>(
+                &'a self,
+                request: &'a $crate::chat::CompletionRequest,
+            ) -> iris_tools_core::BoxFuture<
+                'a,
+                Result<$crate::chat::CompletionResponse, $crate::provider_error::ProviderError>,
+            > {
+                Box::pin($crate::client::complete(self, request))
+            }
+        }
+    };
+}
+pub(crate) use http_provider;
+
 /// Everything a request needs before it is sent, in the order its errors are checked:
 /// the endpoint, the body, the headers.
 fn prepare<W: WireFormat>(

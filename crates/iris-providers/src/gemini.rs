@@ -78,7 +78,7 @@ use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, HeaderName};
 use serde_json::{Map, Value, json};
 
-use iris_tools_core::{BoxFuture, ContentBlock, ToolResultBlock};
+use iris_tools_core::{ContentBlock, ToolResultBlock};
 
 use crate::adapters;
 use crate::assembly::Draft;
@@ -88,7 +88,6 @@ use crate::chat::{
 };
 use crate::client::{self, WireFormat, argument_object, bad, invalid, json_body, json_event};
 use crate::http::{Secret, Transport, status_error};
-use crate::provider::{CompletionProvider, ProviderStream};
 use crate::provider_error::ProviderError;
 use crate::sse::SseEvent;
 use crate::streaming::{Item, SseHandler};
@@ -223,22 +222,7 @@ impl WireFormat for Client {
     }
 }
 
-impl CompletionProvider for Client {
-    fn name(&self) -> &str {
-        "gemini"
-    }
-
-    fn stream<'a>(&'a self, request: &'a CompletionRequest) -> ProviderStream<'a> {
-        client::stream(self, request)
-    }
-
-    fn complete<'a>(
-        &'a self,
-        request: &'a CompletionRequest,
-    ) -> BoxFuture<'a, Result<CompletionResponse, ProviderError>> {
-        Box::pin(client::complete(self, request))
-    }
-}
+client::http_provider!(Client, "gemini");
 
 impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -63,7 +63,7 @@ use reqwest::header::{AUTHORIZATION, HeaderName};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use iris_tools_core::{BoxFuture, ContentBlock};
+use iris_tools_core::ContentBlock;
 
 use crate::adapters;
 use crate::assembly::{Draft, PartialCalls};
@@ -72,7 +72,6 @@ use crate::chat::{
 };
 use crate::client::{self, WireFormat, argument_text, bad, invalid, json_body, system_text};
 use crate::http::{Secret, Transport, server_message};
-use crate::provider::{CompletionProvider, ProviderStream};
 use crate::provider_error::ProviderError;
 use crate::sse::SseEvent;
 use crate::streaming::{Item, SseHandler};
@@ -228,22 +227,7 @@ impl WireFormat for Client {
     }
 }
 
-impl CompletionProvider for Client {
-    fn name(&self) -> &str {
-        "openai"
-    }
-
-    fn stream<'a>(&'a self, request: &'a CompletionRequest) -> ProviderStream<'a> {
-        client::stream(self, request)
-    }
-
-    fn complete<'a>(
-        &'a self,
-        request: &'a CompletionRequest,
-    ) -> BoxFuture<'a, Result<CompletionResponse, ProviderError>> {
-        Box::pin(client::complete(self, request))
-    }
-}
+client::http_provider!(Client, "openai");
 
 impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -85,7 +85,7 @@ use std::time::Duration;
 use reqwest::header::{AUTHORIZATION, HeaderName};
 use serde_json::{Value, json};
 
-use iris_tools_core::{BoxFuture, ContentBlock, ToolResultBlock};
+use iris_tools_core::{ContentBlock, ToolResultBlock};
 
 use crate::adapters;
 use crate::assembly::{Draft, PartialCalls};
@@ -96,7 +96,6 @@ use crate::client::{
     self, WireFormat, argument_text, bad, invalid, json_body, json_event, system_text,
 };
 use crate::http::{Secret, Transport, one_line};
-use crate::provider::{CompletionProvider, ProviderStream};
 use crate::provider_error::ProviderError;
 use crate::sse::SseEvent;
 use crate::streaming::{Item, SseHandler};
@@ -241,22 +240,7 @@ impl WireFormat for Client {
     }
 }
 
-impl CompletionProvider for Client {
-    fn name(&self) -> &str {
-        "openai-responses"
-    }
-
-    fn stream<'a>(&'a self, request: &'a CompletionRequest) -> ProviderStream<'a> {
-        client::stream(self, request)
-    }
-
-    fn complete<'a>(
-        &'a self,
-        request: &'a CompletionRequest,
-    ) -> BoxFuture<'a, Result<CompletionResponse, ProviderError>> {
-        Box::pin(client::complete(self, request))
-    }
-}
+client::http_provider!(Client, "openai-responses");
 
 impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
