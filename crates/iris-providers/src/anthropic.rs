@@ -15,8 +15,8 @@
 //!   * user `{"type": "tool_result", "tool_use_id", "content": [text and image blocks],
 //!     "is_error"}`, placed before any other block of that user message.
 //!
-//!   Instructions and [`Role::System`](crate::chat::Role::System) messages become the top-level `system` text;
-//!   [`Role::Tool`](crate::chat::Role::Tool) messages are `user` messages; consecutive messages of one role are
+//!   Instructions and [`Role::System`] messages become the top-level `system` text;
+//!   [`Role::Tool`] messages are `user` messages; consecutive messages of one role are
 //!   merged into one.
 //! * **Non-streamed answer**: `{"id", "model", "content": [{"type": "text", "text"} |
 //!   {"type": "tool_use", "id", "name", "input"} | …], "stop_reason", "usage":
@@ -47,6 +47,9 @@
 //! | usage | `input_tokens` + both cache counts as input, `output_tokens` as output |
 //! | `input_json_delta` pieces that do not form a JSON object | [`ModelToolCall::problem`] |
 //! | a stream that ends before `message_stop` | `PROVIDER_BAD_RESPONSE` |
+//!
+//! [`Role::System`]: crate::chat::Role::System
+//! [`Role::Tool`]: crate::chat::Role::Tool
 
 use std::collections::VecDeque;
 use std::fmt;
