@@ -66,6 +66,16 @@ impl Reply {
         }
     }
 
+    /// A stream of these events that breaks off: the connection drops before the
+    /// final HTTP chunk, 16 bytes a chunk.
+    pub(crate) fn cut_off(body: impl Into<String>) -> Self {
+        Reply::Sse {
+            body: body.into(),
+            piece: 16,
+            complete: false,
+        }
+    }
+
     /// Adds a header to a body answer.
     pub(crate) fn header(mut self, name: &str, value: &str) -> Self {
         if let Reply::Body { headers, .. } = &mut self {
@@ -563,4 +573,20 @@ pub(crate) fn picture_question() -> Message {
             Part::image("image/jpeg", "/9j/4AAQ"),
         ],
     )
+}
+
+/// The events a stream yields against a server answering `reply`, before its error,
+/// which must be `PROVIDER_BAD_RESPONSE` saying `reason`.
+pub(crate) async fn bad_stream<P: CompletionProvider>(
+    client: impl Fn(&TestServer) -> P,
+    request: &CompletionRequest,
+    reply: Reply,
+    reason: &str,
+) -> Vec<StreamEvent> {
+    let server = TestServer::start(reply).await;
+    let (events, err) = drain(client(&server).stream(request)).await;
+    let err = err.unwrap();
+    assert_eq!(err.code(), "PROVIDER_BAD_RESPONSE");
+    assert!(err.to_string().contains(reason), "{err}");
+    events
 }
