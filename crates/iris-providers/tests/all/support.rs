@@ -449,6 +449,8 @@ pub(crate) trait HttpClient: CompletionProvider + std::fmt::Debug + Sized + 'sta
     fn at(self, base_url: &str) -> Result<Self, ProviderError>;
     /// `Client::with_timeout`.
     fn waiting(self, timeout: Duration) -> Result<Self, ProviderError>;
+    /// `Client::base_url`.
+    fn url(&self) -> String;
 }
 
 macro_rules! http_clients {
@@ -462,6 +464,9 @@ macro_rules! http_clients {
             }
             fn waiting(self, timeout: Duration) -> Result<Self, ProviderError> {
                 self.with_timeout(timeout)
+            }
+            fn url(&self) -> String {
+                self.base_url().to_owned()
             }
         }
     )*};
@@ -488,6 +493,12 @@ pub(crate) type Wire = (
 pub(crate) type MakeClient =
     fn(&str, &str, Option<Duration>) -> Result<Box<dyn CompletionProvider>, ProviderError>;
 
+/// A format's error statuses and error bodies, as in [`Format`].
+pub(crate) type Errors = (
+    &'static [(u16, &'static str, &'static str)],
+    fn(u16, &str) -> Value,
+);
+
 /// One HTTP wire format, as the table-driven tests of `wire_formats` see it.
 pub(crate) struct Format {
     /// The provider's name.
@@ -501,12 +512,17 @@ pub(crate) struct Format {
     /// A client with this key and base URL, with a timeout when one is given; or its
     /// configuration error.
     pub(crate) client: MakeClient,
-    /// The client's `Debug` with this key, at the default base URL.
-    pub(crate) debug: fn(&str) -> String,
+    /// The client's `Debug` and base URL with this key, at the default base URL.
+    pub(crate) defaults: fn(&str) -> (String, String),
     /// A request the format can send.
     pub(crate) request: fn() -> CompletionRequest,
     /// A whole, non-streamed answer saying this text.
     pub(crate) answer: fn(&str) -> Value,
+    /// HTTP statuses as (status, the format's name for the error, the code it means).
+    pub(crate) statuses: &'static [(u16, &'static str, &'static str)],
+    /// An error body for a status and the format's name for the error; its message
+    /// echoes the test key.
+    pub(crate) error_body: fn(u16, &str) -> Value,
 }
 
 impl Format {
@@ -515,6 +531,7 @@ impl Format {
         (name, default_base_url, base_path, key_header): Wire,
         request: fn() -> CompletionRequest,
         answer: fn(&str) -> Value,
+        (statuses, error_body): Errors,
     ) -> Self {
         Self {
             name,
@@ -528,10 +545,20 @@ impl Format {
                     None => client,
                 }))
             },
-            debug: |key| format!("{:?}", C::create(key)),
+            defaults: |key| {
+                let client = C::create(key);
+                (format!("{client:?}"), client.url())
+            },
             request,
             answer,
+            statuses,
+            error_body,
         }
+    }
+
+    /// A client of the test server with the test key.
+    pub(crate) fn client(&self, server: &TestServer) -> Box<dyn CompletionProvider> {
+        (self.client)(TEST_KEY, &self.base_url(&server.url()), None).unwrap()
     }
 
     /// The base URL of a server at `root` (`http://127.0.0.1:port`).

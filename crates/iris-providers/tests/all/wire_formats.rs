@@ -1,7 +1,7 @@
 //! Table-driven tests of what the four HTTP wire formats (Chat Completions, Responses,
-//! Anthropic Messages, Gemini) do alike: the key header, timeouts, unreachable servers,
-//! configuration checks and a `Debug` that hides the key. Each format's module
-//! describes it with its `format()`.
+//! Anthropic Messages, Gemini) do alike: HTTP statuses, the key header, timeouts,
+//! unreachable servers, configuration checks and a `Debug` that hides the key. Each
+//! format is one row of [`formats`], with its module's fixtures.
 // Tests report failures by panicking, so unwrap is the clearest assertion here.
 #![allow(clippy::unwrap_used)]
 
@@ -9,11 +9,8 @@ use std::time::Duration;
 
 use iris_providers::ProviderError;
 
-use crate::anthropic::{answer as a_answer, request as a_request};
-use crate::gemini::{answer as g_answer, request as g_request};
-use crate::openai_chat::{answer as c_answer, request as c_request};
-use crate::openai_responses::{answer as r_answer, request as r_request};
-use crate::support::{Format, Reply, TEST_KEY, TestServer, assert_no_key, drain};
+use crate::support::{Format, Reply, TEST_KEY, TestServer, assert_no_key, drain, fails_with};
+use crate::{anthropic, gemini, openai_chat, openai_responses};
 
 const OPENAI: &str = "https://api.openai.com/v1/";
 const BEARER: (&str, &str) = ("authorization", "Bearer ");
@@ -21,11 +18,17 @@ const BEARER: (&str, &str) = ("authorization", "Bearer ");
 fn formats() -> [Format; 4] {
     use iris_providers::{anthropic as a, gemini as g, openai_chat as c, openai_responses as r};
     [
-        Format::of::<c::Client>(("openai", OPENAI, "/v1", BEARER), c_request, c_answer),
+        Format::of::<c::Client>(
+            ("openai", OPENAI, "/v1", BEARER),
+            openai_chat::request,
+            openai_chat::answer,
+            (openai_chat::STATUSES, openai_chat::error_body),
+        ),
         Format::of::<r::Client>(
             ("openai-responses", OPENAI, "/v1", BEARER),
-            r_request,
-            r_answer,
+            openai_responses::request,
+            openai_responses::answer,
+            (openai_responses::STATUSES, openai_chat::error_body),
         ),
         Format::of::<a::Client>(
             (
@@ -34,8 +37,9 @@ fn formats() -> [Format; 4] {
                 "",
                 ("x-api-key", ""),
             ),
-            a_request,
-            a_answer,
+            anthropic::request,
+            anthropic::answer,
+            (anthropic::STATUSES, anthropic::error_body),
         ),
         Format::of::<g::Client>(
             (
@@ -44,10 +48,28 @@ fn formats() -> [Format; 4] {
                 "/v1beta",
                 ("x-goog-api-key", ""),
             ),
-            g_request,
-            g_answer,
+            gemini::request,
+            gemini::answer,
+            (gemini::STATUSES, gemini::error_body),
         ),
     ]
+}
+
+#[tokio::test]
+async fn http_statuses_map_to_stable_codes_without_the_key() {
+    for format in formats() {
+        for &(status, kind, code) in format.statuses {
+            let reply = Reply::status_json(status, (format.error_body)(status, kind));
+            let client = |server: &TestServer| format.client(server);
+            let (_, streamed) = fails_with(client, &(format.request)(), reply, code).await;
+            // The body echoed the key; the error quotes it redacted.
+            assert!(
+                streamed.to_string().contains("<redacted>"),
+                "{} HTTP {status}: {streamed}",
+                format.name
+            );
+        }
+    }
 }
 
 #[tokio::test]
@@ -151,9 +173,10 @@ fn configuration_is_checked_and_debug_hides_the_key() {
         // Without a key, a LAN server over plain http is fine.
         assert!((format.client)("", "http://gpu-box.lan:8000/v1", None).is_ok());
 
-        let debug = (format.debug)(TEST_KEY);
+        let (debug, base_url) = (format.defaults)(TEST_KEY);
         assert!(!debug.contains(TEST_KEY), "{debug}");
         assert!(debug.contains("<redacted>"), "{debug}");
+        assert_eq!(base_url, format.default_base_url);
         assert!(debug.contains(format.default_base_url), "{debug}");
     }
 }
