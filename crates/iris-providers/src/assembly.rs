@@ -216,3 +216,96 @@ impl<K> PartialCalls<K> {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // Tests fail by panicking.
+
+    use super::*;
+
+    fn events(out: &mut VecDeque<Item>) -> Vec<StreamEvent> {
+        out.drain(..).map(Result::unwrap).collect()
+    }
+
+    #[test]
+    fn a_call_is_announced_once_named_with_what_was_buffered() {
+        let mut calls = PartialCalls::default();
+        let mut out = VecDeque::new();
+        let index = calls.index("fc_1");
+        calls.piece(index, "{\"a\"", &mut out);
+        calls.start(index, &mut out);
+        assert_eq!(events(&mut out), vec![], "no name yet");
+        calls.get_mut(index).name = "read".into();
+        calls.start(index, &mut out);
+        calls.start(index, &mut out);
+        calls.piece(index, ": 1", &mut out);
+        calls.piece(index, "", &mut out);
+        // The whole arguments add only what the pieces did not bring.
+        calls.complete(index, "{\"a\": 1}", &mut out);
+        calls.complete(index, "{\"a\": 1}", &mut out);
+        assert_eq!(
+            events(&mut out),
+            vec![
+                StreamEvent::ToolCallStarted {
+                    index: 0,
+                    id: "call_0".into(),
+                    name: "read".into()
+                },
+                StreamEvent::ToolCallArgumentsDelta {
+                    index: 0,
+                    delta: "{\"a\"".into()
+                },
+                StreamEvent::ToolCallArgumentsDelta {
+                    index: 0,
+                    delta: ": 1".into()
+                },
+                StreamEvent::ToolCallArgumentsDelta {
+                    index: 0,
+                    delta: "}".into()
+                },
+            ]
+        );
+        assert_eq!(calls.index("fc_1"), 0);
+        let opened = calls.open("fc_2", String::new(), String::new(), "{}".into(), &mut out);
+        assert_eq!(opened, 1);
+        assert_eq!(events(&mut out).len(), 2, "announced at once, even unnamed");
+        let parsed = calls.finish();
+        assert_eq!(parsed[0].id, "call_0");
+        assert_eq!(parsed[0].arguments, serde_json::json!({"a": 1}));
+        assert_eq!(parsed[1].id, "call_1");
+        assert!(calls.finish().is_empty());
+    }
+
+    #[test]
+    fn a_draft_keeps_the_first_id_and_becomes_the_turn() {
+        let mut draft = Draft::default();
+        let mut out = VecDeque::new();
+        draft.identify(Some("r1"), None);
+        draft.identify(Some("r2"), Some("m"));
+        draft.text("Hel", &mut out);
+        draft.text("", &mut out);
+        draft.text("lo", &mut out);
+        assert!(!draft.refused());
+        draft.usage(Usage::new(3, 2), &mut out);
+        assert_eq!(
+            events(&mut out),
+            vec![
+                StreamEvent::TextDelta("Hel".into()),
+                StreamEvent::TextDelta("lo".into()),
+                StreamEvent::Usage(Usage::new(3, 2)),
+            ]
+        );
+        let turn = draft.finish(Vec::new(), StopReason::EndTurn);
+        assert_eq!(turn.text, "Hello");
+        assert_eq!(turn.id.as_deref(), Some("r1"));
+        assert_eq!(turn.model.as_deref(), Some("m"));
+        assert_eq!(turn.refusal, None);
+        assert_eq!(turn.usage, Usage::new(3, 2));
+
+        let mut refusing = Draft::default();
+        refusing.refusal("No.", &mut out);
+        assert!(refusing.refused());
+        let turn = refusing.finish(Vec::new(), StopReason::Refusal);
+        assert_eq!(turn.refusal.as_deref(), Some("No."));
+    }
+}
