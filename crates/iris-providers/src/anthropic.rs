@@ -47,6 +47,9 @@
 //! | usage | `input_tokens` + both cache counts as input, `output_tokens` as output |
 //! | `input_json_delta` pieces that do not form a JSON object | [`ModelToolCall::problem`] |
 //! | a stream that ends before `message_stop` | `PROVIDER_BAD_RESPONSE` |
+//!
+//! [`Role::System`]: crate::chat::Role::System
+//! [`Role::Tool`]: crate::chat::Role::Tool
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -54,20 +57,21 @@ use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use iris_tools_core::{BoxFuture, ContentBlock};
+use iris_tools_core::ContentBlock;
 
 use crate::adapters;
+use crate::assembly::{Draft, PartialCalls};
 use crate::chat::{
-    CompletionRequest, CompletionResponse, Message, ModelToolCall, Part, Role, StopReason,
-    StreamEvent, Usage,
+    CompletionRequest, CompletionResponse, Message, ModelToolCall, Part, StopReason, StreamEvent,
+    Usage,
 };
+use crate::client::{self, WireFormat, argument_object, bad, invalid, json_body, json_event};
 use crate::http::{Secret, Transport, one_line};
-use crate::provider::{CompletionProvider, ProviderStream, iter};
 use crate::provider_error::ProviderError;
 use crate::sse::SseEvent;
-use crate::streaming::{Item, SseHandler, sse_stream};
+use crate::streaming::{Item, SseHandler};
 
 /// A Messages API client; see the [module docs](self) for the wire.
 ///
@@ -175,71 +179,47 @@ impl Client {
         }
         Ok(body)
     }
+}
 
-    fn headers(&self) -> Result<HeaderMap, ProviderError> {
-        let mut headers = HeaderMap::new();
-        if !self.transport.key.is_blank() {
-            headers.insert(
-                HeaderName::from_static("x-api-key"),
-                self.transport.key.header("")?,
-            );
-        }
+impl WireFormat for Client {
+    type Reader = MessagesStream;
+
+    fn transport(&self) -> &Transport {
+        &self.transport
+    }
+
+    fn endpoint(&self, _: &CompletionRequest, _: bool) -> Result<String, ProviderError> {
+        Ok("v1/messages".into())
+    }
+
+    fn body(&self, request: &CompletionRequest, stream: bool) -> Result<Value, ProviderError> {
+        self.request_body(request, stream)
+    }
+
+    fn key_header(&self) -> (HeaderName, &'static str) {
+        (HeaderName::from_static("x-api-key"), "")
+    }
+
+    fn extra_headers(&self, headers: &mut HeaderMap) -> Result<(), ProviderError> {
         let version = HeaderValue::from_str(&self.version).map_err(|_| ProviderError::Config {
             field: "api_version",
             reason: "holds characters an HTTP header cannot carry".into(),
         })?;
         headers.insert(HeaderName::from_static("anthropic-version"), version);
-        Ok(headers)
+        Ok(())
     }
 
-    async fn complete_once(
-        &self,
-        request: &CompletionRequest,
-    ) -> Result<CompletionResponse, ProviderError> {
-        let body = self.request_body(request, false)?;
-        let response = self
-            .transport
-            .post(ENDPOINT, self.headers()?, &body)
-            .await?;
-        let bytes = self.transport.read_all(response).await?;
-        parse_response(&bytes, &self.transport.key)
+    fn reader(&self, _: &CompletionRequest) -> MessagesStream {
+        MessagesStream::new(&self.transport.key)
     }
 }
 
-const ENDPOINT: &str = "v1/messages";
-
-impl CompletionProvider for Client {
-    fn name(&self) -> &str {
-        "anthropic"
-    }
-
-    fn stream<'a>(&'a self, request: &'a CompletionRequest) -> ProviderStream<'a> {
-        let prepared = self
-            .request_body(request, true)
-            .and_then(|body| Ok((body, self.headers()?)));
-        let (body, headers) = match prepared {
-            Ok(prepared) => prepared,
-            Err(error) => return iter([Err(error)]),
-        };
-        let transport = &self.transport;
-        let open = Box::pin(async move { transport.post(ENDPOINT, headers, &body).await });
-        sse_stream(transport, open, MessagesStream::new(&self.transport.key))
-    }
-
-    fn complete<'a>(
-        &'a self,
-        request: &'a CompletionRequest,
-    ) -> BoxFuture<'a, Result<CompletionResponse, ProviderError>> {
-        Box::pin(self.complete_once(request))
-    }
-}
+client::http_provider!(Client, "anthropic");
 
 impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("anthropic::Client")
-            .field("base_url", &self.transport.base_url())
-            .field("timeout", &self.transport.timeout())
-            .field("api_key", &self.transport.key)
+        self.transport
+            .debug_struct(f, "anthropic::Client")
             .field("version", &self.version)
             .field("default_max_tokens", &self.default_max_tokens)
             .finish()
@@ -249,54 +229,26 @@ impl fmt::Debug for Client {
 // ---------------------------------------------------------------------------------------
 // Request encoding
 
-fn invalid(message: impl Into<String>) -> ProviderError {
-    ProviderError::InvalidRequest {
-        status: None,
-        message: message.into(),
-    }
-}
-
 fn encode_messages(request: &CompletionRequest) -> Result<(String, Vec<Value>), ProviderError> {
-    let mut system: Vec<String> = request
-        .instructions
-        .iter()
-        .filter(|i| !i.is_empty())
-        .cloned()
-        .collect();
-    let mut out: Vec<(&'static str, Vec<Value>)> = Vec::new();
-    for message in &request.messages {
-        let (role, blocks) = match message.role {
-            Role::System => {
-                if message.content.iter().any(|p| p.as_text().is_none()) {
-                    return Err(invalid("a system message may hold text only"));
-                }
-                system.push(message.text());
-                continue;
-            }
-            Role::Assistant => ("assistant", assistant_blocks(message)?),
-            Role::User | Role::Tool => ("user", user_blocks(message)?),
-        };
-        if blocks.is_empty() {
-            continue;
-        }
-        match out.last_mut() {
-            Some((last, content)) if *last == role => {
-                // Tool results lead a user message.
-                let (mut results, others): (Vec<_>, Vec<_>) = std::mem::take(content)
-                    .into_iter()
-                    .chain(blocks)
-                    .partition(|b| b["type"] == "tool_result");
-                results.extend(others);
-                *content = results;
-            }
-            _ => out.push((role, blocks)),
-        }
-    }
-    let messages = out
+    let (system, turns) = client::alternating(
+        request,
+        ("assistant", assistant_blocks),
+        user_blocks,
+        |content, blocks| {
+            // Tool results lead a user message.
+            let (mut results, others): (Vec<_>, Vec<_>) = std::mem::take(content)
+                .into_iter()
+                .chain(blocks)
+                .partition(|b| b["type"] == "tool_result");
+            results.extend(others);
+            *content = results;
+        },
+    )?;
+    let messages = turns
         .into_iter()
         .map(|(role, content)| json!({"role": role, "content": content}))
         .collect();
-    Ok((system.join("\n\n"), messages))
+    Ok((system, messages))
 }
 
 fn assistant_blocks(message: &Message) -> Result<Vec<Value>, ProviderError> {
@@ -311,15 +263,9 @@ fn assistant_blocks(message: &Message) -> Result<Vec<Value>, ProviderError> {
                 name,
                 arguments,
                 ..
-            } => {
-                // `input` must be an object; a call whose arguments were malformed is
-                // recorded with none (its tool result says what was wrong).
-                let input = match arguments {
-                    Value::Object(_) => arguments.clone(),
-                    _ => Value::Object(Map::new()),
-                };
-                Ok(json!({"type": "tool_use", "id": id, "name": name, "input": input}))
-            }
+            } => Ok(json!({
+                "type": "tool_use", "id": id, "name": name, "input": argument_object(arguments),
+            })),
             _ => Err(invalid(
                 "an assistant message may hold text and tool calls only",
             )),
@@ -407,15 +353,8 @@ struct WireResponse {
     usage: WireUsage,
 }
 
-fn bad(reason: impl Into<String>) -> ProviderError {
-    ProviderError::BadResponse {
-        reason: reason.into(),
-    }
-}
-
 fn parse_response(bytes: &[u8], key: &Secret) -> Result<CompletionResponse, ProviderError> {
-    let value: Value =
-        serde_json::from_slice(bytes).map_err(|e| bad(format!("the body is not JSON ({e})")))?;
+    let value = json_body(bytes)?;
     if value["type"] == "error" {
         return Err(error_event(&value, key));
     }
@@ -444,35 +383,27 @@ fn parse_response(bytes: &[u8], key: &Secret) -> Result<CompletionResponse, Prov
     let stop = wire
         .stop_reason
         .ok_or_else(|| bad("the answer has no `stop_reason`"))?;
-    let usage = Usage::new(
-        wire.usage.input().unwrap_or(0),
-        wire.usage.output_tokens.unwrap_or(0),
-    );
-    Ok(assemble(wire.id, wire.model, text, calls, &stop, usage))
+    let mut draft = Draft {
+        id: wire.id,
+        model: wire.model,
+        text,
+        usage: Usage::new(
+            wire.usage.input().unwrap_or(0),
+            wire.usage.output_tokens.unwrap_or(0),
+        ),
+        ..Draft::default()
+    };
+    Ok(draft.finish(calls, stop_reason(&stop)))
 }
 
-fn assemble(
-    id: Option<String>,
-    model: Option<String>,
-    text: String,
-    tool_calls: Vec<ModelToolCall>,
-    stop_reason: &str,
-    usage: Usage,
-) -> CompletionResponse {
-    let stop = match stop_reason {
+fn stop_reason(stop_reason: &str) -> StopReason {
+    match stop_reason {
         "end_turn" | "stop_sequence" => StopReason::EndTurn,
         "tool_use" => StopReason::ToolUse,
         "max_tokens" => StopReason::MaxTokens,
         "refusal" => StopReason::Refusal,
         other => StopReason::Other(other.to_owned()),
-    };
-    let mut response = CompletionResponse::text(text);
-    response.tool_calls = tool_calls;
-    response.stop = stop;
-    response.usage = usage;
-    response.id = id;
-    response.model = model;
-    response
+    }
 }
 
 /// An `{"type": "error", "error": {"type", "message"}}` body or stream event.
@@ -521,25 +452,16 @@ enum Block {
     Other,
 }
 
-#[derive(Debug)]
-struct PartialCall {
-    id: String,
-    name: String,
-    arguments: String,
-}
-
 /// The reading of one streamed answer.
 #[derive(Debug)]
-struct MessagesStream {
+pub(crate) struct MessagesStream {
     key: Secret,
     started: bool,
-    id: Option<String>,
-    model: Option<String>,
-    text: String,
+    draft: Draft,
     blocks: Vec<(u64, Block)>,
-    calls: Vec<PartialCall>,
+    /// By content block index.
+    calls: PartialCalls<u64>,
     stop: Option<String>,
-    usage: Usage,
 }
 
 impl MessagesStream {
@@ -547,13 +469,10 @@ impl MessagesStream {
         Self {
             key: key.clone(),
             started: false,
-            id: None,
-            model: None,
-            text: String::new(),
+            draft: Draft::default(),
             blocks: Vec::new(),
-            calls: Vec::new(),
+            calls: PartialCalls::default(),
             stop: None,
-            usage: Usage::default(),
         }
     }
 
@@ -566,18 +485,17 @@ impl MessagesStream {
 
     fn apply_usage(&mut self, usage: &WireUsage) {
         if let Some(input) = usage.input() {
-            self.usage.input_tokens = input;
+            self.draft.usage.input_tokens = input;
         }
         if let Some(output) = usage.output_tokens {
-            self.usage.output_tokens = output;
+            self.draft.usage.output_tokens = output;
         }
     }
 }
 
 impl SseHandler for MessagesStream {
     fn event(&mut self, event: SseEvent, out: &mut VecDeque<Item>) -> Result<bool, ProviderError> {
-        let data: Value = serde_json::from_str(&event.data)
-            .map_err(|e| bad(format!("a stream event is not JSON ({e})")))?;
+        let data = json_event(&event)?;
         let kind = data["type"].as_str().unwrap_or(event.event.as_str());
         if kind != "message_start" && kind != "ping" && kind != "error" && !self.started {
             return Err(bad(format!("`{kind}` arrived before `message_start`")));
@@ -586,8 +504,8 @@ impl SseHandler for MessagesStream {
             "message_start" => {
                 self.started = true;
                 let message = &data["message"];
-                self.id = message["id"].as_str().map(str::to_owned);
-                self.model = message["model"].as_str().map(str::to_owned);
+                self.draft.id = message["id"].as_str().map(str::to_owned);
+                self.draft.model = message["model"].as_str().map(str::to_owned);
                 if let Ok(usage) = WireUsage::deserialize(&message["usage"]) {
                     self.apply_usage(&usage);
                 }
@@ -599,19 +517,13 @@ impl SseHandler for MessagesStream {
                 let block = &data["content_block"];
                 let kind = match block["type"].as_str() {
                     Some("text") => {
-                        let text = block["text"].as_str().unwrap_or_default();
-                        if !text.is_empty() {
-                            self.text.push_str(text);
-                            out.push_back(Ok(StreamEvent::TextDelta(text.to_owned())));
-                        }
+                        self.draft
+                            .text(block["text"].as_str().unwrap_or_default(), out);
                         Block::Text
                     }
                     Some("tool_use") => {
-                        let ordinal = self.calls.len();
-                        let id = block["id"]
-                            .as_str()
-                            .filter(|id| !id.is_empty())
-                            .map_or_else(|| format!("call_{ordinal}"), str::to_owned);
+                        // An empty id becomes `call_<ordinal>`.
+                        let id = block["id"].as_str().unwrap_or_default().to_owned();
                         let name = block["name"].as_str().unwrap_or_default().to_owned();
                         // The input arrives as `input_json_delta`s; a start that already
                         // holds a non-empty input keeps it as the first piece.
@@ -619,23 +531,7 @@ impl SseHandler for MessagesStream {
                             Value::Object(map) if !map.is_empty() => block["input"].to_string(),
                             _ => String::new(),
                         };
-                        out.push_back(Ok(StreamEvent::ToolCallStarted {
-                            index: ordinal,
-                            id: id.clone(),
-                            name: name.clone(),
-                        }));
-                        if !arguments.is_empty() {
-                            out.push_back(Ok(StreamEvent::ToolCallArgumentsDelta {
-                                index: ordinal,
-                                delta: arguments.clone(),
-                            }));
-                        }
-                        self.calls.push(PartialCall {
-                            id,
-                            name,
-                            arguments,
-                        });
-                        Block::Tool(ordinal)
+                        Block::Tool(self.calls.open(index, id, name, arguments, out))
                     }
                     _ => Block::Other,
                 };
@@ -648,23 +544,12 @@ impl SseHandler for MessagesStream {
                 let delta = &data["delta"];
                 match (self.block(index), delta["type"].as_str()) {
                     (Block::Text, Some("text_delta")) => {
-                        let text = delta["text"].as_str().unwrap_or_default();
-                        if !text.is_empty() {
-                            self.text.push_str(text);
-                            out.push_back(Ok(StreamEvent::TextDelta(text.to_owned())));
-                        }
+                        self.draft
+                            .text(delta["text"].as_str().unwrap_or_default(), out);
                     }
                     (Block::Tool(ordinal), Some("input_json_delta")) => {
                         let piece = delta["partial_json"].as_str().unwrap_or_default();
-                        if !piece.is_empty() {
-                            if let Some(call) = self.calls.get_mut(ordinal) {
-                                call.arguments.push_str(piece);
-                            }
-                            out.push_back(Ok(StreamEvent::ToolCallArgumentsDelta {
-                                index: ordinal,
-                                delta: piece.to_owned(),
-                            }));
-                        }
+                        self.calls.piece(ordinal, piece, out);
                     }
                     _ => {}
                 }
@@ -675,7 +560,7 @@ impl SseHandler for MessagesStream {
                 }
                 if let Ok(usage) = WireUsage::deserialize(&data["usage"]) {
                     self.apply_usage(&usage);
-                    out.push_back(Ok(StreamEvent::Usage(self.usage)));
+                    out.push_back(Ok(StreamEvent::Usage(self.draft.usage)));
                 }
             }
             "message_stop" => return Ok(true),
@@ -694,18 +579,8 @@ impl SseHandler for MessagesStream {
             .stop
             .take()
             .ok_or_else(|| bad("the stream ended without a `stop_reason`"))?;
-        let calls = std::mem::take(&mut self.calls)
-            .into_iter()
-            .map(|call| ModelToolCall::parse(call.id, call.name, call.arguments))
-            .collect();
-        Ok(assemble(
-            self.id.take(),
-            self.model.take(),
-            std::mem::take(&mut self.text),
-            calls,
-            &stop,
-            self.usage,
-        ))
+        let calls = self.calls.finish();
+        Ok(self.draft.finish(calls, stop_reason(&stop)))
     }
 
     fn whole_body(&mut self, body: &[u8]) -> Result<CompletionResponse, ProviderError> {

@@ -78,18 +78,19 @@ use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, HeaderName};
 use serde_json::{Map, Value, json};
 
-use iris_tools_core::{BoxFuture, ContentBlock, ToolResultBlock};
+use iris_tools_core::{ContentBlock, ToolResultBlock};
 
 use crate::adapters;
+use crate::assembly::Draft;
 use crate::chat::{
     CompletionRequest, CompletionResponse, Message, ModelToolCall, Part, Role, StopReason,
     StreamEvent, Usage,
 };
+use crate::client::{self, WireFormat, argument_object, bad, invalid, json_body, json_event};
 use crate::http::{Secret, Transport, status_error};
-use crate::provider::{CompletionProvider, ProviderStream, iter};
 use crate::provider_error::ProviderError;
 use crate::sse::SseEvent;
-use crate::streaming::{Item, SseHandler, sse_stream};
+use crate::streaming::{Item, SseHandler};
 
 /// A Gemini API client; see the [module docs](self) for the wire.
 ///
@@ -190,68 +191,42 @@ impl Client {
         }
         Ok(body)
     }
+}
 
-    fn headers(&self) -> Result<HeaderMap, ProviderError> {
-        let mut headers = HeaderMap::new();
-        if !self.transport.key.is_blank() {
-            headers.insert(
-                HeaderName::from_static("x-goog-api-key"),
-                self.transport.key.header("")?,
-            );
-        }
-        Ok(headers)
+impl WireFormat for Client {
+    type Reader = Turn;
+
+    fn transport(&self) -> &Transport {
+        &self.transport
     }
 
-    async fn complete_once(
-        &self,
-        request: &CompletionRequest,
-    ) -> Result<CompletionResponse, ProviderError> {
-        let path = format!("{}:generateContent", model_path(&request.model)?);
-        let body = self.request_body(request)?;
-        let response = self.transport.post(&path, self.headers()?, &body).await?;
-        let bytes = self.transport.read_all(response).await?;
-        let mut turn = Turn::new(&self.transport.key, request);
-        turn.whole_body(&bytes)
+    fn endpoint(&self, request: &CompletionRequest, stream: bool) -> Result<String, ProviderError> {
+        let path = model_path(&request.model)?;
+        Ok(if stream {
+            format!("{path}:streamGenerateContent?alt=sse")
+        } else {
+            format!("{path}:generateContent")
+        })
+    }
+
+    fn body(&self, request: &CompletionRequest, _: bool) -> Result<Value, ProviderError> {
+        self.request_body(request)
+    }
+
+    fn key_header(&self) -> (HeaderName, &'static str) {
+        (HeaderName::from_static("x-goog-api-key"), "")
+    }
+
+    fn reader(&self, request: &CompletionRequest) -> Turn {
+        Turn::new(&self.transport.key, request)
     }
 }
 
-impl CompletionProvider for Client {
-    fn name(&self) -> &str {
-        "gemini"
-    }
-
-    fn stream<'a>(&'a self, request: &'a CompletionRequest) -> ProviderStream<'a> {
-        let prepared = model_path(&request.model).and_then(|path| {
-            Ok((
-                format!("{path}:streamGenerateContent?alt=sse"),
-                self.request_body(request)?,
-                self.headers()?,
-            ))
-        });
-        let (path, body, headers) = match prepared {
-            Ok(prepared) => prepared,
-            Err(error) => return iter([Err(error)]),
-        };
-        let transport = &self.transport;
-        let open = Box::pin(async move { transport.post(&path, headers, &body).await });
-        sse_stream(transport, open, Turn::new(&self.transport.key, request))
-    }
-
-    fn complete<'a>(
-        &'a self,
-        request: &'a CompletionRequest,
-    ) -> BoxFuture<'a, Result<CompletionResponse, ProviderError>> {
-        Box::pin(self.complete_once(request))
-    }
-}
+client::http_provider!(Client, "gemini");
 
 impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("gemini::Client")
-            .field("base_url", &self.transport.base_url())
-            .field("timeout", &self.transport.timeout())
-            .field("api_key", &self.transport.key)
-            .finish()
+        self.transport.debug_struct(f, "gemini::Client").finish()
     }
 }
 
@@ -285,13 +260,6 @@ fn model_path(model: &str) -> Result<String, ProviderError> {
 // ---------------------------------------------------------------------------------------
 // Request encoding
 
-fn invalid(message: impl Into<String>) -> ProviderError {
-    ProviderError::InvalidRequest {
-        status: None,
-        message: message.into(),
-    }
-}
-
 /// A generated id (`call_<turn>_<n>`), which Gemini never saw and is not sent.
 fn is_generated_id(id: &str) -> bool {
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
@@ -311,33 +279,8 @@ enum Piece {
 }
 
 fn encode_contents(request: &CompletionRequest) -> Result<(String, Vec<Value>), ProviderError> {
-    let mut system: Vec<String> = request
-        .instructions
-        .iter()
-        .filter(|i| !i.is_empty())
-        .cloned()
-        .collect();
-    let mut contents: Vec<(&'static str, Vec<Piece>)> = Vec::new();
-    for message in &request.messages {
-        let (role, pieces) = match message.role {
-            Role::System => {
-                if message.content.iter().any(|p| p.as_text().is_none()) {
-                    return Err(invalid("a system message may hold text only"));
-                }
-                system.push(message.text());
-                continue;
-            }
-            Role::Assistant => ("model", model_pieces(message)?),
-            Role::User | Role::Tool => ("user", user_pieces(message)?),
-        };
-        if pieces.is_empty() {
-            continue;
-        }
-        match contents.last_mut() {
-            Some((last, existing)) if *last == role => existing.extend(pieces),
-            _ => contents.push((role, pieces)),
-        }
-    }
+    let (system, contents) =
+        client::alternating(request, ("model", model_pieces), user_pieces, Vec::extend)?;
     // Each user content answers the calls of the model content before it: function
     // responses first, in the order of those calls.
     let mut calls: Vec<String> = Vec::new();
@@ -371,7 +314,7 @@ fn encode_contents(request: &CompletionRequest) -> Result<(String, Vec<Value>), 
             .collect();
         out.push(json!({"role": role, "parts": parts}));
     }
-    Ok((system.join("\n\n"), out))
+    Ok((system, out))
 }
 
 fn model_pieces(message: &Message) -> Result<Vec<Piece>, ProviderError> {
@@ -387,13 +330,7 @@ fn model_pieces(message: &Message) -> Result<Vec<Piece>, ProviderError> {
                 signature,
                 ..
             } => {
-                // `args` must be an object; a call whose arguments were malformed is
-                // recorded with none (its result says what was wrong).
-                let args = match arguments {
-                    Value::Object(_) => arguments.clone(),
-                    _ => Value::Object(Map::new()),
-                };
-                let mut call = json!({"name": name, "args": args});
+                let mut call = json!({"name": name, "args": argument_object(arguments)});
                 if !is_generated_id(id) {
                     call["id"] = json!(id);
                 }
@@ -492,12 +429,6 @@ fn inline_data(mime_type: &str, data: &str) -> Value {
 // ---------------------------------------------------------------------------------------
 // Response decoding
 
-fn bad(reason: impl Into<String>) -> ProviderError {
-    ProviderError::BadResponse {
-        reason: reason.into(),
-    }
-}
-
 /// An `{"error": {"code", "message", "status", "details"}}` inside a 200 answer or a
 /// stream event, read like the HTTP error it stands for.
 fn error_object(error: &Value, key: &Secret) -> ProviderError {
@@ -532,16 +463,14 @@ const BLOCKED: &[&str] = &[
 
 /// The turn being read, from stream events or one whole answer.
 #[derive(Debug)]
-struct Turn {
+pub(crate) struct Turn {
     key: Secret,
     /// The 1-based turn number for generated call ids.
     turn: usize,
-    id: Option<String>,
-    model: Option<String>,
-    text: String,
+    draft: Draft,
     calls: Vec<ModelToolCall>,
     finish: Option<String>,
-    refusal: Option<String>,
+    /// The last usage announced.
     usage: Option<Usage>,
 }
 
@@ -555,12 +484,9 @@ impl Turn {
         Self {
             key: key.clone(),
             turn: assistant_turns + 1,
-            id: None,
-            model: None,
-            text: String::new(),
+            draft: Draft::default(),
             calls: Vec::new(),
             finish: None,
-            refusal: None,
             usage: None,
         }
     }
@@ -573,12 +499,8 @@ impl Turn {
         if !value.is_object() {
             return Err(bad("a response is not a JSON object"));
         }
-        if self.id.is_none() {
-            self.id = value["responseId"].as_str().map(str::to_owned);
-        }
-        if self.model.is_none() {
-            self.model = value["modelVersion"].as_str().map(str::to_owned);
-        }
+        self.draft
+            .identify(value["responseId"].as_str(), value["modelVersion"].as_str());
         if let Some(reason) = value
             .pointer("/promptFeedback/blockReason")
             .and_then(Value::as_str)
@@ -590,7 +512,7 @@ impl Turn {
                     || format!("the prompt was blocked ({reason})"),
                     |m| format!("the prompt was blocked ({reason}): {m}"),
                 );
-            self.block(reason, message, out);
+            self.block(reason, &message, out);
         }
         let candidates = value["candidates"].as_array().map(Vec::as_slice);
         let candidate = candidates
@@ -615,7 +537,7 @@ impl Turn {
                             || format!("the response was blocked ({reason})"),
                             str::to_owned,
                         );
-                    self.block(reason, message, out);
+                    self.block(reason, &message, out);
                 } else {
                     self.finish = Some(reason.to_owned());
                 }
@@ -639,10 +561,8 @@ impl Turn {
         if part["thought"] == true {
             return;
         }
-        if let Some(text) = part["text"].as_str().filter(|t| !t.is_empty()) {
-            self.text.push_str(text);
-            out.push_back(Ok(StreamEvent::TextDelta(text.to_owned())));
-        }
+        self.draft
+            .text(part["text"].as_str().unwrap_or_default(), out);
         let Some(call) = part.get("functionCall").filter(|c| c.is_object()) else {
             return;
         };
@@ -672,11 +592,10 @@ impl Turn {
         self.calls.push(call);
     }
 
-    fn block(&mut self, reason: &str, message: String, out: &mut VecDeque<Item>) {
+    fn block(&mut self, reason: &str, message: &str, out: &mut VecDeque<Item>) {
         self.finish = Some(reason.to_owned());
-        if self.refusal.is_none() {
-            out.push_back(Ok(StreamEvent::RefusalDelta(message.clone())));
-            self.refusal = Some(message);
+        if !self.draft.refused() {
+            self.draft.refusal(message, out);
         }
     }
 
@@ -686,27 +605,20 @@ impl Turn {
         };
         let calls = std::mem::take(&mut self.calls);
         let stop = match finish.as_str() {
-            _ if self.refusal.is_some() => StopReason::Refusal,
+            _ if self.draft.refused() => StopReason::Refusal,
             "STOP" if !calls.is_empty() => StopReason::ToolUse,
             "STOP" => StopReason::EndTurn,
             "MAX_TOKENS" => StopReason::MaxTokens,
             other => StopReason::Other(other.to_owned()),
         };
-        let mut response = CompletionResponse::text(std::mem::take(&mut self.text));
-        response.tool_calls = calls;
-        response.stop = stop;
-        response.usage = self.usage.unwrap_or_default();
-        response.refusal = self.refusal.take();
-        response.id = self.id.take();
-        response.model = self.model.take();
-        Ok(response)
+        self.draft.usage = self.usage.unwrap_or_default();
+        Ok(self.draft.finish(calls, stop))
     }
 }
 
 impl SseHandler for Turn {
     fn event(&mut self, event: SseEvent, out: &mut VecDeque<Item>) -> Result<bool, ProviderError> {
-        let value: Value = serde_json::from_str(&event.data)
-            .map_err(|e| bad(format!("a stream event is not JSON ({e})")))?;
+        let value = json_event(&event)?;
         self.chunk(&value, out)?;
         // No terminator: the stream ends with the body.
         Ok(false)
@@ -717,8 +629,7 @@ impl SseHandler for Turn {
     }
 
     fn whole_body(&mut self, body: &[u8]) -> Result<CompletionResponse, ProviderError> {
-        let value: Value =
-            serde_json::from_slice(body).map_err(|e| bad(format!("the body is not JSON ({e})")))?;
+        let value = json_body(body)?;
         let mut ignored = VecDeque::new();
         match &value {
             // `streamGenerateContent` without `alt=sse` answers a JSON array.

@@ -109,6 +109,21 @@ impl Transport {
         self.timeout
     }
 
+    /// A client's `Debug`: named `name`, with the base URL, the timeout and the
+    /// redacted key first; the caller adds its own fields.
+    pub(crate) fn debug_struct<'a, 'b>(
+        &self,
+        f: &'a mut fmt::Formatter<'b>,
+        name: &str,
+    ) -> fmt::DebugStruct<'a, 'b> {
+        let mut debug = f.debug_struct(name);
+        debug
+            .field("base_url", &self.base_url())
+            .field("timeout", &self.timeout)
+            .field("api_key", &self.key);
+        debug
+    }
+
     fn http(&self) -> Result<&reqwest::Client, ProviderError> {
         if let Some(client) = self.http.get() {
             return Ok(client);
@@ -239,11 +254,7 @@ impl Transport {
 
 impl fmt::Debug for Transport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Transport")
-            .field("base_url", &self.base_url)
-            .field("timeout", &self.timeout)
-            .field("api_key", &self.key)
-            .finish_non_exhaustive()
+        self.debug_struct(f, "Transport").finish_non_exhaustive()
     }
 }
 

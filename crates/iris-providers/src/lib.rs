@@ -2,7 +2,9 @@
 
 pub mod adapters;
 pub mod anthropic;
+mod assembly;
 pub mod chat;
+mod client;
 pub mod error;
 pub mod gemini;
 mod http;

@@ -59,22 +59,22 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::time::Duration;
 
-use reqwest::header::{AUTHORIZATION, HeaderMap};
+use reqwest::header::{AUTHORIZATION, HeaderName};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use iris_tools_core::{BoxFuture, ContentBlock};
+use iris_tools_core::ContentBlock;
 
 use crate::adapters;
+use crate::assembly::{Draft, PartialCalls};
 use crate::chat::{
-    CompletionRequest, CompletionResponse, Message, ModelToolCall, Part, Role, StopReason,
-    StreamEvent, Usage,
+    CompletionRequest, CompletionResponse, Message, ModelToolCall, Part, Role, StopReason, Usage,
 };
-use crate::http::{Transport, server_message};
-use crate::provider::{CompletionProvider, ProviderStream, iter};
+use crate::client::{self, WireFormat, argument_text, bad, invalid, json_body, system_text};
+use crate::http::{Secret, Transport, server_message};
 use crate::provider_error::ProviderError;
 use crate::sse::SseEvent;
-use crate::streaming::{Item, SseHandler, sse_stream};
+use crate::streaming::{Item, SseHandler};
 
 /// Which request field carries [`CompletionRequest::max_output_tokens`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -201,63 +201,38 @@ impl Client {
         }
         Ok(body)
     }
+}
 
-    fn headers(&self) -> Result<HeaderMap, ProviderError> {
-        let mut headers = HeaderMap::new();
-        if !self.transport.key.is_blank() {
-            headers.insert(AUTHORIZATION, self.transport.key.header("Bearer ")?);
-        }
-        Ok(headers)
+impl WireFormat for Client {
+    type Reader = ChatStream;
+
+    fn transport(&self) -> &Transport {
+        &self.transport
     }
 
-    async fn complete_once(
-        &self,
-        request: &CompletionRequest,
-    ) -> Result<CompletionResponse, ProviderError> {
-        let body = self.request_body(request, false)?;
-        let response = self
-            .transport
-            .post(ENDPOINT, self.headers()?, &body)
-            .await?;
-        let bytes = self.transport.read_all(response).await?;
-        parse_response(&bytes, &self.transport.key)
+    fn endpoint(&self, _: &CompletionRequest, _: bool) -> Result<String, ProviderError> {
+        Ok("chat/completions".into())
+    }
+
+    fn body(&self, request: &CompletionRequest, stream: bool) -> Result<Value, ProviderError> {
+        self.request_body(request, stream)
+    }
+
+    fn key_header(&self) -> (HeaderName, &'static str) {
+        (AUTHORIZATION, "Bearer ")
+    }
+
+    fn reader(&self, _: &CompletionRequest) -> ChatStream {
+        ChatStream::new(&self.transport.key)
     }
 }
 
-const ENDPOINT: &str = "chat/completions";
-
-impl CompletionProvider for Client {
-    fn name(&self) -> &str {
-        "openai"
-    }
-
-    fn stream<'a>(&'a self, request: &'a CompletionRequest) -> ProviderStream<'a> {
-        let prepared = self
-            .request_body(request, true)
-            .and_then(|body| Ok((body, self.headers()?)));
-        let (body, headers) = match prepared {
-            Ok(prepared) => prepared,
-            Err(error) => return iter([Err(error)]),
-        };
-        let transport = &self.transport;
-        let open = Box::pin(async move { transport.post(ENDPOINT, headers, &body).await });
-        sse_stream(transport, open, ChatStream::new(&self.transport))
-    }
-
-    fn complete<'a>(
-        &'a self,
-        request: &'a CompletionRequest,
-    ) -> BoxFuture<'a, Result<CompletionResponse, ProviderError>> {
-        Box::pin(self.complete_once(request))
-    }
-}
+client::http_provider!(Client, "openai");
 
 impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("openai_chat::Client")
-            .field("base_url", &self.transport.base_url())
-            .field("timeout", &self.transport.timeout())
-            .field("api_key", &self.transport.key)
+        self.transport
+            .debug_struct(f, "openai_chat::Client")
             .field("max_tokens_field", &self.max_tokens_field)
             .finish()
     }
@@ -277,20 +252,10 @@ fn encode_messages(request: &CompletionRequest) -> Result<Vec<Value>, ProviderEr
     Ok(out)
 }
 
-fn invalid(message: impl Into<String>) -> ProviderError {
-    ProviderError::InvalidRequest {
-        status: None,
-        message: message.into(),
-    }
-}
-
 fn encode_message(message: &Message, out: &mut Vec<Value>) -> Result<(), ProviderError> {
     match message.role {
         Role::System => {
-            if message.content.iter().any(|p| p.as_text().is_none()) {
-                return Err(invalid("a system message may hold text only"));
-            }
-            out.push(json!({"role": "system", "content": message.text()}));
+            out.push(json!({"role": "system", "content": system_text(message)?}));
         }
         Role::Assistant => {
             let mut text = String::new();
@@ -398,15 +363,6 @@ fn user_content(mut parts: Vec<Value>) -> Value {
     Value::Array(parts)
 }
 
-/// Arguments as the wire's JSON text; a string is raw text of malformed arguments
-/// ([`ModelToolCall::to_part`]) and goes back verbatim.
-fn argument_text(arguments: &Value) -> String {
-    match arguments {
-        Value::String(raw) => raw.clone(),
-        other => other.to_string(),
-    }
-}
-
 // ---------------------------------------------------------------------------------------
 // Response decoding
 
@@ -471,18 +427,8 @@ impl From<WireUsage> for Usage {
     }
 }
 
-fn bad(reason: impl Into<String>) -> ProviderError {
-    ProviderError::BadResponse {
-        reason: reason.into(),
-    }
-}
-
-fn parse_response(
-    bytes: &[u8],
-    key: &crate::http::Secret,
-) -> Result<CompletionResponse, ProviderError> {
-    let value: Value =
-        serde_json::from_slice(bytes).map_err(|e| bad(format!("the body is not JSON ({e})")))?;
+fn parse_response(bytes: &[u8], key: &Secret) -> Result<CompletionResponse, ProviderError> {
+    let value = json_body(bytes)?;
     if let Some(error) = value.get("error").filter(|e| !e.is_null()) {
         return Err(stream_error(error, key));
     }
@@ -513,48 +459,31 @@ fn parse_response(
     let finish = choice
         .finish_reason
         .ok_or_else(|| bad("the choice has no `finish_reason`"))?;
-    let refusal = choice.message.refusal.filter(|r| !r.is_empty());
-    Ok(assemble(
-        wire.id,
-        wire.model,
-        choice.message.content.unwrap_or_default(),
-        refusal,
-        calls,
-        &finish,
-        wire.usage.map(Usage::from).unwrap_or_default(),
-    ))
+    let mut draft = Draft {
+        id: wire.id,
+        model: wire.model,
+        text: choice.message.content.unwrap_or_default(),
+        refusal: choice.message.refusal.unwrap_or_default(),
+        usage: wire.usage.map(Usage::from).unwrap_or_default(),
+    };
+    let stop = stop_reason(&finish, draft.refused(), !calls.is_empty());
+    Ok(draft.finish(calls, stop))
 }
 
-fn assemble(
-    id: Option<String>,
-    model: Option<String>,
-    text: String,
-    refusal: Option<String>,
-    tool_calls: Vec<ModelToolCall>,
-    finish: &str,
-    usage: Usage,
-) -> CompletionResponse {
-    let stop = match finish {
-        _ if refusal.is_some() => StopReason::Refusal,
+fn stop_reason(finish: &str, refused: bool, has_calls: bool) -> StopReason {
+    match finish {
+        _ if refused => StopReason::Refusal,
         "content_filter" => StopReason::Refusal,
         "tool_calls" | "function_call" => StopReason::ToolUse,
-        "stop" if !tool_calls.is_empty() => StopReason::ToolUse,
+        "stop" if has_calls => StopReason::ToolUse,
         "stop" => StopReason::EndTurn,
         "length" => StopReason::MaxTokens,
         other => StopReason::Other(other.to_owned()),
-    };
-    let mut response = CompletionResponse::text(text);
-    response.tool_calls = tool_calls;
-    response.stop = stop;
-    response.usage = usage;
-    response.refusal = refusal;
-    response.id = id;
-    response.model = model;
-    response
+    }
 }
 
 /// An `error` object inside a 200 answer or a stream chunk.
-fn stream_error(error: &Value, key: &crate::http::Secret) -> ProviderError {
+fn stream_error(error: &Value, key: &Secret) -> ProviderError {
     let wrapped = json!({ "error": error });
     let message = server_message(wrapped.to_string().as_bytes())
         .map(|m| key.redact(&m))
@@ -627,68 +556,38 @@ struct WireToolCallChunk {
     function: Option<WireFunction>,
 }
 
-/// A tool call being assembled from chunks.
-#[derive(Debug)]
-struct PartialCall {
-    wire_index: usize,
-    id: String,
-    name: String,
-    arguments: String,
-    started: bool,
-}
-
 /// The reading of one streamed answer.
 #[derive(Debug)]
-struct ChatStream {
-    key: crate::http::Secret,
-    id: Option<String>,
-    model: Option<String>,
-    text: String,
-    refusal: String,
-    calls: Vec<PartialCall>,
+pub(crate) struct ChatStream {
+    key: Secret,
+    draft: Draft,
+    /// By the chunks' `index`.
+    calls: PartialCalls<usize>,
     finish: Option<String>,
-    usage: Usage,
 }
 
 impl ChatStream {
-    fn new(transport: &Transport) -> Self {
+    fn new(key: &Secret) -> Self {
         Self {
-            key: transport.key.clone(),
-            id: None,
-            model: None,
-            text: String::new(),
-            refusal: String::new(),
-            calls: Vec::new(),
+            key: key.clone(),
+            draft: Draft::default(),
+            calls: PartialCalls::default(),
             finish: None,
-            usage: Usage::default(),
         }
     }
 
     fn tool_call_chunk(&mut self, chunk: WireToolCallChunk, out: &mut VecDeque<Item>) {
         // `index` is required by the spec; a server that leaves it out gets the
         // previous call, or a new one when a new id shows up.
-        let wire_index = chunk.index.unwrap_or_else(|| {
-            let last = self.calls.last();
-            match (&chunk.id, last) {
-                (Some(id), Some(last)) if !id.is_empty() && *id != last.id => last.wire_index + 1,
-                (_, Some(last)) => last.wire_index,
+        let wire_index = chunk
+            .index
+            .unwrap_or_else(|| match (&chunk.id, self.calls.last()) {
+                (Some(id), Some(last)) if !id.is_empty() && *id != last.id => last.key + 1,
+                (_, Some(last)) => last.key,
                 (_, None) => 0,
-            }
-        });
-        let index = match self.calls.iter().position(|c| c.wire_index == wire_index) {
-            Some(index) => index,
-            None => {
-                self.calls.push(PartialCall {
-                    wire_index,
-                    id: String::new(),
-                    name: String::new(),
-                    arguments: String::new(),
-                    started: false,
-                });
-                self.calls.len() - 1
-            }
-        };
-        let call = &mut self.calls[index];
+            });
+        let index = self.calls.index(wire_index);
+        let call = self.calls.get_mut(index);
         if let Some(id) = chunk.id.filter(|id| !id.is_empty())
             && call.id.is_empty()
         {
@@ -700,32 +599,9 @@ impl ChatStream {
         {
             call.name = name;
         }
-        let piece = function.arguments.unwrap_or_default();
-        call.arguments.push_str(&piece);
-        if call.started {
-            if !piece.is_empty() {
-                out.push_back(Ok(StreamEvent::ToolCallArgumentsDelta {
-                    index,
-                    delta: piece,
-                }));
-            }
-        } else if !call.name.is_empty() {
-            call.started = true;
-            if call.id.is_empty() {
-                call.id = format!("call_{index}");
-            }
-            out.push_back(Ok(StreamEvent::ToolCallStarted {
-                index,
-                id: call.id.clone(),
-                name: call.name.clone(),
-            }));
-            if !call.arguments.is_empty() {
-                out.push_back(Ok(StreamEvent::ToolCallArgumentsDelta {
-                    index,
-                    delta: call.arguments.clone(),
-                }));
-            }
-        }
+        self.calls
+            .piece(index, &function.arguments.unwrap_or_default(), out);
+        self.calls.start(index, out);
     }
 }
 
@@ -743,22 +619,14 @@ impl SseHandler for ChatStream {
         if let Some(error) = chunk.error.filter(|e| !e.is_null()) {
             return Err(stream_error(&error, &self.key));
         }
-        if self.id.is_none() {
-            self.id = chunk.id;
-        }
-        if self.model.is_none() {
-            self.model = chunk.model;
-        }
+        self.draft
+            .identify(chunk.id.as_deref(), chunk.model.as_deref());
         for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
             if let Some(delta) = choice.delta {
-                if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
-                    self.text.push_str(&text);
-                    out.push_back(Ok(StreamEvent::TextDelta(text)));
-                }
-                if let Some(refusal) = delta.refusal.filter(|t| !t.is_empty()) {
-                    self.refusal.push_str(&refusal);
-                    out.push_back(Ok(StreamEvent::RefusalDelta(refusal)));
-                }
+                self.draft
+                    .text(delta.content.as_deref().unwrap_or_default(), out);
+                self.draft
+                    .refusal(delta.refusal.as_deref().unwrap_or_default(), out);
                 for call in delta.tool_calls.unwrap_or_default() {
                     self.tool_call_chunk(call, out);
                 }
@@ -768,8 +636,7 @@ impl SseHandler for ChatStream {
             }
         }
         if let Some(usage) = chunk.usage {
-            self.usage = usage.into();
-            out.push_back(Ok(StreamEvent::Usage(self.usage)));
+            self.draft.usage(usage.into(), out);
         }
         Ok(false)
     }
@@ -782,28 +649,9 @@ impl SseHandler for ChatStream {
                 "the stream was cut off before `finish_reason` and `[DONE]`"
             }));
         };
-        let calls = std::mem::take(&mut self.calls)
-            .into_iter()
-            .enumerate()
-            .map(|(index, call)| {
-                let id = if call.id.is_empty() {
-                    format!("call_{index}")
-                } else {
-                    call.id
-                };
-                ModelToolCall::parse(id, call.name, call.arguments)
-            })
-            .collect();
-        let refusal = (!self.refusal.is_empty()).then(|| std::mem::take(&mut self.refusal));
-        Ok(assemble(
-            self.id.take(),
-            self.model.take(),
-            std::mem::take(&mut self.text),
-            refusal,
-            calls,
-            &finish,
-            self.usage,
-        ))
+        let calls = self.calls.finish();
+        let stop = stop_reason(&finish, self.draft.refused(), !calls.is_empty());
+        Ok(self.draft.finish(calls, stop))
     }
 
     fn whole_body(&mut self, body: &[u8]) -> Result<CompletionResponse, ProviderError> {

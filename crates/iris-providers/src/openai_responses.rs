@@ -66,8 +66,8 @@
 //! | `incomplete`, reason `max_output_tokens` | [`StopReason::MaxTokens`] |
 //! | `incomplete`, reason `content_filter`, or any `refusal` content | [`StopReason::Refusal`] (refusal text in [`CompletionResponse::refusal`]) |
 //! | other statuses or reasons | [`StopReason::Other`] |
-//! | `call_id` | [`ModelToolCall::id`], answered by `function_call_output.call_id` |
-//! | arguments that are not a JSON object | [`ModelToolCall::problem`] |
+//! | `call_id` | [`ModelToolCall::id`](crate::chat::ModelToolCall::id), answered by `function_call_output.call_id` |
+//! | arguments that are not a JSON object | [`ModelToolCall::problem`](crate::chat::ModelToolCall::problem) |
 //! | `usage.input_tokens` (cached included) / `output_tokens` (reasoning included) | [`Usage`] |
 //! | `response.failed`, `error` with `rate_limit_exceeded` | `PROVIDER_RATE_LIMITED` |
 //! | … with `server_error`, `vector_store_timeout` or an unknown code | `PROVIDER_UNAVAILABLE` |
@@ -82,21 +82,23 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::time::Duration;
 
-use reqwest::header::{AUTHORIZATION, HeaderMap};
+use reqwest::header::{AUTHORIZATION, HeaderName};
 use serde_json::{Value, json};
 
-use iris_tools_core::{BoxFuture, ContentBlock, ToolResultBlock};
+use iris_tools_core::{ContentBlock, ToolResultBlock};
 
 use crate::adapters;
+use crate::assembly::{Draft, PartialCalls};
 use crate::chat::{
-    CompletionRequest, CompletionResponse, Message, ModelToolCall, Part, Role, StopReason,
-    StreamEvent, Usage,
+    CompletionRequest, CompletionResponse, Message, Part, Role, StopReason, StreamEvent, Usage,
+};
+use crate::client::{
+    self, WireFormat, argument_text, bad, invalid, json_body, json_event, system_text,
 };
 use crate::http::{Secret, Transport, one_line};
-use crate::provider::{CompletionProvider, ProviderStream, iter};
 use crate::provider_error::ProviderError;
 use crate::sse::SseEvent;
-use crate::streaming::{Item, SseHandler, sse_stream};
+use crate::streaming::{Item, SseHandler};
 
 /// A Responses API client; see the [module docs](self) for the wire.
 ///
@@ -212,63 +214,38 @@ impl Client {
         }
         Ok(body)
     }
+}
 
-    fn headers(&self) -> Result<HeaderMap, ProviderError> {
-        let mut headers = HeaderMap::new();
-        if !self.transport.key.is_blank() {
-            headers.insert(AUTHORIZATION, self.transport.key.header("Bearer ")?);
-        }
-        Ok(headers)
+impl WireFormat for Client {
+    type Reader = ResponsesStream;
+
+    fn transport(&self) -> &Transport {
+        &self.transport
     }
 
-    async fn complete_once(
-        &self,
-        request: &CompletionRequest,
-    ) -> Result<CompletionResponse, ProviderError> {
-        let body = self.request_body(request, false)?;
-        let response = self
-            .transport
-            .post(ENDPOINT, self.headers()?, &body)
-            .await?;
-        let bytes = self.transport.read_all(response).await?;
-        parse_response(&bytes, &self.transport.key)
+    fn endpoint(&self, _: &CompletionRequest, _: bool) -> Result<String, ProviderError> {
+        Ok("responses".into())
+    }
+
+    fn body(&self, request: &CompletionRequest, stream: bool) -> Result<Value, ProviderError> {
+        self.request_body(request, stream)
+    }
+
+    fn key_header(&self) -> (HeaderName, &'static str) {
+        (AUTHORIZATION, "Bearer ")
+    }
+
+    fn reader(&self, _: &CompletionRequest) -> ResponsesStream {
+        ResponsesStream::new(&self.transport.key)
     }
 }
 
-const ENDPOINT: &str = "responses";
-
-impl CompletionProvider for Client {
-    fn name(&self) -> &str {
-        "openai-responses"
-    }
-
-    fn stream<'a>(&'a self, request: &'a CompletionRequest) -> ProviderStream<'a> {
-        let prepared = self
-            .request_body(request, true)
-            .and_then(|body| Ok((body, self.headers()?)));
-        let (body, headers) = match prepared {
-            Ok(prepared) => prepared,
-            Err(error) => return iter([Err(error)]),
-        };
-        let transport = &self.transport;
-        let open = Box::pin(async move { transport.post(ENDPOINT, headers, &body).await });
-        sse_stream(transport, open, ResponsesStream::new(&self.transport.key))
-    }
-
-    fn complete<'a>(
-        &'a self,
-        request: &'a CompletionRequest,
-    ) -> BoxFuture<'a, Result<CompletionResponse, ProviderError>> {
-        Box::pin(self.complete_once(request))
-    }
-}
+client::http_provider!(Client, "openai-responses");
 
 impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("openai_responses::Client")
-            .field("base_url", &self.transport.base_url())
-            .field("timeout", &self.transport.timeout())
-            .field("api_key", &self.transport.key)
+        self.transport
+            .debug_struct(f, "openai_responses::Client")
             .field("store", &self.store)
             .finish()
     }
@@ -276,13 +253,6 @@ impl fmt::Debug for Client {
 
 // ---------------------------------------------------------------------------------------
 // Request encoding
-
-fn invalid(message: impl Into<String>) -> ProviderError {
-    ProviderError::InvalidRequest {
-        status: None,
-        message: message.into(),
-    }
-}
 
 fn encode_input(request: &CompletionRequest) -> Result<Vec<Value>, ProviderError> {
     let mut out = Vec::with_capacity(request.messages.len());
@@ -295,10 +265,9 @@ fn encode_input(request: &CompletionRequest) -> Result<Vec<Value>, ProviderError
 fn encode_message(message: &Message, out: &mut Vec<Value>) -> Result<(), ProviderError> {
     match message.role {
         Role::System => {
-            if message.content.iter().any(|p| p.as_text().is_none()) {
-                return Err(invalid("a system message may hold text only"));
-            }
-            out.push(json!({"type": "message", "role": "system", "content": message.text()}));
+            out.push(
+                json!({"type": "message", "role": "system", "content": system_text(message)?}),
+            );
         }
         Role::Assistant => {
             let mut text = String::new();
@@ -412,23 +381,8 @@ fn user_content(mut parts: Vec<Value>) -> Value {
     Value::Array(parts)
 }
 
-/// Arguments as the wire's JSON text; a string is raw text of malformed arguments
-/// ([`ModelToolCall::to_part`]) and goes back verbatim.
-fn argument_text(arguments: &Value) -> String {
-    match arguments {
-        Value::String(raw) => raw.clone(),
-        other => other.to_string(),
-    }
-}
-
 // ---------------------------------------------------------------------------------------
 // Response decoding
-
-fn bad(reason: impl Into<String>) -> ProviderError {
-    ProviderError::BadResponse {
-        reason: reason.into(),
-    }
-}
 
 /// The error a failed response, an `error` event or an error body means.
 fn failure(code: Option<&str>, message: Option<&str>, key: &Secret) -> ProviderError {
@@ -472,8 +426,7 @@ fn error_object(error: &Value, key: &Secret) -> ProviderError {
 }
 
 fn parse_response(bytes: &[u8], key: &Secret) -> Result<CompletionResponse, ProviderError> {
-    let value: Value =
-        serde_json::from_slice(bytes).map_err(|e| bad(format!("the body is not JSON ({e})")))?;
+    let value = json_body(bytes)?;
     let error = value.get("error").filter(|e| e.is_object());
     if value["status"] == "failed" || (value.get("output").is_none() && error.is_some()) {
         return Err(error.map_or_else(
@@ -500,31 +453,17 @@ enum TextKind {
     Refusal,
 }
 
-/// A function call being assembled.
-#[derive(Debug)]
-struct PartialCall {
-    /// The item's id (`fc_…`), or `#<output_index>`.
-    key: String,
-    call_id: String,
-    name: String,
-    arguments: String,
-    started: bool,
-}
-
 /// The turn being assembled from events or from a whole response; every piece it
 /// takes in is queued as the stream event it means.
 #[derive(Debug, Default)]
 struct Assembly {
-    id: Option<String>,
-    model: Option<String>,
-    text: String,
-    refusal: String,
+    draft: Draft,
     /// The item ids seen, by output index.
     keys: Vec<(u64, String)>,
     /// The text streamed so far per content part: item key, content index, kind.
     parts: Vec<(String, u64, TextKind, String)>,
-    calls: Vec<PartialCall>,
-    usage: Usage,
+    /// By item key: the item's id (`fc_…`), or `#<output_index>`.
+    calls: PartialCalls<String>,
 }
 
 impl Assembly {
@@ -551,12 +490,8 @@ impl Assembly {
     }
 
     fn header(&mut self, response: &Value) {
-        if self.id.is_none() {
-            self.id = response["id"].as_str().map(str::to_owned);
-        }
-        if self.model.is_none() {
-            self.model = response["model"].as_str().map(str::to_owned);
-        }
+        self.draft
+            .identify(response["id"].as_str(), response["model"].as_str());
     }
 
     /// A whole response (non-streamed, or the final one of a stream): fills in what
@@ -570,7 +505,7 @@ impl Assembly {
         }
         let usage = &response["usage"];
         if usage.is_object() {
-            self.usage = Usage::new(
+            self.draft.usage = Usage::new(
                 usage["input_tokens"].as_u64().unwrap_or(0),
                 usage["output_tokens"].as_u64().unwrap_or(0),
             );
@@ -588,21 +523,21 @@ impl Assembly {
                 }
             }
             Some("function_call") => {
-                let index = self.call(&key);
-                let call = &mut self.calls[index];
-                if call.call_id.is_empty()
+                let index = self.calls.index(key);
+                let call = self.calls.get_mut(index);
+                if call.id.is_empty()
                     && let Some(id) = item["call_id"].as_str()
                 {
-                    call.call_id = id.to_owned();
+                    call.id = id.to_owned();
                 }
                 if call.name.is_empty()
                     && let Some(name) = item["name"].as_str()
                 {
                     call.name = name.to_owned();
                 }
-                self.start(index, out);
+                self.calls.start(index, out);
                 if let Some(arguments) = item["arguments"].as_str() {
-                    self.arguments_final(index, arguments, out);
+                    self.calls.complete(index, arguments, out);
                 }
             }
             // Reasoning, built-in tool calls and items added later.
@@ -651,14 +586,8 @@ impl Assembly {
         }
         self.streamed(key, index, kind).push_str(piece);
         match kind {
-            TextKind::Text => {
-                self.text.push_str(piece);
-                out.push_back(Ok(StreamEvent::TextDelta(piece.to_owned())));
-            }
-            TextKind::Refusal => {
-                self.refusal.push_str(piece);
-                out.push_back(Ok(StreamEvent::RefusalDelta(piece.to_owned())));
-            }
+            TextKind::Text => self.draft.text(piece, out),
+            TextKind::Refusal => self.draft.refusal(piece, out),
         }
     }
 
@@ -678,81 +607,10 @@ impl Assembly {
         }
     }
 
-    /// The position of the call with this key, created when new.
-    fn call(&mut self, key: &str) -> usize {
-        if let Some(index) = self.calls.iter().position(|c| c.key == key) {
-            return index;
-        }
-        self.calls.push(PartialCall {
-            key: key.to_owned(),
-            call_id: String::new(),
-            name: String::new(),
-            arguments: String::new(),
-            started: false,
-        });
-        self.calls.len() - 1
-    }
-
-    /// Announces a call once its name is known, with the arguments buffered so far.
-    fn start(&mut self, index: usize, out: &mut VecDeque<Item>) {
-        let call = &mut self.calls[index];
-        if call.started || call.name.is_empty() {
-            return;
-        }
-        call.started = true;
-        if call.call_id.is_empty() {
-            call.call_id = format!("call_{index}");
-        }
-        out.push_back(Ok(StreamEvent::ToolCallStarted {
-            index,
-            id: call.call_id.clone(),
-            name: call.name.clone(),
-        }));
-        if !call.arguments.is_empty() {
-            out.push_back(Ok(StreamEvent::ToolCallArgumentsDelta {
-                index,
-                delta: call.arguments.clone(),
-            }));
-        }
-    }
-
-    fn arguments_piece(&mut self, index: usize, piece: &str, out: &mut VecDeque<Item>) {
-        if piece.is_empty() {
-            return;
-        }
-        let call = &mut self.calls[index];
-        call.arguments.push_str(piece);
-        if call.started {
-            out.push_back(Ok(StreamEvent::ToolCallArgumentsDelta {
-                index,
-                delta: piece.to_owned(),
-            }));
-        }
-    }
-
-    fn arguments_final(&mut self, index: usize, full: &str, out: &mut VecDeque<Item>) {
-        if let Some(rest) = full.strip_prefix(self.calls[index].arguments.as_str()) {
-            let rest = rest.to_owned();
-            self.arguments_piece(index, &rest, out);
-        }
-    }
-
     fn finish(&mut self, status: &str, reason: Option<&str>) -> CompletionResponse {
-        let calls: Vec<ModelToolCall> = std::mem::take(&mut self.calls)
-            .into_iter()
-            .enumerate()
-            .map(|(index, call)| {
-                let id = if call.call_id.is_empty() {
-                    format!("call_{index}")
-                } else {
-                    call.call_id
-                };
-                ModelToolCall::parse(id, call.name, call.arguments)
-            })
-            .collect();
-        let refusal = (!self.refusal.is_empty()).then(|| std::mem::take(&mut self.refusal));
+        let calls = self.calls.finish();
         let stop = match (status, reason) {
-            _ if refusal.is_some() => StopReason::Refusal,
+            _ if self.draft.refused() => StopReason::Refusal,
             ("completed", _) if !calls.is_empty() => StopReason::ToolUse,
             ("completed", _) => StopReason::EndTurn,
             ("incomplete", Some("max_output_tokens")) => StopReason::MaxTokens,
@@ -760,20 +618,13 @@ impl Assembly {
             ("incomplete", Some(other)) => StopReason::Other(other.to_owned()),
             (other, _) => StopReason::Other(other.to_owned()),
         };
-        let mut response = CompletionResponse::text(std::mem::take(&mut self.text));
-        response.tool_calls = calls;
-        response.stop = stop;
-        response.usage = self.usage;
-        response.refusal = refusal;
-        response.id = self.id.take();
-        response.model = self.model.take();
-        response
+        self.draft.finish(calls, stop)
     }
 }
 
 /// The reading of one streamed answer.
 #[derive(Debug)]
-struct ResponsesStream {
+pub(crate) struct ResponsesStream {
     key: Secret,
     assembly: Assembly,
     /// The final status and incomplete reason, once a terminal event came.
@@ -792,8 +643,7 @@ impl ResponsesStream {
 
 impl SseHandler for ResponsesStream {
     fn event(&mut self, event: SseEvent, out: &mut VecDeque<Item>) -> Result<bool, ProviderError> {
-        let data: Value = serde_json::from_str(&event.data)
-            .map_err(|e| bad(format!("a stream event is not JSON ({e})")))?;
+        let data = json_event(&event)?;
         let kind = data["type"].as_str().unwrap_or(event.event.as_str());
         let a = &mut self.assembly;
         match kind {
@@ -834,26 +684,28 @@ impl SseHandler for ResponsesStream {
             }
             "response.function_call_arguments.delta" => {
                 let key = a.event_key(&data);
-                let index = a.call(&key);
-                a.arguments_piece(index, data["delta"].as_str().unwrap_or_default(), out);
+                let index = a.calls.index(key);
+                a.calls
+                    .piece(index, data["delta"].as_str().unwrap_or_default(), out);
             }
             "response.function_call_arguments.done" => {
                 let key = a.event_key(&data);
-                let index = a.call(&key);
-                if a.calls[index].name.is_empty()
+                let index = a.calls.index(key);
+                let call = a.calls.get_mut(index);
+                if call.name.is_empty()
                     && let Some(name) = data["name"].as_str()
                 {
-                    a.calls[index].name = name.to_owned();
+                    call.name = name.to_owned();
                 }
-                a.start(index, out);
+                a.calls.start(index, out);
                 if let Some(arguments) = data["arguments"].as_str() {
-                    a.arguments_final(index, arguments, out);
+                    a.calls.complete(index, arguments, out);
                 }
             }
             "response.completed" | "response.incomplete" => {
                 let response = &data["response"];
                 a.response(response, out);
-                out.push_back(Ok(StreamEvent::Usage(a.usage)));
+                out.push_back(Ok(StreamEvent::Usage(a.draft.usage)));
                 let default = kind.trim_start_matches("response.");
                 let status = response["status"].as_str().unwrap_or(default).to_owned();
                 let reason = response

@@ -7,17 +7,13 @@
 use std::time::Duration;
 
 use iris_providers::anthropic::Client;
-use iris_providers::chat::{
-    CompletionRequest, CompletionResponse, Message, ModelToolCall, Part, Role, StopReason,
-    StreamEvent, Usage,
-};
-use iris_providers::retry::{RetryPolicy, RetryingProvider};
+use iris_providers::chat::{CompletionRequest, Message, StopReason, StreamEvent, Usage};
 use iris_providers::{CompletionProvider, ProviderError};
-use iris_tools_core::{ContentBlock, ToolOutput, ToolSpec};
 use serde_json::{Value, json};
 
 use crate::support::{
-    Reply, TEST_KEY, TestServer, anthropic_sse, assert_no_key, drain, stream_turn,
+    Reply, TEST_KEY, TestServer, after_one_retry, anthropic_sse, bad_stream, drain,
+    failed_read_and_screenshot, looking_turn, picture_question, stream_turn, weather_spec,
 };
 
 const MODEL: &str = "claude-sonnet-4-5-20250929";
@@ -26,22 +22,32 @@ fn client(server: &TestServer) -> Client {
     Client::new(TEST_KEY).with_base_url(&server.url()).unwrap()
 }
 
-fn request() -> CompletionRequest {
+/// The request most tests send.
+pub(crate) fn request() -> CompletionRequest {
     CompletionRequest::new("claude-sonnet-4-5")
         .with_instructions("You are terse.")
         .with_message(Message::user("What's the weather in Paris?"))
 }
 
-fn weather_spec() -> ToolSpec {
-    ToolSpec {
-        name: "get_weather".into(),
-        description: "Current weather for a city.".into(),
-        input_schema: json!({
-            "type": "object",
-            "properties": {"location": {"type": "string"}},
-            "required": ["location"]
-        }),
-    }
+/// The HTTP statuses of the table-driven status test: (status, error `type`, code).
+pub(crate) const STATUSES: &[(u16, &str, &str)] = &[
+    (401, "authentication_error", "PROVIDER_AUTH"),
+    (403, "permission_error", "PROVIDER_AUTH"),
+    (400, "invalid_request_error", "PROVIDER_INVALID_REQUEST"),
+    (413, "request_too_large", "PROVIDER_INVALID_REQUEST"),
+    (500, "api_error", "PROVIDER_UNAVAILABLE"),
+    (529, "overloaded_error", "PROVIDER_UNAVAILABLE"),
+];
+
+/// An error body of this `type` that echoes the key.
+pub(crate) fn error_body(_status: u16, kind: &str) -> Value {
+    json!({"type": "error", "error": {"type": kind,
+        "message": format!("key {TEST_KEY} was not accepted")}})
+}
+
+/// A whole answer saying `text`, for the table-driven tests of `wire_formats`.
+pub(crate) fn answer(text: &str) -> Value {
+    message(json!([{"type": "text", "text": text}]), "end_turn")
 }
 
 fn message_start() -> Value {
@@ -358,12 +364,8 @@ async fn a_rate_limit_is_retried_after_retry_after_then_succeeds() {
         message_delta("end_turn", 1),
         message_stop(),
     ]));
-    let server = TestServer::sequence(vec![limited, ok]).await;
-    let provider =
-        RetryingProvider::new(client(&server), RetryPolicy::new(2, Duration::from_secs(5)));
-    let (_, turn) = stream_turn(&provider, &request()).await;
+    let turn = after_one_retry(client, &request(), (limited, ok), 2, true).await;
     assert_eq!(turn.text, "Hi");
-    assert_eq!(server.requests().len(), 2);
 
     // Without retries the 429 is typed, with its wait.
     let server = TestServer::start(
@@ -382,37 +384,6 @@ async fn a_rate_limit_is_retried_after_retry_after_then_succeeds() {
             message: Some("slow down".into())
         }
     );
-}
-
-#[tokio::test]
-async fn http_statuses_map_to_stable_codes_without_the_key() {
-    let cases = [
-        (401, "authentication_error", "PROVIDER_AUTH"),
-        (403, "permission_error", "PROVIDER_AUTH"),
-        (400, "invalid_request_error", "PROVIDER_INVALID_REQUEST"),
-        (413, "request_too_large", "PROVIDER_INVALID_REQUEST"),
-        (500, "api_error", "PROVIDER_UNAVAILABLE"),
-        (529, "overloaded_error", "PROVIDER_UNAVAILABLE"),
-    ];
-    for (status, kind, code) in cases {
-        let server = TestServer::start(Reply::status_json(
-            status,
-            json!({"type": "error", "error": {"type": kind,
-                "message": format!("key {TEST_KEY} was not accepted")}}),
-        ))
-        .await;
-        let client = client(&server);
-        let err = client.complete(&request()).await.unwrap_err();
-        assert_eq!(err.code(), code, "HTTP {status}");
-        assert_no_key(&err);
-        let (events, err) = drain(client.stream(&request())).await;
-        assert!(events.is_empty());
-        assert_eq!(err.unwrap().code(), code, "HTTP {status}");
-    }
-    let client = Client::new(TEST_KEY);
-    assert!(!format!("{client:?}").contains(TEST_KEY));
-    assert_eq!(client.name(), "anthropic");
-    assert_eq!(client.base_url(), "https://api.anthropic.com/");
 }
 
 #[tokio::test]
@@ -436,21 +407,10 @@ async fn unauthorized_is_provider_auth() {
 #[tokio::test]
 async fn a_truncated_stream_is_a_bad_response() {
     let partial = anthropic_sse(&[message_start(), text_start(0), text_delta(0, "Sunny")]);
-    let cases = [
-        Reply::Sse {
-            body: partial.clone(),
-            piece: 16,
-            complete: false,
-        },
-        Reply::sse(partial),
-    ];
+    let cases = [Reply::cut_off(partial.clone()), Reply::sse(partial)];
     for reply in cases {
-        let server = TestServer::start(reply).await;
-        let (events, err) = drain(client(&server).stream(&request())).await;
+        let events = bad_stream(client, &request(), reply, "cut off").await;
         assert_eq!(events, vec![StreamEvent::TextDelta("Sunny".into())]);
-        let err = err.unwrap();
-        assert_eq!(err.code(), "PROVIDER_BAD_RESPONSE");
-        assert!(err.to_string().contains("cut off"), "{err}");
     }
 }
 
@@ -474,39 +434,13 @@ async fn an_error_event_ends_the_stream() {
     );
 }
 
-#[tokio::test]
-async fn no_answer_in_time_is_provider_timeout() {
-    let server = TestServer::start(Reply::Hang).await;
-    let client = client(&server)
-        .with_timeout(Duration::from_millis(200))
-        .unwrap();
-    let (_, err) = drain(client.stream(&request())).await;
-    assert_eq!(err.unwrap().code(), "PROVIDER_TIMEOUT");
-}
-
 #[test]
 fn the_request_body_carries_history_tool_results_and_images() {
-    let shot = ToolOutput::new(vec![
-        ContentBlock::text("Rendered the page."),
-        ContentBlock::image("image/png", "iVBORw0KGgo="),
-    ])
-    .into_result("toolu_2", "screenshot");
-    let failed = ToolOutput::err("PATH_OUTSIDE_WORKSPACE", "`/etc/passwd` is outside")
-        .into_result("toolu_1", "read_file");
-    let mut turn = CompletionResponse::text("Let me look.");
-    turn.tool_calls = vec![
-        ModelToolCall::parse("toolu_1", "read_file", r#"{"file_path":"/etc/passwd"}"#),
-        ModelToolCall::parse("toolu_2", "screenshot", ""),
-    ];
+    let (failed, shot) = failed_read_and_screenshot("toolu_1", "toolu_2");
+    let turn = looking_turn("toolu_1", "toolu_2");
     let request = CompletionRequest::new("claude-sonnet-4-5")
         .with_instructions("Be careful.")
-        .with_message(Message::new(
-            Role::User,
-            vec![
-                Part::text("What is in this picture?"),
-                Part::image("image/jpeg", "/9j/4AAQ"),
-            ],
-        ))
+        .with_message(picture_question())
         .with_message(turn.to_message())
         .with_message(Message::tool_results([&failed, &shot]))
         .with_message(Message::user("Answer in one line."))

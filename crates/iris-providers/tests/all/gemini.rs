@@ -13,12 +13,14 @@ use iris_providers::chat::{
     StreamEvent, Usage,
 };
 use iris_providers::gemini::Client;
-use iris_providers::retry::{RetryPolicy, RetryingProvider};
 use iris_providers::{CompletionProvider, ProviderError};
-use iris_tools_core::{ContentBlock, ToolOutput, ToolSpec};
+use iris_tools_core::ToolOutput;
 use serde_json::{Value, json};
 
-use crate::support::{Reply, TEST_KEY, TestServer, assert_no_key, drain, gemini_sse, stream_turn};
+use crate::support::{
+    Reply, TEST_KEY, TestServer, after_one_retry, bad_stream, drain, failed_read_and_screenshot,
+    fails_with, gemini_sse, picture_question, stream_turn, weather_spec,
+};
 
 const MODEL_VERSION: &str = "gemini-2.5-flash";
 const STREAM_PATH: &str = "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse";
@@ -29,22 +31,32 @@ fn client(server: &TestServer) -> Client {
         .unwrap()
 }
 
-fn request() -> CompletionRequest {
+/// The request most tests send.
+pub(crate) fn request() -> CompletionRequest {
     CompletionRequest::new("gemini-2.5-flash")
         .with_instructions("You are terse.")
         .with_message(Message::user("What's the weather in Paris?"))
 }
 
-fn weather_spec() -> ToolSpec {
-    ToolSpec {
-        name: "get_weather".into(),
-        description: "Current weather for a city.".into(),
-        input_schema: json!({
-            "type": "object",
-            "properties": {"location": {"type": "string"}},
-            "required": ["location"]
-        }),
-    }
+/// The HTTP statuses of the table-driven status test: (status, error `status`, code).
+pub(crate) const STATUSES: &[(u16, &str, &str)] = &[
+    (401, "UNAUTHENTICATED", "PROVIDER_AUTH"),
+    (403, "PERMISSION_DENIED", "PROVIDER_AUTH"),
+    (400, "INVALID_ARGUMENT", "PROVIDER_INVALID_REQUEST"),
+    (404, "NOT_FOUND", "PROVIDER_INVALID_REQUEST"),
+    (500, "INTERNAL", "PROVIDER_UNAVAILABLE"),
+    (503, "UNAVAILABLE", "PROVIDER_UNAVAILABLE"),
+];
+
+/// An error body with this `status` name that echoes the key.
+pub(crate) fn error_body(status: u16, name: &str) -> Value {
+    json!({"error": {"code": status, "status": name,
+        "message": format!("key {TEST_KEY} was not accepted")}})
+}
+
+/// A whole answer saying `t`, for the table-driven tests of `wire_formats`.
+pub(crate) fn answer(t: &str) -> Value {
+    chunk(json!([text(t)]), Some("STOP"), None)
 }
 
 fn usage(prompt: u64, candidates: u64) -> Value {
@@ -365,22 +377,12 @@ async fn a_rate_limit_is_retried_after_retry_after_then_succeeds() {
         Some("STOP"),
         Some(usage(3, 1)),
     )]));
-    let server = TestServer::sequence(vec![limited.clone(), ok]).await;
-    let provider =
-        RetryingProvider::new(client(&server), RetryPolicy::new(3, Duration::from_secs(5)));
-    let (_, turn) = stream_turn(&provider, &request()).await;
+    let turn = after_one_retry(client, &request(), (limited.clone(), ok), 3, true).await;
     assert_eq!(turn.text, "Hi");
-    assert_eq!(server.requests().len(), 2);
 
-    let server = TestServer::sequence(vec![
-        limited,
-        Reply::json(chunk(json!([text("Hi")]), Some("STOP"), None)),
-    ])
-    .await;
-    let provider =
-        RetryingProvider::new(client(&server), RetryPolicy::new(3, Duration::from_secs(5)));
-    assert_eq!(provider.complete(&request()).await.unwrap().text, "Hi");
-    assert_eq!(server.requests().len(), 2);
+    let ok = Reply::json(chunk(json!([text("Hi")]), Some("STOP"), None));
+    let turn = after_one_retry(client, &request(), (limited, ok), 3, false).await;
+    assert_eq!(turn.text, "Hi");
 
     // Without a `Retry-After` header, the body's `RetryInfo` says how long to wait.
     let server = TestServer::start(Reply::status_json(429, exhausted("37s"))).await;
@@ -390,42 +392,6 @@ async fn a_rate_limit_is_retried_after_retry_after_then_succeeds() {
     assert!(
         err.to_string().contains("exceeded your current quota"),
         "{err}"
-    );
-}
-
-#[tokio::test]
-async fn http_statuses_map_to_stable_codes_without_the_key() {
-    let cases = [
-        (401, "UNAUTHENTICATED", "PROVIDER_AUTH"),
-        (403, "PERMISSION_DENIED", "PROVIDER_AUTH"),
-        (400, "INVALID_ARGUMENT", "PROVIDER_INVALID_REQUEST"),
-        (404, "NOT_FOUND", "PROVIDER_INVALID_REQUEST"),
-        (500, "INTERNAL", "PROVIDER_UNAVAILABLE"),
-        (503, "UNAVAILABLE", "PROVIDER_UNAVAILABLE"),
-    ];
-    for (status, name, code) in cases {
-        let server = TestServer::start(Reply::status_json(
-            status,
-            json!({"error": {"code": status, "status": name,
-                "message": format!("key {TEST_KEY} was not accepted")}}),
-        ))
-        .await;
-        let client = client(&server);
-        let err = client.complete(&request()).await.unwrap_err();
-        assert_eq!(err.code(), code, "HTTP {status}");
-        assert_no_key(&err);
-        let (events, err) = drain(client.stream(&request())).await;
-        assert!(events.is_empty());
-        let err = err.unwrap();
-        assert_eq!(err.code(), code, "HTTP {status}");
-        assert_no_key(&err);
-    }
-    let client = Client::new(TEST_KEY);
-    assert!(!format!("{client:?}").contains(TEST_KEY));
-    assert_eq!(client.name(), "gemini");
-    assert_eq!(
-        client.base_url(),
-        "https://generativelanguage.googleapis.com/v1beta/"
     );
 }
 
@@ -468,17 +434,12 @@ async fn a_truncated_stream_is_a_bad_response() {
     let partial = gemini_sse(&[chunk(json!([text("Sunny")]), None, Some(usage(9, 1)))]);
     let cases = [
         // The connection drops mid-body, inside the next event.
-        Reply::Sse {
-            body: format!("{partial}data: {{\"candidates\": [{{\"content\""),
-            piece: 16,
-            complete: false,
-        },
+        Reply::cut_off(format!("{partial}data: {{\"candidates\": [{{\"content\"")),
         // The body ends cleanly, but no event had a finishReason.
         Reply::sse(partial),
     ];
     for reply in cases {
-        let server = TestServer::start(reply).await;
-        let (events, err) = drain(client(&server).stream(&request())).await;
+        let events = bad_stream(client, &request(), reply, "cut off").await;
         assert_eq!(
             events,
             vec![
@@ -486,9 +447,6 @@ async fn a_truncated_stream_is_a_bad_response() {
                 StreamEvent::Usage(Usage::new(9, 1))
             ]
         );
-        let err = err.unwrap();
-        assert_eq!(err.code(), "PROVIDER_BAD_RESPONSE");
-        assert!(err.to_string().contains("cut off"), "{err}");
     }
 }
 
@@ -543,12 +501,7 @@ async fn malformed_answers_are_bad_responses() {
         Reply::json(chunk(json!([text("x")]), None, None)),
     ];
     for reply in cases {
-        let server = TestServer::start(reply.clone()).await;
-        let err = client(&server).complete(&request()).await.unwrap_err();
-        let streamed = drain(client(&server).stream(&request())).await.1.unwrap();
-        for err in [err, streamed] {
-            assert_eq!(err.code(), "PROVIDER_BAD_RESPONSE", "{reply:?}: {err}");
-        }
+        fails_with(client, &request(), reply, "PROVIDER_BAD_RESPONSE").await;
     }
 }
 
@@ -574,13 +527,7 @@ async fn model_names_are_checked_before_sending() {
 
 #[test]
 fn the_request_body_carries_history_tool_results_and_images() {
-    let shot = ToolOutput::new(vec![
-        ContentBlock::text("Rendered the page."),
-        ContentBlock::image("image/png", "iVBORw0KGgo="),
-    ])
-    .into_result("call_1_2", "screenshot");
-    let failed = ToolOutput::err("PATH_OUTSIDE_WORKSPACE", "`/etc/passwd` is outside")
-        .into_result("call_1_1", "read_file");
+    let (failed, shot) = failed_read_and_screenshot("call_1_1", "call_1_2");
     let echoed = ToolOutput::text("12:00").into_result("fc-9x7", "now");
     let mut turn = CompletionResponse::text("Let me look.");
     turn.tool_calls = vec![
@@ -592,13 +539,7 @@ fn the_request_body_carries_history_tool_results_and_images() {
     ];
     let request = CompletionRequest::new("gemini-2.5-flash")
         .with_instructions("Be careful.")
-        .with_message(Message::new(
-            Role::User,
-            vec![
-                Part::text("What is in this picture?"),
-                Part::image("image/jpeg", "/9j/4AAQ"),
-            ],
-        ))
+        .with_message(picture_question())
         .with_message(turn.to_message())
         // Results out of call order: they go back in the order of the calls.
         .with_message(Message::tool_results([&shot, &echoed, &failed]))

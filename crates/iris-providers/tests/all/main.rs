@@ -11,3 +11,4 @@ mod retry;
 mod scripted;
 mod strict_nulls;
 mod support;
+mod wire_formats;

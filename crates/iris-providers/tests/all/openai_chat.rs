@@ -8,15 +8,18 @@
 use std::time::Duration;
 
 use iris_providers::chat::{
-    CompletionRequest, CompletionResponse, Message, Part, Role, StopReason, StreamEvent, Usage,
+    CompletionRequest, Message, Part, Role, StopReason, StreamEvent, Usage,
 };
 use iris_providers::openai_chat::{Client, MaxTokensField};
-use iris_providers::retry::{RetryPolicy, RetryingProvider, retry};
+use iris_providers::retry::{RetryPolicy, retry};
 use iris_providers::{CompletionProvider, ProviderError, Strict};
-use iris_tools_core::{ContentBlock, ToolOutput, ToolSpec, codes};
+use iris_tools_core::{ToolOutput, codes};
 use serde_json::{Value, json};
 
-use crate::support::{Reply, TEST_KEY, TestServer, assert_no_key, drain, openai_sse, stream_turn};
+use crate::support::{
+    Reply, TEST_KEY, TestServer, after_one_retry, bad_stream, drain, failed_read_and_screenshot,
+    fails_with, looking_turn, openai_sse, picture_question, read_file_spec, stream_turn,
+};
 
 const MODEL: &str = "gpt-4.1-mini-2025-04-14";
 
@@ -26,22 +29,33 @@ fn client(server: &TestServer) -> Client {
         .unwrap()
 }
 
-fn request() -> CompletionRequest {
+/// The request most tests send.
+pub(crate) fn request() -> CompletionRequest {
     CompletionRequest::new("gpt-4.1-mini")
         .with_instructions("You are terse.")
         .with_message(Message::user("Say hello."))
 }
 
-fn read_file_spec() -> ToolSpec {
-    ToolSpec {
-        name: "read_file".into(),
-        description: "Read a text file from the workspace.".into(),
-        input_schema: json!({
-            "type": "object",
-            "properties": {"file_path": {"type": "string"}},
-            "required": ["file_path"]
-        }),
-    }
+/// The HTTP statuses of the table-driven status test: (status, error `type`, code).
+pub(crate) const STATUSES: &[(u16, &str, &str)] = &[
+    (401, "invalid_request_error", "PROVIDER_AUTH"),
+    (403, "invalid_request_error", "PROVIDER_AUTH"),
+    (429, "invalid_request_error", "PROVIDER_RATE_LIMITED"),
+    (400, "invalid_request_error", "PROVIDER_INVALID_REQUEST"),
+    (404, "invalid_request_error", "PROVIDER_INVALID_REQUEST"),
+    (500, "invalid_request_error", "PROVIDER_UNAVAILABLE"),
+    (503, "invalid_request_error", "PROVIDER_UNAVAILABLE"),
+];
+
+/// An error body that echoes the key, as OpenAI's "Incorrect API key provided" does.
+pub(crate) fn error_body(_status: u16, kind: &str) -> Value {
+    let echo = format!("Incorrect API key provided: {TEST_KEY}.");
+    json!({"error": {"message": echo, "type": kind, "param": null, "code": "invalid_api_key"}})
+}
+
+/// A whole answer saying `text`, for the table-driven tests of `wire_formats`.
+pub(crate) fn answer(text: &str) -> Value {
+    completion(json!({"role": "assistant", "content": text}), "stop")
 }
 
 /// One `chat.completion.chunk` with a delta for choice 0.
@@ -435,26 +449,16 @@ async fn a_rate_limit_is_retried_after_retry_after_then_succeeds() {
         chunk(json!({"content": "Hi"}), None),
         chunk(json!({}), Some("stop")),
     ]));
-    let server = TestServer::sequence(vec![limited.clone(), ok.clone()]).await;
-    let provider =
-        RetryingProvider::new(client(&server), RetryPolicy::new(3, Duration::from_secs(5)));
-    let (_, turn) = stream_turn(&provider, &request()).await;
+    let turn = after_one_retry(client, &request(), (limited.clone(), ok), 3, true).await;
     assert_eq!(turn.text, "Hi");
-    assert_eq!(server.requests().len(), 2);
 
     // `complete` is retried the same way.
-    let server = TestServer::sequence(vec![
-        limited,
-        Reply::json(completion(
-            json!({"role": "assistant", "content": "Hi"}),
-            "stop",
-        )),
-    ])
-    .await;
-    let provider =
-        RetryingProvider::new(client(&server), RetryPolicy::new(3, Duration::from_secs(5)));
-    assert_eq!(provider.complete(&request()).await.unwrap().text, "Hi");
-    assert_eq!(server.requests().len(), 2);
+    let ok = Reply::json(completion(
+        json!({"role": "assistant", "content": "Hi"}),
+        "stop",
+    ));
+    let turn = after_one_retry(client, &request(), (limited, ok), 3, false).await;
+    assert_eq!(turn.text, "Hi");
 }
 
 #[tokio::test]
@@ -480,43 +484,6 @@ async fn a_rate_limit_longer_than_the_budget_is_returned_with_its_retry_after() 
     assert!(err.to_info().retryable);
     // The wait would cross the budget, so nothing was retried.
     assert_eq!(server.requests().len(), 1);
-}
-
-#[tokio::test]
-async fn http_statuses_map_to_stable_codes_without_the_key() {
-    // The 401 body echoes the key, as OpenAI's "Incorrect API key provided" does.
-    let echo = format!("Incorrect API key provided: {TEST_KEY}.");
-    let cases = [
-        (401, "PROVIDER_AUTH"),
-        (403, "PROVIDER_AUTH"),
-        (429, "PROVIDER_RATE_LIMITED"),
-        (400, "PROVIDER_INVALID_REQUEST"),
-        (404, "PROVIDER_INVALID_REQUEST"),
-        (500, "PROVIDER_UNAVAILABLE"),
-        (503, "PROVIDER_UNAVAILABLE"),
-    ];
-    for (status, code) in cases {
-        let server = TestServer::start(Reply::status_json(
-            status,
-            json!({"error": {"message": echo, "type": "invalid_request_error",
-                "param": null, "code": "invalid_api_key"}}),
-        ))
-        .await;
-        let client = client(&server);
-        let streamed = drain(client.stream(&request())).await;
-        let err = streamed.1.unwrap();
-        assert!(streamed.0.is_empty());
-        assert_eq!(err.code(), code, "HTTP {status}");
-        assert_no_key(&err);
-        assert!(err.to_string().contains("<redacted>"), "{err}");
-        let err = client.complete(&request()).await.unwrap_err();
-        assert_eq!(err.code(), code, "HTTP {status}");
-        assert_no_key(&err);
-    }
-    // The client's Debug never shows the key either.
-    let client = Client::new(TEST_KEY);
-    assert!(!format!("{client:?}").contains(TEST_KEY));
-    assert!(format!("{client:?}").contains("<redacted>"));
 }
 
 #[tokio::test]
@@ -549,26 +516,15 @@ async fn a_truncated_stream_is_a_bad_response() {
     // (how the stream ends, what the error says)
     let cases = [
         // The connection drops mid-body.
-        (
-            Reply::Sse {
-                body: without_done.clone(),
-                piece: 16,
-                complete: false,
-            },
-            "cut off",
-        ),
+        (Reply::cut_off(without_done.clone()), "cut off"),
         // The body ends cleanly, but neither finish_reason nor [DONE] came.
         (Reply::sse(without_done), "cut off before `finish_reason`"),
         // [DONE] without a finish_reason.
         (Reply::sse(partial), "without a `finish_reason`"),
     ];
     for (reply, reason) in cases {
-        let server = TestServer::start(reply).await;
-        let (events, err) = drain(client(&server).stream(&request())).await;
+        let events = bad_stream(client, &request(), reply, reason).await;
         assert_eq!(events, vec![StreamEvent::TextDelta("The answer is".into())]);
-        let err = err.unwrap();
-        assert_eq!(err.code(), "PROVIDER_BAD_RESPONSE");
-        assert!(err.to_string().contains(reason), "{err}");
     }
 }
 
@@ -584,12 +540,7 @@ async fn malformed_answers_are_bad_responses() {
         Reply::json(json!({"id": "x", "choices": []})),
     ];
     for reply in cases {
-        let server = TestServer::start(reply.clone()).await;
-        let err = client(&server).complete(&request()).await;
-        let streamed = drain(client(&server).stream(&request())).await.1;
-        for err in [err.unwrap_err(), streamed.unwrap()] {
-            assert_eq!(err.code(), "PROVIDER_BAD_RESPONSE", "{reply:?}: {err}");
-        }
+        fails_with(client, &request(), reply, "PROVIDER_BAD_RESPONSE").await;
     }
 }
 
@@ -623,63 +574,13 @@ async fn a_server_that_ignores_stream_true_is_read_as_a_whole_answer() {
     assert_eq!(turn.usage, Usage::new(1117, 46));
 }
 
-#[tokio::test]
-async fn no_answer_in_time_is_provider_timeout() {
-    let server = TestServer::start(Reply::Hang).await;
-    let client = client(&server)
-        .with_timeout(Duration::from_millis(200))
-        .unwrap();
-    let err = client.complete(&request()).await.unwrap_err();
-    assert_eq!(
-        err,
-        ProviderError::Timeout {
-            after: Duration::from_millis(200)
-        }
-    );
-    assert!(err.is_retryable());
-    let (_, err) = drain(client.stream(&request())).await;
-    assert_eq!(err.unwrap().code(), "PROVIDER_TIMEOUT");
-}
-
-#[tokio::test]
-async fn an_unreachable_server_is_provider_unavailable() {
-    // A port that was just free: nothing listens there any more.
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/v1", listener.local_addr().unwrap());
-    drop(listener);
-    let client = Client::new(TEST_KEY).with_base_url(&url).unwrap();
-    let err = client.complete(&request()).await.unwrap_err();
-    assert_eq!(err.code(), "PROVIDER_UNAVAILABLE", "{err}");
-    assert_no_key(&err);
-}
-
 #[test]
 fn the_request_body_carries_history_tool_results_and_images() {
-    let shot = ToolOutput::new(vec![
-        ContentBlock::text("Rendered the page."),
-        ContentBlock::image("image/png", "iVBORw0KGgo="),
-    ])
-    .into_result("call_2", "screenshot");
-    let failed = ToolOutput::err("PATH_OUTSIDE_WORKSPACE", "`/etc/passwd` is outside")
-        .into_result("call_1", "read_file");
-    let mut turn = CompletionResponse::text("Let me look.");
-    turn.tool_calls = vec![
-        iris_providers::chat::ModelToolCall::parse(
-            "call_1",
-            "read_file",
-            r#"{"file_path":"/etc/passwd"}"#,
-        ),
-        iris_providers::chat::ModelToolCall::parse("call_2", "screenshot", ""),
-    ];
+    let (failed, shot) = failed_read_and_screenshot("call_1", "call_2");
+    let turn = looking_turn("call_1", "call_2");
     let request = CompletionRequest::new("gpt-4.1")
         .with_instructions("Be careful.")
-        .with_message(Message::new(
-            Role::User,
-            vec![
-                Part::text("What is in this picture?"),
-                Part::image("image/jpeg", "/9j/4AAQ"),
-            ],
-        ))
+        .with_message(picture_question())
         .with_message(turn.to_message())
         .with_message(Message::tool_results([&failed, &shot]))
         .with_message(Message::system("Answer in one line."))
@@ -748,18 +649,4 @@ fn base_urls_are_checked() {
             .code(),
         "PROVIDER_CONFIG_INVALID"
     );
-}
-
-#[tokio::test]
-async fn a_blank_key_sends_no_authorization() {
-    let server = TestServer::start(Reply::json(completion(
-        json!({"role": "assistant", "content": "local"}),
-        "stop",
-    )))
-    .await;
-    let client = Client::new("  ")
-        .with_base_url(&format!("{}/v1", server.url()))
-        .unwrap();
-    assert_eq!(client.complete(&request()).await.unwrap().text, "local");
-    assert_eq!(server.only_request().header("authorization"), None);
 }

@@ -12,17 +12,16 @@
 use std::time::Duration;
 
 use iris_providers::chat::{
-    CompletionRequest, CompletionResponse, Message, ModelToolCall, Part, Role, StopReason,
-    StreamEvent, Usage,
+    CompletionRequest, Message, Part, Role, StopReason, StreamEvent, Usage,
 };
 use iris_providers::openai_responses::Client;
-use iris_providers::retry::{RetryPolicy, RetryingProvider};
 use iris_providers::{CompletionProvider, ProviderError, Strict};
-use iris_tools_core::{ContentBlock, ToolOutput, ToolSpec, codes};
+use iris_tools_core::{ToolOutput, codes};
 use serde_json::{Value, json};
 
 use crate::support::{
-    Reply, TEST_KEY, TestServer, assert_no_key, drain, responses_sse, stream_turn,
+    Reply, TEST_KEY, TestServer, after_one_retry, bad_stream, drain, failed_read_and_screenshot,
+    fails_with, looking_turn, picture_question, responses_sse, stream_turn, weather_spec,
 };
 
 const MODEL: &str = "gpt-4.1-mini-2025-04-14";
@@ -34,22 +33,28 @@ fn client(server: &TestServer) -> Client {
         .unwrap()
 }
 
-fn request() -> CompletionRequest {
+/// The request most tests send.
+pub(crate) fn request() -> CompletionRequest {
     CompletionRequest::new("gpt-4.1-mini")
         .with_instructions("You are terse.")
         .with_message(Message::user("What's the weather in Paris?"))
 }
 
-fn weather_spec() -> ToolSpec {
-    ToolSpec {
-        name: "get_weather".into(),
-        description: "Current weather for a city.".into(),
-        input_schema: json!({
-            "type": "object",
-            "properties": {"location": {"type": "string"}},
-            "required": ["location"]
-        }),
-    }
+/// The HTTP statuses of the table-driven status test: (status, error `type`, code); the
+/// error bodies are Chat Completions' (`openai_chat::error_body`).
+pub(crate) const STATUSES: &[(u16, &str, &str)] = &[
+    (401, "invalid_request_error", "PROVIDER_AUTH"),
+    (403, "invalid_request_error", "PROVIDER_AUTH"),
+    (400, "invalid_request_error", "PROVIDER_INVALID_REQUEST"),
+    (404, "invalid_request_error", "PROVIDER_INVALID_REQUEST"),
+    (500, "invalid_request_error", "PROVIDER_UNAVAILABLE"),
+    (503, "invalid_request_error", "PROVIDER_UNAVAILABLE"),
+];
+
+/// A whole answer saying `text`, for the table-driven tests of `wire_formats`.
+pub(crate) fn answer(text: &str) -> Value {
+    let message = message_item("msg_1", "completed", json!([output_text(text)]));
+    response("completed", json!([message]), usage(3, 1))
 }
 
 /// The `Response` object, as `response.created` (in progress, no output) or the final
@@ -535,22 +540,12 @@ async fn a_rate_limit_is_retried_after_retry_after_then_succeeds() {
         text_delta("msg_1", 0, "Hi"),
         completed(json!([done.clone()]), 3, 1),
     ]));
-    let server = TestServer::sequence(vec![limited.clone(), ok]).await;
-    let provider =
-        RetryingProvider::new(client(&server), RetryPolicy::new(3, Duration::from_secs(5)));
-    let (_, turn) = stream_turn(&provider, &request()).await;
+    let turn = after_one_retry(client, &request(), (limited.clone(), ok), 3, true).await;
     assert_eq!(turn.text, "Hi");
-    assert_eq!(server.requests().len(), 2);
 
-    let server = TestServer::sequence(vec![
-        limited,
-        Reply::json(response("completed", json!([done]), usage(3, 1))),
-    ])
-    .await;
-    let provider =
-        RetryingProvider::new(client(&server), RetryPolicy::new(3, Duration::from_secs(5)));
-    assert_eq!(provider.complete(&request()).await.unwrap().text, "Hi");
-    assert_eq!(server.requests().len(), 2);
+    let ok = Reply::json(response("completed", json!([done]), usage(3, 1)));
+    let turn = after_one_retry(client, &request(), (limited, ok), 3, false).await;
+    assert_eq!(turn.text, "Hi");
 
     // Without retries the 429 is typed, with its wait.
     let server = TestServer::start(
@@ -570,40 +565,6 @@ async fn a_rate_limit_is_retried_after_retry_after_then_succeeds() {
             message: Some("slow down".into())
         }
     );
-}
-
-#[tokio::test]
-async fn http_statuses_map_to_stable_codes_without_the_key() {
-    let echo = format!("Incorrect API key provided: {TEST_KEY}.");
-    let cases = [
-        (401, "PROVIDER_AUTH"),
-        (403, "PROVIDER_AUTH"),
-        (400, "PROVIDER_INVALID_REQUEST"),
-        (404, "PROVIDER_INVALID_REQUEST"),
-        (500, "PROVIDER_UNAVAILABLE"),
-        (503, "PROVIDER_UNAVAILABLE"),
-    ];
-    for (status, code) in cases {
-        let server = TestServer::start(Reply::status_json(
-            status,
-            json!({"error": {"message": echo, "type": "invalid_request_error",
-                "param": null, "code": "invalid_api_key"}}),
-        ))
-        .await;
-        let client = client(&server);
-        let (events, err) = drain(client.stream(&request())).await;
-        assert!(events.is_empty());
-        let err = err.unwrap();
-        assert_eq!(err.code(), code, "HTTP {status}");
-        assert_no_key(&err);
-        let err = client.complete(&request()).await.unwrap_err();
-        assert_eq!(err.code(), code, "HTTP {status}");
-        assert_no_key(&err);
-    }
-    let client = Client::new(TEST_KEY);
-    assert!(!format!("{client:?}").contains(TEST_KEY));
-    assert_eq!(client.name(), "openai-responses");
-    assert_eq!(client.base_url(), "https://api.openai.com/v1/");
 }
 
 #[tokio::test]
@@ -634,21 +595,13 @@ async fn a_truncated_stream_is_a_bad_response() {
     ]);
     let cases = [
         // The connection drops mid-body.
-        Reply::Sse {
-            body: partial.clone(),
-            piece: 16,
-            complete: false,
-        },
+        Reply::cut_off(partial.clone()),
         // The body ends cleanly without `response.completed`.
         Reply::sse(partial),
     ];
     for reply in cases {
-        let server = TestServer::start(reply).await;
-        let (events, err) = drain(client(&server).stream(&request())).await;
+        let events = bad_stream(client, &request(), reply, "cut off").await;
         assert_eq!(events, vec![StreamEvent::TextDelta("The answer is".into())]);
-        let err = err.unwrap();
-        assert_eq!(err.code(), "PROVIDER_BAD_RESPONSE");
-        assert!(err.to_string().contains("cut off"), "{err}");
     }
 }
 
@@ -734,38 +687,17 @@ async fn malformed_answers_are_bad_responses() {
         Reply::json(json!({"id": "resp_1", "object": "response"})),
     ];
     for reply in cases {
-        let server = TestServer::start(reply.clone()).await;
-        let err = client(&server).complete(&request()).await.unwrap_err();
-        let streamed = drain(client(&server).stream(&request())).await.1.unwrap();
-        for err in [err, streamed] {
-            assert_eq!(err.code(), "PROVIDER_BAD_RESPONSE", "{reply:?}: {err}");
-        }
+        fails_with(client, &request(), reply, "PROVIDER_BAD_RESPONSE").await;
     }
 }
 
 #[test]
 fn the_request_body_carries_history_tool_results_and_images() {
-    let shot = ToolOutput::new(vec![
-        ContentBlock::text("Rendered the page."),
-        ContentBlock::image("image/png", "iVBORw0KGgo="),
-    ])
-    .into_result("call_2", "screenshot");
-    let failed = ToolOutput::err("PATH_OUTSIDE_WORKSPACE", "`/etc/passwd` is outside")
-        .into_result("call_1", "read_file");
-    let mut turn = CompletionResponse::text("Let me look.");
-    turn.tool_calls = vec![
-        ModelToolCall::parse("call_1", "read_file", r#"{"file_path":"/etc/passwd"}"#),
-        ModelToolCall::parse("call_2", "screenshot", ""),
-    ];
+    let (failed, shot) = failed_read_and_screenshot("call_1", "call_2");
+    let turn = looking_turn("call_1", "call_2");
     let request = CompletionRequest::new("gpt-4.1")
         .with_instructions("Be careful.")
-        .with_message(Message::new(
-            Role::User,
-            vec![
-                Part::text("What is in this picture?"),
-                Part::image("image/jpeg", "/9j/4AAQ"),
-            ],
-        ))
+        .with_message(picture_question())
         .with_message(turn.to_message())
         .with_message(Message::tool_results([&failed, &shot]))
         .with_message(Message::user("Answer in one line."))
