@@ -14,6 +14,7 @@ pub mod otel;
 pub mod outcome;
 mod run_loop;
 pub mod runner;
+pub mod serve;
 pub mod store;
 pub mod trust;
 
