@@ -1031,6 +1031,9 @@ fn serve_plan(command: &Command) -> Result<Option<ServePlan>, Failure> {
             }
         }
     }
+    options
+        .check()
+        .map_err(|e| Failure::new(2, e.code(), e.to_string()))?;
     Ok(Some(ServePlan::Http {
         options,
         token_env: token_env.clone(),

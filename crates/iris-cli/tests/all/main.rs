@@ -11,6 +11,7 @@ mod durable;
 mod mcp;
 mod output;
 mod run;
+mod serve;
 mod signals;
 mod trust;
 mod wire;

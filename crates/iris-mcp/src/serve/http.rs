@@ -79,6 +79,42 @@ impl HttpOptions {
         self.allow_remote = allow;
         self
     }
+
+    /// Whether these options may be served: a non-loopback address needs
+    /// [`HttpOptions::allow_remote`] and a bearer token. [`McpToolServer::bind_http`]
+    /// checks it too; a host checks early to start nothing when it fails.
+    ///
+    /// ```
+    /// use iris_mcp::serve::HttpOptions;
+    /// let remote = HttpOptions::new("0.0.0.0:8931".parse().unwrap());
+    /// assert_eq!(remote.check().unwrap_err().code(), "MCP_SERVE_ADDRESS_REFUSED");
+    /// assert!(remote.allow_remote(true).bearer_token("t").check().is_ok());
+    /// ```
+    ///
+    /// # Errors
+    /// `MCP_SERVE_ADDRESS_REFUSED` saying which rule.
+    pub fn check(&self) -> Result<()> {
+        let refused = |message: String| McpError::Serve {
+            code: codes::MCP_SERVE_ADDRESS_REFUSED,
+            message,
+        };
+        let ip = self.addr.ip();
+        if ip.is_loopback() {
+            return Ok(());
+        }
+        if !self.allow_remote {
+            return Err(refused(format!(
+                "{ip} is not a loopback address: anything that reaches it could call the tools; \
+                 bind 127.0.0.1, or allow it explicitly (--allow-remote) with a bearer token"
+            )));
+        }
+        if self.bearer_token.is_none() {
+            return Err(refused(format!(
+                "{ip} is not a loopback address and no bearer token is set (--token-env VAR)"
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// A bound streamable-HTTP endpoint, not yet serving.
@@ -90,25 +126,7 @@ pub struct HttpServer {
 }
 
 pub(crate) async fn bind(server: McpToolServer, options: HttpOptions) -> Result<HttpServer> {
-    let refused = |message: String| McpError::Serve {
-        code: codes::MCP_SERVE_ADDRESS_REFUSED,
-        message,
-    };
-    if !options.addr.ip().is_loopback() {
-        if !options.allow_remote {
-            return Err(refused(format!(
-                "{} is not a loopback address: anything that reaches it could call the tools; \
-                 bind 127.0.0.1, or allow it explicitly (--allow-remote) with a bearer token",
-                options.addr.ip()
-            )));
-        }
-        if options.bearer_token.is_none() {
-            return Err(refused(format!(
-                "{} is not a loopback address and no bearer token is set (--token-env VAR)",
-                options.addr.ip()
-            )));
-        }
-    }
+    options.check()?;
     let listener = TcpListener::bind(options.addr)
         .await
         .map_err(|e| McpError::Serve {
