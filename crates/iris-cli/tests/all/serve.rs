@@ -422,3 +422,93 @@ fn bad_serve_flags_start_nothing() {
         assert!(run.stderr.contains(stderr), "{args:?}: {run:?}");
     }
 }
+
+/// The MCP Inspector's launcher, installed by its `setup.sh` on first use (as `.ci/setup`
+/// does): 0.14, the last release that runs on Node 20.
+fn inspector() -> &'static str {
+    static INSPECTOR: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    INSPECTOR.get_or_init(|| {
+        let script =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/inspector/setup.sh");
+        let out = std::process::Command::new("bash")
+            .arg(script)
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "inspector setup.sh failed (needs node and npm)"
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    })
+}
+
+/// `mcp-inspector --cli … --method …` against `iris --trust mcp serve` over stdio
+/// (0.14's CLI reaches URLs only over legacy SSE, so HTTP is the Python client's).
+fn inspect(dir: &Path, method: &[&str]) -> Value {
+    let out = std::process::Command::new(inspector())
+        .arg("--cli")
+        .args([
+            env!("CARGO_BIN_EXE_iris"),
+            "--trust",
+            "mcp",
+            "serve",
+            "--method",
+        ])
+        .args(method)
+        .current_dir(dir)
+        .env("HOME", super::user_home())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{method:?}: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+#[test]
+fn the_mcp_inspector_cli_lists_and_calls() {
+    let dir = agent("");
+    let listed = inspect(dir.path(), &["tools/list"]);
+    assert_eq!(
+        names(&listed),
+        ["read_file", "list_files", "write_file", "exec_command"]
+    );
+    assert_eq!(
+        tool(&listed, "read_file")["annotations"]["readOnlyHint"],
+        true
+    );
+    let read = inspect(
+        dir.path(),
+        &[
+            "tools/call",
+            "--tool-name",
+            "read_file",
+            "--tool-arg",
+            "file_path=hello.txt",
+        ],
+    );
+    assert_eq!(read["isError"], false, "{read}");
+    assert_eq!(read["content"][0]["text"], "hello\n");
+    // The Inspector's CLI declares no elicitation: a call that needs approval is refused.
+    let write = inspect(
+        dir.path(),
+        &[
+            "tools/call",
+            "--tool-name",
+            "write_file",
+            "--tool-arg",
+            "file_path=inspected.txt",
+            "content=x",
+        ],
+    );
+    assert_eq!(write["isError"], true, "{write}");
+    assert_eq!(
+        write["_meta"]["iris/result"]["code"],
+        "MCP_APPROVAL_UNAVAILABLE"
+    );
+    assert!(!dir.path().join("inspected.txt").exists());
+}
