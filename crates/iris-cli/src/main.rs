@@ -64,6 +64,9 @@ Examples:
   iris schema exec_command --format anthropic
   iris call exec_command '{\"command\": \"ls\"}' --yes
   iris mcp list --json                        MCP servers, protocols, tools, diagnostics
+  iris mcp serve                              the agent's tools for MCP clients, over stdio
+  iris mcp serve --http 127.0.0.1:8931 --token-env MCP_TOKEN
+                                              ... over streamable HTTP, with a bearer token
   iris call tool_search '{\"queries\": [\"current time\"]}'
   iris call read_file '{\"file_path\": \"a.txt\"}' --session s1
                                               calls of one session share what was read

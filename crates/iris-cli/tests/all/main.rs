@@ -271,6 +271,18 @@ fn help_lists_examples_and_exit_codes() {
     ] {
         assert!(run.stdout.contains(fragment), "{fragment}: {run:?}");
     }
+    let run = iris(&examples(), &["mcp", "serve", "--help"], &[], "");
+    assert_eq!(run.code, 0);
+    for fragment in [
+        "--http <ADDR>",
+        "--token-env <VAR>",
+        "--allow-remote",
+        "Loopback only unless",
+        "iris mcp serve --http 127.0.0.1:8931 --token-env MCP_TOKEN",
+        "MCP_APPROVAL_UNAVAILABLE",
+    ] {
+        assert!(run.stdout.contains(fragment), "{fragment}: {run:?}");
+    }
 }
 
 /// Config lookup: `./iris.yaml`, else `.iris/agent.yaml`, else a clear error.
