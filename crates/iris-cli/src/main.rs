@@ -326,10 +326,10 @@ enum McpCommand {
     /// elicitation. Runs until stdin ends (stdio) or SIGINT/SIGTERM.
     #[command(after_help = SERVE_HELP)]
     Serve {
-        /// Serve streamable HTTP at ADDR (`/mcp`), e.g. 127.0.0.1:8931 (port 0 picks
-        /// a free one; the address is printed on stderr). Loopback only unless
-        /// --allow-remote.
-        #[arg(long, value_name = "ADDR")]
+        /// Serve streamable HTTP at ADDR (`/mcp`); `--http` alone is 127.0.0.1:8931
+        /// (port 0 picks a free one; the address is printed on stderr). Loopback only
+        /// unless --allow-remote.
+        #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8931")]
         http: Option<std::net::SocketAddr>,
         /// HTTP requests must carry `Authorization: Bearer <token>`, the token read
         /// from this environment variable (never printed); others get 401.

@@ -274,7 +274,7 @@ fn help_lists_examples_and_exit_codes() {
     let run = iris(&examples(), &["mcp", "serve", "--help"], &[], "");
     assert_eq!(run.code, 0);
     for fragment in [
-        "--http <ADDR>",
+        "--http [<ADDR>]",
         "--token-env <VAR>",
         "--allow-remote",
         "Loopback only unless",

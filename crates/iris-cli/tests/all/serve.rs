@@ -240,14 +240,20 @@ fn deferred_tools_stay_deferred_until_tool_search_reveals_them() {
         {"op": "list"},
         add(),
     ]);
-    let out = client(&stdio(dir.path(), "legacy", Some("approve"), steps));
-    let r = &out["results"];
-    assert_eq!(names(&r[0]), ["tool_search"], "{out}");
-    assert_eq!(code(&r[1]), "TOOL_NOT_LOADED", "{out}");
-    assert_eq!(r[2]["is_error"], false, "{out}");
-    assert_eq!(names(&r[3]), ["tool_search", "mcp__fixture__add"], "{out}");
-    assert_eq!(r[4]["is_error"], false, "{out}");
-    assert!(r[4]["texts"].to_string().contains("42"), "{out}");
+    for mode in MODES {
+        let out = client(&stdio(dir.path(), mode, Some("approve"), steps.clone()));
+        let r = &out["results"];
+        assert_eq!(names(&r[0]), ["tool_search"], "{out}");
+        assert_eq!(code(&r[1]), "TOOL_NOT_LOADED", "{out}");
+        assert_eq!(r[2]["is_error"], false, "{out}");
+        assert_eq!(
+            names(&r[3]),
+            ["tool_search", "mcp__fixture__add"],
+            "{mode}: {out}"
+        );
+        assert_eq!(r[4]["is_error"], false, "{out}");
+        assert!(r[4]["texts"].to_string().contains("42"), "{out}");
+    }
 
     let fresh = client(&stdio(dir.path(), "legacy", None, json!([{"op": "list"}])));
     assert_eq!(names(&fresh["results"][0]), ["tool_search"], "{fresh}");

@@ -165,7 +165,23 @@ impl McpToolServer {
         }
     }
 
+    /// Applies a builder change; a server already cloned is forked first (a fresh
+    /// approval store and session counter), so a clone never sees another's settings.
     fn change(mut self, f: impl FnOnce(&mut Shared)) -> Self {
+        if Arc::get_mut(&mut self.shared).is_none() {
+            let s = &self.shared;
+            self.shared = Arc::new(Shared {
+                executor: s.executor.clone(),
+                workspace: s.workspace.clone(),
+                scopes: Arc::clone(&s.scopes),
+                stateless: Arc::clone(&s.stateless),
+                pending: approval::PendingApprovals::default(),
+                name: s.name.clone(),
+                version: s.version.clone(),
+                instructions: s.instructions.clone(),
+                sessions: AtomicU64::new(0),
+            });
+        }
         if let Some(shared) = Arc::get_mut(&mut self.shared) {
             f(shared);
         }
