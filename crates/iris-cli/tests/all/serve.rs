@@ -518,3 +518,59 @@ fn the_mcp_inspector_cli_lists_and_calls() {
     );
     assert!(!dir.path().join("inspected.txt").exists());
 }
+
+/// SIGTERM while a served call runs a command: the call is cancelled, its process group
+/// stopped, the environment closed, and iris exits 143 with nothing left running.
+#[test]
+fn sigterm_during_a_served_call_stops_its_processes() {
+    let dir = agent("permissions:\n  execute_mode: allow\n");
+    let config = dir.path().join("iris.yaml");
+    let mut iris = spawn(
+        dir.path(),
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "mcp",
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+        ],
+        &[],
+    );
+    let url = served_url(&iris);
+    let pidfile = dir.path().join("sleep.pid");
+    let command = format!("sleep 300 & echo $! > {}; wait", pidfile.display());
+    let script = json!({
+        "http": {"url": url},
+        "mode": "auto",
+        "elicit": null,
+        "steps": [call("exec_command", json!({"command": command}))],
+    });
+    let mut python = std::process::Command::new(super::mcp::python())
+        .arg(client_script())
+        .arg(script.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    let sleep = loop {
+        if let Some(pid) = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|t| t.trim().parse::<i32>().ok())
+        {
+            break pid;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the command never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    iris.signal(Signal::TERM);
+    let status = iris.exit();
+    assert_gone(&[sleep]);
+    assert_eq!(status.code(), Some(143), "{}", iris.stderr_rest());
+    let _ = python.kill();
+    let _ = python.wait();
+}
