@@ -574,3 +574,43 @@ fn sigterm_during_a_served_call_stops_its_processes() {
     let _ = python.kill();
     let _ = python.wait();
 }
+
+/// Over HTTP a 2026-07-28 client has no session, so its reveals are the server's
+/// stateless scope, shared by every such client; an `initialize` session keeps its own.
+#[test]
+fn stateless_http_clients_share_reveals_and_sessions_keep_their_own() {
+    let dir = super::mcp::agent("context_policy:\n  deferred_tools: true\n");
+    let config = dir.path().join("iris.yaml");
+    let mut iris = spawn(
+        dir.path(),
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "mcp",
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+        ],
+        &[],
+    );
+    let url = served_url(&iris);
+    let run = |mode: &str, steps: Value| {
+        client(&json!({"http": {"url": url}, "mode": mode, "elicit": null, "steps": steps}))
+    };
+    let search = call(
+        "tool_search",
+        json!({"queries": ["sum of two whole numbers"]}),
+    );
+    let first = run("auto", json!([search]));
+    assert_eq!(first["results"][0]["is_error"], false, "{first}");
+    let second = run("auto", json!([{"op": "list"}]));
+    assert_eq!(
+        names(&second["results"][0]),
+        ["tool_search", "mcp__fixture__add"],
+        "{second}"
+    );
+    let session = run("legacy", json!([{"op": "list"}]));
+    assert_eq!(names(&session["results"][0]), ["tool_search"], "{session}");
+    iris.signal(Signal::TERM);
+    assert_eq!(iris.exit().code(), Some(143), "{}", iris.stderr_rest());
+}
