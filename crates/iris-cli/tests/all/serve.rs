@@ -614,3 +614,33 @@ fn stateless_http_clients_share_reveals_and_sessions_keep_their_own() {
     iris.signal(Signal::TERM);
     assert_eq!(iris.exit().code(), Some(143), "{}", iris.stderr_rest());
 }
+
+/// The YAML's hooks run for served calls: a `tool.before` command hook vetoes a call, a
+/// `tool.after` one adds feedback the client sees after the result.
+#[test]
+fn served_calls_run_the_yaml_hooks() {
+    let dir = agent(
+        "permissions:\n  execute_mode: allow\nhooks:\n  - name: no-rm\n    event: tool.before\n    tools: [exec_command]\n    timeout_seconds: 10\n    handler: {type: command, command: \"case \\\"$(cat)\\\" in *'rm '*) echo '{\\\"deny_reason\\\": \\\"rm is not allowed here\\\"}' ;; *) echo '{}' ;; esac\"}\n  - name: audit\n    event: tool.after\n    tools: [read_file]\n    timeout_seconds: 10\n    handler: {type: command, command: \"cat > /dev/null; echo '{\\\"feedback\\\": \\\"audited by the hook\\\"}'\"}\n",
+    );
+    std::fs::write(dir.path().join("keep.txt"), "keep").unwrap();
+    let steps = json!([
+        call("exec_command", json!({"command": "rm keep.txt"})),
+        call("read_file", json!({"file_path": "hello.txt"})),
+    ]);
+    let out = client(&stdio(dir.path(), "auto", None, steps));
+    let r = &out["results"];
+    assert_eq!(r[0]["is_error"], true, "{out}");
+    assert!(
+        r[0]["texts"].to_string().contains("rm is not allowed here"),
+        "{out}"
+    );
+    assert!(
+        dir.path().join("keep.txt").exists(),
+        "the vetoed call did not run"
+    );
+    assert_eq!(
+        r[1]["texts"],
+        json!(["hello\n", "audited by the hook"]),
+        "{out}"
+    );
+}
