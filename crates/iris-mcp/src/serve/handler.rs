@@ -3,13 +3,15 @@
 
 use std::sync::Arc;
 
+use iris_executor::HeartbeatListener;
 use iris_tools_core::{
     CancellationSignal, ToolExecutionContext, ToolOutput, ToolResult, ToolUse, codes as core_codes,
 };
 use rmcp::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ElicitRequest, ErrorData, InputRequest, InputRequests,
-    InputRequiredResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    InputRequiredResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ProgressToken, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::Value;
@@ -63,7 +65,10 @@ impl IrisServer {
         context: &RequestContext<RoleServer>,
     ) -> ToolResult {
         let signal = CancellationSignal::new();
-        let ctx = ctx.cancellation(signal.clone());
+        let mut ctx = ctx.cancellation(signal.clone());
+        if let Some(token) = context.meta.get_progress_token() {
+            ctx.extensions.insert(progress_listener(token, context));
+        }
         let run = self.shared.executor.execute_one(tool_use, &ctx, approved);
         tokio::pin!(run);
         tokio::select! {
@@ -102,6 +107,31 @@ impl IrisServer {
             )),
         }
     }
+}
+
+/// Turns the executor's heartbeats of a long call into `notifications/progress` for
+/// the request's token: progress is the seconds run so far, total the call's deadline
+/// in seconds, so a client whose timeout restarts on progress keeps waiting.
+fn progress_listener(
+    token: ProgressToken,
+    context: &RequestContext<RoleServer>,
+) -> HeartbeatListener {
+    let peer = context.peer.clone();
+    HeartbeatListener::new(move |beat| {
+        let mut progress =
+            ProgressNotificationParam::new(token.clone(), beat.elapsed.as_secs_f64());
+        progress.total = Some(beat.deadline.as_secs_f64());
+        progress.message = Some(format!(
+            "`{}` running for {:.0} s",
+            beat.tool_name,
+            beat.elapsed.as_secs_f64()
+        ));
+        let peer = peer.clone();
+        // The listener is called on the call's task and must not block it.
+        tokio::spawn(async move {
+            let _ = peer.notify_progress(progress).await;
+        });
+    })
 }
 
 fn cancelled(tool: &str) -> ToolOutput {

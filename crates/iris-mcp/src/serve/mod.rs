@@ -14,6 +14,8 @@
 //!   preview plus the reference to the saved file; `_meta["iris/result"]` carries the
 //!   error's `code`/`message`/`retryable`/`details`, the `artifact` (path, MIME type,
 //!   size, `text_path`) and `approved`.
+//! - **Progress.** A call whose request carries a `progressToken` reports the
+//!   executor's heartbeats as `notifications/progress` (seconds run, of the deadline).
 //! - **Approvals.** A call the permission policy holds for a human is asked of the
 //!   client with a form elicitation (`decision`: `approve` / `deny`, optional
 //!   `reason`): on a session (stdio or HTTP after `initialize`) by
