@@ -644,3 +644,56 @@ fn served_calls_run_the_yaml_hooks() {
         "{out}"
     );
 }
+
+/// A client that gives up on a call cancels it: the command's processes stop while the
+/// server keeps running and serving.
+#[test]
+fn a_call_the_client_gives_up_on_is_cancelled() {
+    let dir = agent("permissions:\n  execute_mode: allow\n");
+    let config = dir.path().join("iris.yaml");
+    let mut iris = spawn(
+        dir.path(),
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "mcp",
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+        ],
+        &[],
+    );
+    let url = served_url(&iris);
+    for mode in MODES {
+        let pidfile = dir.path().join(format!("sleep-{mode}.pid"));
+        let command = format!("sleep 300 & echo $! > {}; wait", pidfile.display());
+        let script = json!({
+            "http": {"url": url},
+            "mode": mode,
+            "elicit": null,
+            "steps": [
+                {"op": "call", "name": "exec_command", "args": {"command": command}, "timeout": 3},
+                call("read_file", json!({"file_path": "hello.txt"})),
+            ],
+        });
+        let out = client(&script);
+        let r = &out["results"];
+        assert!(
+            r[0]["error"].is_string(),
+            "{mode}: the client timed out: {out}"
+        );
+        assert_eq!(r[1]["texts"], json!(["hello\n"]), "{mode}: {out}");
+        let sleep: i32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert_gone(&[sleep]);
+        assert!(
+            iris.child.try_wait().unwrap().is_none(),
+            "the server still runs"
+        );
+    }
+    iris.signal(Signal::TERM);
+    assert_eq!(iris.exit().code(), Some(143), "{}", iris.stderr_rest());
+}
