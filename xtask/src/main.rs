@@ -10,7 +10,8 @@
 //!   crate, the exact macros pin, READMEs as doctests, no skipped tests); see `tidy.rs`.
 //! - `test`: every test of the workspace.
 //! - `schemas [--check]`: regenerate (or check) the `#[tool]` schema snapshots.
-//! - `bench`: the divan benchmarks plus the Python reference measurements.
+//! - `bench`: the divan benchmarks plus the Python reference measurements, and `iris mcp
+//!   serve` against the Python SDK's own server.
 //! - `fuzz [--smoke] [--time SECS] [--jobs N] [TARGET...]`: builds the libFuzzer targets
 //!   in `fuzz/` (stable toolchain, no cargo-fuzz) and runs each for a bounded time,
 //!   failing on a crash; see `fuzz.rs`.
@@ -37,7 +38,8 @@ commands:
                      READMEs as doctests, no ignored or should_panic tests
   test               every test of the workspace
   schemas [--check]  regenerate (or check) the #[tool] schema snapshots
-  bench              divan benchmarks plus the Python reference measurements
+  bench              divan benchmarks plus the Python reference measurements, and
+                     `iris mcp serve` vs the Python SDK's server (same client, one run)
   fuzz [--smoke] [--time SECS] [--jobs N] [TARGET...]
                      build the libFuzzer targets in fuzz/ and run each for SECS seconds
                      (--smoke: 20, else 600), N at a time (default 2); fails on a crash.
@@ -300,5 +302,30 @@ fn bench() -> Result<(), String> {
             }
         }
     }
-    Ok(())
+    mcp_serve_bench()
+}
+
+/// `iris mcp serve` against the Python SDK's own `MCPServer` for the same trivial tool,
+/// both driven by the same Python SDK client in one run
+/// (`crates/iris-mcp/benches/serve_roundtrip.py`), on the optimized binary.
+fn mcp_serve_bench() -> Result<(), String> {
+    let mut build = cargo();
+    build.args(["build", "--release", "-p", "iris-cli"]);
+    run(build)?;
+    let venv = Command::new("bash")
+        .arg(root().join("crates/iris-mcp/tests/fixtures/mcp/setup.sh"))
+        .current_dir(root())
+        .output()
+        .map_err(|e| format!("cannot run the MCP venv setup: {e}"))?;
+    if !venv.status.success() {
+        return Err("crates/iris-mcp/tests/fixtures/mcp/setup.sh failed".into());
+    }
+    let python = String::from_utf8_lossy(&venv.stdout).trim().to_owned();
+    let target =
+        env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from);
+    let mut py = Command::new(python);
+    py.arg(root().join("crates/iris-mcp/benches/serve_roundtrip.py"))
+        .arg(target.join("release/iris"))
+        .arg("500");
+    run(py)
 }

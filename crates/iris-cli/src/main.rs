@@ -38,6 +38,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::{Parser, Subcommand, ValueEnum};
+use iris_mcp::serve::HttpOptions;
 use iris_providers::adapters::{Provider, Strict, to_provider};
 use iris_providers::lint::lint_definition;
 use iris_runner::trust::codes as trust_codes;
@@ -63,6 +64,9 @@ Examples:
   iris schema exec_command --format anthropic
   iris call exec_command '{\"command\": \"ls\"}' --yes
   iris mcp list --json                        MCP servers, protocols, tools, diagnostics
+  iris mcp serve                              the agent's tools for MCP clients, over stdio
+  iris mcp serve --http 127.0.0.1:8931 --token-env MCP_TOKEN
+                                              ... over streamable HTTP, with a bearer token
   iris call tool_search '{\"queries\": [\"current time\"]}'
   iris call read_file '{\"file_path\": \"a.txt\"}' --session s1
                                               calls of one session share what was read
@@ -139,6 +143,8 @@ mod cli_codes {
     pub(crate) const SESSION_ID_INVALID: &str = "SESSION_ID_INVALID";
     /// `iris call --session`: the session's file cannot be read or does not decode.
     pub(crate) const SESSION_STATE_INVALID: &str = "SESSION_STATE_INVALID";
+    /// `iris mcp serve --token-env VAR`: the variable is not set or is empty.
+    pub(crate) const SERVE_TOKEN_MISSING: &str = "SERVE_TOKEN_MISSING";
 }
 
 /// The iris command line.
@@ -319,7 +325,41 @@ impl StatusArg {
 enum McpCommand {
     /// Servers, protocol, status, diagnostics and tools.
     List,
+    /// Serve the agent's tools to MCP clients: stdio by default, streamable HTTP with
+    /// --http. Every call takes the executor path (permission, hooks, middleware,
+    /// deadlines, artifacts); a call that needs approval is asked of the client by
+    /// elicitation. Runs until stdin ends (stdio) or SIGINT/SIGTERM.
+    #[command(after_help = SERVE_HELP)]
+    Serve {
+        /// Serve streamable HTTP at ADDR (`/mcp`); `--http` alone is 127.0.0.1:8931
+        /// (port 0 picks a free one; the address is printed on stderr). Loopback only
+        /// unless --allow-remote.
+        #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8931")]
+        http: Option<std::net::SocketAddr>,
+        /// HTTP requests must carry `Authorization: Bearer <token>`, the token read
+        /// from this environment variable (never printed); others get 401.
+        #[arg(long, value_name = "VAR", requires = "http")]
+        token_env: Option<String>,
+        /// Allow a non-loopback --http address (needs --token-env; the Host header is
+        /// then not checked).
+        #[arg(long, requires = "http")]
+        allow_remote: bool,
+    },
 }
+
+const SERVE_HELP: &str = "\
+Examples:
+  iris --config examples/iris.yaml mcp serve
+                              stdio: the MCP client starts this command
+  MCP_TOKEN=s3cret iris mcp serve --http 127.0.0.1:8931 --token-env MCP_TOKEN
+                              streamable HTTP at http://127.0.0.1:8931/mcp
+
+Sessions list what the model would see: the active tools, plus each deferred tool once
+tool_search revealed it in that session (a 2026-07-28 HTTP client has no session: its
+reveals are shared by every such client of this server). A call needing approval is asked
+of the client by a form elicitation (approve / deny); a client without the elicitation
+capability gets MCP_APPROVAL_UNAVAILABLE and the call does not run. A long result comes
+back as Iris shows the model: a preview and the saved file's path.";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Format {
@@ -509,6 +549,8 @@ async fn run(cli: &Cli, signals: &mut Signals) -> Result<u8, Failure> {
         Command::Resume { .. } => Some(run::resolve_model(&loaded, run::ModelFlags::default())?),
         _ => None,
     };
+    // `mcp serve`'s flags are checked before anything starts.
+    let serving = serve_plan(&cli.command)?;
     let env = interruptible(signals, assemble(cli, &loaded)).await?;
     let cancel = CancellationSignal::new();
     let iris = iris_prefix(cli);
@@ -532,7 +574,10 @@ async fn run(cli: &Cli, signals: &mut Signals) -> Result<u8, Failure> {
                 };
                 run::resume(options, &loaded, &env, model, &cancel).await
             }
-            _ => dispatch(cli, &env, &cancel).await,
+            _ => match &serving {
+                Some(plan) => serve(plan, &env, &cancel).await,
+                None => dispatch(cli, &env, &cancel).await,
+            },
         }
     };
     let outcome = supervise(signals, &cancel, work).await;
@@ -572,6 +617,10 @@ async fn dispatch(
         Command::Mcp {
             command: McpCommand::List,
         } => mcp_list(cli, env),
+        // Served by `serve` instead.
+        Command::Mcp {
+            command: McpCommand::Serve { .. },
+        } => Ok(0),
         // Handled before the environment is dispatched to.
         Command::Run { .. }
         | Command::Resume { .. }
@@ -890,8 +939,8 @@ fn mcp_list(cli: &Cli, env: &ToolEnvironment) -> Result<u8, Failure> {
         }
         return Ok(0);
     };
-    // The snapshot is Serialize; reading it back as JSON keeps this binary free of a
-    // direct iris-mcp dependency and prints exactly what --json shows.
+    // The snapshot is Serialize; reading it back as JSON prints exactly what --json
+    // shows.
     let mut value = serde_json::to_value(&*snapshot).unwrap_or_default();
     if cli.json {
         value["configured"] = json!(true);
@@ -955,6 +1004,92 @@ fn mcp_list(cli: &Cli, env: &ToolEnvironment) -> Result<u8, Failure> {
             text(&d["code"]),
             text(&d["message"])
         ));
+    }
+    Ok(0)
+}
+
+/// How `iris mcp serve` serves, from its flags.
+#[derive(Debug)]
+enum ServePlan {
+    Stdio,
+    Http {
+        options: HttpOptions,
+        /// The variable the token came from, for the startup line.
+        token_env: Option<String>,
+    },
+}
+
+/// `None` for every other command; the token is read from its variable here.
+fn serve_plan(command: &Command) -> Result<Option<ServePlan>, Failure> {
+    let Command::Mcp {
+        command:
+            McpCommand::Serve {
+                http,
+                token_env,
+                allow_remote,
+            },
+    } = command
+    else {
+        return Ok(None);
+    };
+    let Some(addr) = http else {
+        return Ok(Some(ServePlan::Stdio));
+    };
+    let mut options = HttpOptions::new(*addr).allow_remote(*allow_remote);
+    if let Some(var) = token_env {
+        match std::env::var(var) {
+            Ok(token) if !token.trim().is_empty() => options = options.bearer_token(token),
+            _ => {
+                return Err(Failure::new(
+                    3,
+                    cli_codes::SERVE_TOKEN_MISSING,
+                    format!("--token-env {var}: the variable is not set or empty"),
+                ));
+            }
+        }
+    }
+    options
+        .check()
+        .map_err(|e| Failure::new(2, e.code(), e.to_string()))?;
+    Ok(Some(ServePlan::Http {
+        options,
+        token_env: token_env.clone(),
+    }))
+}
+
+/// `iris mcp serve`: until stdin ends (stdio) or a signal cancels `cancel`.
+async fn serve(
+    plan: &ServePlan,
+    env: &ToolEnvironment,
+    cancel: &CancellationSignal,
+) -> Result<u8, Failure> {
+    let server = env.mcp_server();
+    let failed = |e: iris_mcp::McpError| {
+        let exit = if e.code() == iris_mcp::codes::MCP_SERVE_ADDRESS_REFUSED {
+            2
+        } else {
+            3
+        };
+        Failure::new(exit, e.code(), e.to_string())
+    };
+    match plan {
+        ServePlan::Stdio => {
+            err_line("iris: serving MCP on stdio");
+            server.serve_stdio(cancel).await.map_err(failed)?;
+        }
+        ServePlan::Http { options, token_env } => {
+            let bound = server.bind_http(options.clone()).await.map_err(failed)?;
+            let addr = bound.local_addr().map_err(failed)?;
+            let auth = match token_env {
+                Some(var) => format!(" (bearer token from ${var})"),
+                None => " (no token: any local process may call)".to_owned(),
+            };
+            err_line(&format!(
+                "iris: serving MCP on http://{addr}{}{auth}",
+                iris_mcp::serve::MCP_PATH
+            ));
+            bound.run(cancel).await.map_err(failed)?;
+        }
     }
     Ok(0)
 }

@@ -58,6 +58,15 @@ pub mod codes {
     /// A tool's input schema is not usable (remote `$ref`, unresolvable `$ref`, not an
     /// object schema).
     pub const MCP_INVALID_SCHEMA: &str = "MCP_INVALID_SCHEMA";
+    /// `mcp serve`: a call needs a human's approval and the connected client cannot be
+    /// asked (it declared no elicitation capability, or asking it failed); the call
+    /// did not run.
+    pub const MCP_APPROVAL_UNAVAILABLE: &str = "MCP_APPROVAL_UNAVAILABLE";
+    /// `mcp serve`: the server could not listen or a session could not start.
+    pub const MCP_SERVE_FAILED: &str = "MCP_SERVE_FAILED";
+    /// `mcp serve`: the HTTP address is not loopback and serving it was not allowed
+    /// explicitly (with a bearer token).
+    pub const MCP_SERVE_ADDRESS_REFUSED: &str = "MCP_SERVE_ADDRESS_REFUSED";
 }
 
 /// Where a configuration error sits: the file, the server and the field.
@@ -120,6 +129,14 @@ pub enum McpError {
     /// The call needs a prepared manager.
     #[error("the MCP manager is not prepared; call prepare first")]
     NotPrepared,
+    /// `mcp serve` could not serve (see [`crate::serve`]).
+    #[error("{message}")]
+    Serve {
+        /// `MCP_SERVE_FAILED` or `MCP_SERVE_ADDRESS_REFUSED`.
+        code: &'static str,
+        /// Why, in one line.
+        message: String,
+    },
 }
 
 impl McpError {
@@ -131,6 +148,7 @@ impl McpError {
             McpError::Registry(_) => codes::MCP_REGISTRY_CONFLICT,
             McpError::Closed => codes::MCP_CLOSED,
             McpError::NotPrepared => codes::MCP_NOT_PREPARED,
+            McpError::Serve { code, .. } => code,
         }
     }
 

@@ -9,6 +9,7 @@ pub mod manager;
 pub mod naming;
 mod redact;
 pub mod schema;
+pub mod serve;
 mod server;
 pub mod tool;
 mod transport;

@@ -15,6 +15,7 @@ pub mod outcome;
 mod run_loop;
 pub mod runner;
 pub mod secret;
+pub mod serve;
 pub mod store;
 pub mod subagent;
 pub mod trust;

@@ -13,6 +13,7 @@ mod mcp;
 mod output;
 mod run;
 mod secret;
+mod serve;
 mod signals;
 mod subagent;
 mod trust;
@@ -270,6 +271,18 @@ fn help_lists_examples_and_exit_codes() {
         "4 approval required but not given (a run waits for a human",
         "Exit codes: 0 success",
         "129/130/143 ended by SIGHUP/SIGINT/SIGTERM",
+    ] {
+        assert!(run.stdout.contains(fragment), "{fragment}: {run:?}");
+    }
+    let run = iris(&examples(), &["mcp", "serve", "--help"], &[], "");
+    assert_eq!(run.code, 0);
+    for fragment in [
+        "--http [<ADDR>]",
+        "--token-env <VAR>",
+        "--allow-remote",
+        "Loopback only unless",
+        "iris mcp serve --http 127.0.0.1:8931 --token-env MCP_TOKEN",
+        "MCP_APPROVAL_UNAVAILABLE",
     ] {
         assert!(run.stdout.contains(fragment), "{fragment}: {run:?}");
     }

@@ -56,12 +56,12 @@ impl Spawned {
         Pid::from_raw(i32::try_from(self.child.id()).unwrap()).unwrap()
     }
 
-    fn signal(&self, signal: Signal) {
+    pub(crate) fn signal(&self, signal: Signal) {
         kill_process(self.pid(), signal).unwrap();
     }
 
     /// Waits until `iris` exits by itself, at most [`DEADLINE`].
-    fn exit(&mut self) -> ExitStatus {
+    pub(crate) fn exit(&mut self) -> ExitStatus {
         let start = Instant::now();
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -77,7 +77,7 @@ impl Spawned {
 
     /// Waits for a stderr line containing `fragment`, at most [`DEADLINE`]; returns
     /// every line read so far.
-    fn stderr_until(&self, fragment: &str) -> Vec<String> {
+    pub(crate) fn stderr_until(&self, fragment: &str) -> Vec<String> {
         let start = Instant::now();
         let mut lines = Vec::new();
         while start.elapsed() < DEADLINE {
@@ -97,12 +97,12 @@ impl Spawned {
     }
 
     /// The rest of stderr (after exit).
-    fn stderr_rest(&self) -> String {
+    pub(crate) fn stderr_rest(&self) -> String {
         self.stderr.try_iter().collect::<Vec<_>>().join("\n")
     }
 
     /// The processes `iris` started directly (each thread's children).
-    fn children(&self) -> Vec<i32> {
+    pub(crate) fn children(&self) -> Vec<i32> {
         let mut pids = Vec::new();
         let tasks = format!("/proc/{}/task", self.child.id());
         for task in std::fs::read_dir(tasks).into_iter().flatten().flatten() {
@@ -147,7 +147,7 @@ fn gone(pid: i32) -> bool {
 }
 
 /// Waits until every pid is gone, at most [`DEADLINE`]; fails naming the survivors.
-fn assert_gone(pids: &[i32]) {
+pub(crate) fn assert_gone(pids: &[i32]) {
     let start = Instant::now();
     while start.elapsed() < DEADLINE {
         if pids.iter().all(|&p| gone(p)) {

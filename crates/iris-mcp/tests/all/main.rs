@@ -13,6 +13,7 @@ mod hardening;
 mod naming;
 mod recovery;
 mod schema;
+mod serve;
 mod servers;
 mod startup;
 mod support;

@@ -1,0 +1,310 @@
+//! Streamable HTTP: rmcp's tower service at `/mcp` behind a bearer-token check, on a
+//! loopback address unless the host explicitly allows another.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::{Request, Response, StatusCode, header};
+use hyper_util::rt::TokioIo;
+use iris_tools_core::CancellationSignal;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio::net::TcpListener;
+use tokio::task::JoinSet;
+
+use super::McpToolServer;
+use crate::error::{McpError, Result, codes};
+
+/// The endpoint's path.
+pub const MCP_PATH: &str = "/mcp";
+/// How long open connections get to finish after shutdown before they are dropped.
+const DRAIN: Duration = Duration::from_secs(2);
+
+/// Where and how [`McpToolServer::bind_http`] listens.
+///
+/// ```
+/// use iris_mcp::serve::HttpOptions;
+/// let options = HttpOptions::new("127.0.0.1:0".parse().unwrap()).bearer_token("s3cret");
+/// assert!(!options.allow_remote);
+/// ```
+#[derive(Clone)]
+pub struct HttpOptions {
+    /// The address to bind (port 0 picks a free one; see [`HttpServer::local_addr`]).
+    pub addr: SocketAddr,
+    /// Bind an address that is not loopback (`127.0.0.0/8`, `::1`). Off by default:
+    /// anything that reaches the port could call the tools. When on, a bearer token is
+    /// required and the `Host` header is not checked.
+    pub allow_remote: bool,
+    /// Requests must carry `Authorization: Bearer <token>`; others get `401`.
+    pub bearer_token: Option<String>,
+}
+
+impl std::fmt::Debug for HttpOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpOptions")
+            .field("addr", &self.addr)
+            .field("allow_remote", &self.allow_remote)
+            .field(
+                "bearer_token",
+                &self.bearer_token.as_ref().map(|_| "<redacted>"),
+            )
+            .finish()
+    }
+}
+
+impl HttpOptions {
+    /// Loopback-only, no token.
+    pub fn new(addr: SocketAddr) -> Self {
+        Self {
+            addr,
+            allow_remote: false,
+            bearer_token: None,
+        }
+    }
+
+    /// Requires `Authorization: Bearer <token>`.
+    #[must_use]
+    pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
+        self.bearer_token = Some(token.into());
+        self
+    }
+
+    /// Allows a non-loopback address (a token is still required).
+    #[must_use]
+    pub fn allow_remote(mut self, allow: bool) -> Self {
+        self.allow_remote = allow;
+        self
+    }
+
+    /// Whether these options may be served: a non-loopback address needs
+    /// [`HttpOptions::allow_remote`] and a bearer token. [`McpToolServer::bind_http`]
+    /// checks it too; a host checks early to start nothing when it fails.
+    ///
+    /// ```
+    /// use iris_mcp::serve::HttpOptions;
+    /// let remote = HttpOptions::new("0.0.0.0:8931".parse().unwrap());
+    /// assert_eq!(remote.check().unwrap_err().code(), "MCP_SERVE_ADDRESS_REFUSED");
+    /// assert!(remote.allow_remote(true).bearer_token("t").check().is_ok());
+    /// ```
+    ///
+    /// # Errors
+    /// `MCP_SERVE_ADDRESS_REFUSED` saying which rule.
+    pub fn check(&self) -> Result<()> {
+        let refused = |message: String| McpError::Serve {
+            code: codes::MCP_SERVE_ADDRESS_REFUSED,
+            message,
+        };
+        let ip = self.addr.ip();
+        if ip.is_loopback() {
+            return Ok(());
+        }
+        if !self.allow_remote {
+            return Err(refused(format!(
+                "{ip} is not a loopback address: anything that reaches it could call the tools; \
+                 bind 127.0.0.1, or allow it explicitly (--allow-remote) with a bearer token"
+            )));
+        }
+        if self.bearer_token.is_none() {
+            return Err(refused(format!(
+                "{ip} is not a loopback address and no bearer token is set (--token-env VAR)"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// A bound streamable-HTTP endpoint, not yet serving.
+#[derive(Debug)]
+pub struct HttpServer {
+    server: McpToolServer,
+    listener: TcpListener,
+    options: HttpOptions,
+}
+
+pub(crate) async fn bind(server: McpToolServer, options: HttpOptions) -> Result<HttpServer> {
+    options.check()?;
+    let listener = TcpListener::bind(options.addr)
+        .await
+        .map_err(|e| McpError::Serve {
+            code: codes::MCP_SERVE_FAILED,
+            message: format!("cannot listen on {}: {e}", options.addr),
+        })?;
+    Ok(HttpServer {
+        server,
+        listener,
+        options,
+    })
+}
+
+impl HttpServer {
+    /// The bound address (the real port when 0 was asked for).
+    ///
+    /// # Errors
+    /// `MCP_SERVE_FAILED` when the socket cannot say.
+    pub fn local_addr(&self) -> Result<SocketAddr> {
+        self.listener.local_addr().map_err(|e| McpError::Serve {
+            code: codes::MCP_SERVE_FAILED,
+            message: format!("the listening socket has no address: {e}"),
+        })
+    }
+
+    /// Serves until `shutdown` fires: then stops accepting, ends the MCP sessions and
+    /// their streams, cancels calls in flight, and gives open connections a moment
+    /// to finish.
+    ///
+    /// # Errors
+    /// `MCP_SERVE_FAILED` when accepting connections fails for good.
+    pub async fn run(self, shutdown: &CancellationSignal) -> Result<()> {
+        let mut config = StreamableHttpServerConfig::default();
+        if self.options.allow_remote {
+            // Clients of a remote endpoint name it by its public host name.
+            config = config.disable_allowed_hosts();
+        }
+        let sessions = config.cancellation_token.clone();
+        let server = self.server.clone();
+        let handler_shutdown = shutdown.clone();
+        let service = StreamableHttpService::new(
+            move || Ok(server.handler(handler_shutdown.clone())),
+            LocalSessionManager::default().into(),
+            config,
+        );
+        let token = self.options.bearer_token.map(Bytes::from);
+        let mut connections = JoinSet::new();
+        let outcome = loop {
+            let accepted = tokio::select! {
+                accepted = self.listener.accept() => accepted,
+                () = shutdown.cancelled() => break Ok(()),
+            };
+            let stream = match accepted {
+                Ok((stream, _)) => stream,
+                // A connection reset before it was accepted, or too many open files
+                // for a moment: keep serving the others.
+                Err(e) if is_transient(&e) => {
+                    tracing::warn!(target: "iris::mcp", "accepting an MCP connection failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+                Err(e) => {
+                    break Err(McpError::Serve {
+                        code: codes::MCP_SERVE_FAILED,
+                        message: format!("accepting connections failed: {e}"),
+                    });
+                }
+            };
+            let service = service.clone();
+            let token = token.clone();
+            connections.spawn(async move {
+                let handle = hyper::service::service_fn(move |req: Request<Incoming>| {
+                    let service = service.clone();
+                    let token = token.clone();
+                    async move {
+                        if let Some(refusal) = check(&req, token.as_deref()) {
+                            return Ok::<_, Infallible>(refusal);
+                        }
+                        Ok(service.handle(req).await)
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), handle)
+                    .await;
+            });
+            // Reap finished connections so the set does not grow without bound.
+            while connections.try_join_next().is_some() {}
+        };
+        sessions.cancel();
+        let _ = tokio::time::timeout(DRAIN, async {
+            while connections.join_next().await.is_some() {}
+        })
+        .await;
+        connections.abort_all();
+        outcome
+    }
+}
+
+fn is_transient(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind as K;
+    matches!(
+        e.kind(),
+        K::ConnectionAborted | K::ConnectionReset | K::Interrupted | K::WouldBlock
+    ) || e.raw_os_error().is_some_and(|n| n == 23 || n == 24) // ENFILE, EMFILE
+}
+
+type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
+
+/// `404` off the endpoint's path, `401` without the right bearer token (the token
+/// is never echoed), else `None`: rmcp takes the request.
+fn check(req: &Request<Incoming>, token: Option<&[u8]>) -> Option<Response<Body>> {
+    if req.uri().path() != MCP_PATH {
+        return Some(plain(
+            StatusCode::NOT_FOUND,
+            &format!("the MCP endpoint is {MCP_PATH}"),
+        ));
+    }
+    let expected = token?;
+    let given = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .map(|v| v.as_bytes())
+        .and_then(|v| {
+            v.strip_prefix(b"Bearer ")
+                .or_else(|| v.strip_prefix(b"bearer "))
+        });
+    match given {
+        Some(given) if constant_time_eq(given, expected) => None,
+        Some(_) => Some(unauthorized("the bearer token is wrong")),
+        None => Some(unauthorized(
+            "this endpoint needs `Authorization: Bearer <token>`",
+        )),
+    }
+}
+
+/// Compares without stopping at the first differing byte.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn plain(status: StatusCode, message: &str) -> Response<Body> {
+    let body = serde_json::json!({"error": message}).to_string();
+    let mut response = Response::new(Full::new(Bytes::from(body)).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+fn unauthorized(message: &str) -> Response<Body> {
+    let mut response = plain(StatusCode::UNAUTHORIZED, message);
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        header::HeaderValue::from_static("Bearer"),
+    );
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"abcd"));
+    }
+
+    #[test]
+    fn debug_never_shows_the_token() {
+        let options =
+            HttpOptions::new(SocketAddr::from(([127, 0, 0, 1], 0))).bearer_token("s3cret");
+        assert!(!format!("{options:?}").contains("s3cret"));
+    }
+}
