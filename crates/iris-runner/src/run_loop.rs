@@ -1162,6 +1162,7 @@ impl AgentRunner {
             workspace: self.inner.workspace.clone(),
             run_id: state.record.run_id.clone(),
             activation_id: format!("{}:{}", state.record.run_id, state.record.turns),
+            parent_call_id: None,
             occurred_at: iris_hooks::event::rfc3339_now(),
         }
     }
