@@ -27,6 +27,7 @@ use iris_hooks::config::HandlerSpec;
 use iris_mcp::{
     ConfigFormat, MCPCatalogSnapshot, MCPConfig, MCPManager, McpOverrides, ServerOverride,
 };
+use iris_script::{RunToolScriptTool, ScriptCallable};
 use iris_skill::{LoadSkillTool, SkillRegistry, SubagentCatalog};
 use iris_tools_core::{Tool, ToolRegistry, ViewFilter};
 use iris_web::TavilyClient;
@@ -196,6 +197,16 @@ async fn assemble(
             BuiltinKey::WebSearch | BuiltinKey::WebFetch => &web_set,
             BuiltinKey::HumanAsk => {
                 register(at, Arc::new(crate::loop_tool::RunLoopTool::ask_question()))?;
+                continue;
+            }
+            BuiltinKey::ExecToolScript => {
+                if let Some(binding) = &command {
+                    let callable = ScriptCallable::listing(config.tools.script.callable.clone());
+                    register(
+                        at,
+                        Arc::new(RunToolScriptTool::new(binding.clone(), callable)),
+                    )?;
+                }
                 continue;
             }
             BuiltinKey::FileRead
@@ -549,11 +560,12 @@ fn owned(keys: Vec<&str>) -> Vec<String> {
 }
 
 fn needs_command(config: &AgentConfig) -> bool {
-    let exec = config
-        .tools
-        .builtin
-        .iter()
-        .any(|k| matches!(k, BuiltinKey::ExecCommand | BuiltinKey::ExecPython));
+    let exec = config.tools.builtin.iter().any(|k| {
+        matches!(
+            k,
+            BuiltinKey::ExecCommand | BuiltinKey::ExecPython | BuiltinKey::ExecToolScript
+        )
+    });
     let hooks = config
         .hooks
         .iter()

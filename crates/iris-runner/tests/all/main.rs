@@ -10,4 +10,5 @@ mod mcp;
 #[cfg(feature = "otel")]
 mod otel;
 mod run;
+mod script;
 mod support;
