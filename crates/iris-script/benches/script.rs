@@ -14,8 +14,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // A broken fixture should stop the run loudly.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use iris_command::{CommandBinding, CommandConfig, CommandService};
@@ -42,7 +42,8 @@ impl ToolMiddleware for InnerBytes {
         Box::pin(async move {
             let output = next.run(req).await;
             if inner {
-                self.bytes.fetch_add(output.model_content().len(), Ordering::Relaxed);
+                self.bytes
+                    .fetch_add(output.model_content().len(), Ordering::Relaxed);
                 self.calls.fetch_add(1, Ordering::Relaxed);
             }
             output
@@ -58,7 +59,9 @@ fn echo() -> impl iris_tools_core::Tool + use<> {
     )
     .with_capabilities([ToolCapability::Read]);
     FnTool::new(def, |input, _ctx| {
-        std::future::ready(ToolOutput::text(input["text"].as_str().unwrap_or("").to_owned()))
+        std::future::ready(ToolOutput::text(
+            input["text"].as_str().unwrap_or("").to_owned(),
+        ))
     })
 }
 
@@ -67,7 +70,11 @@ fn median(mut samples: Vec<Duration>) -> Duration {
     samples[samples.len() / 2]
 }
 
-async fn script(executor: &ToolExecutor, ctx: &ToolExecutionContext, code: &str) -> (Duration, iris_tools_core::ToolResult) {
+async fn script(
+    executor: &ToolExecutor,
+    ctx: &ToolExecutionContext,
+    code: &str,
+) -> (Duration, iris_tools_core::ToolResult) {
     let call = ToolUse::new("call_1", "run_tool_script", json!({"code": code}));
     let started = Instant::now();
     let result = executor.execute_one(&call, ctx, None).await;

@@ -32,6 +32,9 @@ fn probe(active: Arc<AtomicUsize>, peak: Arc<AtomicUsize>) -> impl iris_tools_co
     })
 }
 
+/// `(call_id, parent_call_id, tool_name)` of one hook event.
+type HookSeen = (String, Option<String>, String);
+
 const SUMMARIZE: &str = r#"
 import iris_tools
 from concurrent.futures import ThreadPoolExecutor
@@ -98,7 +101,7 @@ async fn a_script_lists_greps_and_summarizes_a_tree_with_parallel_inner_calls() 
 async fn a_before_hook_denies_an_inner_call_and_sees_the_parent_call_id() {
     let env = Env::native(ScriptCallable::default()).await;
     env.write("secret.txt", "do not read");
-    let seen: Arc<Mutex<Vec<(String, Option<String>, String)>>> = Arc::default();
+    let seen: Arc<Mutex<Vec<HookSeen>>> = Arc::default();
     let record = Arc::clone(&seen);
     let hook = HookRegistration::builder(
         HookEventKind::ToolBefore,
