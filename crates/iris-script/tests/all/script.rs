@@ -270,3 +270,31 @@ async fn a_failing_program_shows_its_traceback_and_bad_input_is_refused() {
     assert_eq!(missing.error_code(), Some("SCRIPT_HOST_MISSING"));
     env.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deferred_tool_becomes_callable_once_revealed() {
+    let env = Env::native(ScriptCallable::default()).await;
+    let def = ToolDefinition::new(
+        "hidden_lookup",
+        "Look a key up.",
+        json!({"type": "object", "properties": {"key": {"type": "string"}}}),
+    )
+    .with_capabilities([ToolCapability::Read])
+    .with_deferred(true);
+    env.register(FnTool::new(def, |_, _| async { ToolOutput::text("found") }));
+    let executor = ToolExecutor::new(env.registry.clone());
+    let code = "import iris_tools\nprint('hidden_lookup' in iris_tools.TOOLS)\n";
+    let before = env.script(&executor, code, None).await;
+    assert_eq!(before.model_content(), "False\n");
+
+    let state = iris_discovery::DisclosureState::from_revealed(["hidden_lookup"]);
+    let ctx = state.attach(env.ctx(&executor));
+    let call = iris_tools_core::ToolUse::new(
+        "call_1",
+        "run_tool_script",
+        json!({"code": "import iris_tools\nprint(iris_tools.hidden_lookup(key='k').text)\n"}),
+    );
+    let after = executor.execute_one(&call, &ctx, None).await;
+    assert_eq!(after.model_content(), "found\n");
+    env.close().await;
+}
