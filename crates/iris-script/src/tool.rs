@@ -21,9 +21,9 @@ use crate::callable::ScriptCallable;
 use crate::host::{CallRecord, Grant, PendingApproval, Session, SocketPath, random_hex};
 use crate::{RUN_TOOL_SCRIPT, codes, module};
 
-const DESCRIPTION: &str = "Run a Python program whose tool calls go through `import iris_tools`; returns only what it prints.\n\
-Use for many calls whose raw results you need not read (list, grep, filter); call a tool directly for one result.\n\
-Each tool is a function, e.g. iris_tools.read_file(file_path=\"a.txt\").text; a failure raises iris_tools.ToolError.";
+const DESCRIPTION: &str = "Run Python that calls tools via `import iris_tools`; returns only what it prints.\n\
+Use for many calls whose results you need not read; else call tools directly.\n\
+Failed calls raise iris_tools.ToolError.";
 
 /// The executor a script's inner calls run through, attached to the outer call's
 /// context by the host ([`ScriptHost::attach`]).

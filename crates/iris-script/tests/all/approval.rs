@@ -103,6 +103,14 @@ async fn an_inner_call_needing_approval_fails_standalone_then_runs_once_when_gra
     let call = ToolUse::new("call_1", "run_tool_script", json!({"code": other}));
     let again = executor.execute_one(&call, &ctx, Some("call_1")).await;
     assert_eq!(again.error_code(), Some("APPROVAL_REQUIRED"));
+    // The new request lists what was granted before and the call that asks now.
+    assert_eq!(
+        again.output.approval().unwrap().arguments["inner_calls"],
+        json!([
+            {"tool": "deploy", "arguments": {"target": "prod"}},
+            {"tool": "deploy", "arguments": {"target": "staging"}}
+        ])
+    );
     assert_eq!(runs.load(Ordering::SeqCst), 1);
     env.close().await;
 }

@@ -298,3 +298,24 @@ async fn a_deferred_tool_becomes_callable_once_revealed() {
     assert_eq!(after.model_content(), "found\n");
     env.close().await;
 }
+
+#[test]
+fn the_definition_follows_the_tool_design_rules() {
+    let def = iris_script::run_tool_script_definition();
+    def.validate().unwrap();
+    assert_eq!(iris_providers::lint::lint_definition(&def), vec![]);
+    let (lines, chars) = (
+        def.description.lines().count(),
+        def.description.chars().count(),
+    );
+    assert!(
+        lines == 3 && (60..=200).contains(&chars),
+        "{lines} lines, {chars} chars"
+    );
+    assert_eq!(def.group, "core");
+    assert_eq!(
+        def.capabilities.iter().collect::<Vec<_>>(),
+        [&ToolCapability::Execute]
+    );
+    assert_eq!(def.script_callable, Some(false));
+}
