@@ -9,7 +9,7 @@ use crate::support::Env;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn docker_scripts_call_tools_time_out_and_flood_like_native_ones() {
-    let env = Env::docker(ScriptCallable::default()).await;
+    let env = Env::docker(ScriptCallable::listing(["exec_command"])).await;
     env.write("src/a.txt", "TODO one\n");
     env.write("src/b.txt", "nothing\n");
     let executor = ToolExecutor::new(env.registry.clone());
@@ -32,12 +32,25 @@ print(os.path.exists("/.dockerenv"), sum(1 for v in hits.values() if v), "of", l
     assert_eq!(result.output.data["mode"], "docker");
     assert_eq!(result.output.data["calls"]["count"], 3);
 
-    let slow = "import time, iris_tools\niris_tools.list_files()\ntime.sleep(60)\n";
+    // A timeout while an inner command runs: the program and the inner command die.
+    let slow =
+        "import iris_tools\niris_tools.list_files()\niris_tools.exec_command(command='sleep 61')\n";
     let timed_out = env.script(&executor, slow, Some(2.0)).await;
     assert_eq!(timed_out.error_code(), Some("COMMAND_TIMEOUT"));
     assert_eq!(
         timed_out.output.data["calls"]["names"],
-        json!(["list_files"])
+        json!(["list_files", "exec_command"])
+    );
+    let ps = iris_tools_core::ToolUse::new(
+        "ps",
+        "exec_command",
+        json!({"command": "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -c 'slee[p] 61' || true"}),
+    );
+    let left = executor.execute_one(&ps, &env.ctx(&executor), None).await;
+    assert_eq!(
+        left.model_content(),
+        "0\n",
+        "processes left in the container"
     );
 
     let flood = "print('y' * 120000)\n";
