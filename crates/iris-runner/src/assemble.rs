@@ -314,7 +314,10 @@ async fn assemble(
 
     let mcp = match load_mcp(loaded)? {
         Some(mut mcp_config) => {
-            if let Some(tool) = only_for.filter(|t| *t != iris_discovery::TOOL_SEARCH_NAME) {
+            // tool_search and run_tool_script reach other tools: every server stays.
+            if let Some(tool) = only_for.filter(|t| {
+                *t != iris_discovery::TOOL_SEARCH_NAME && *t != iris_script::RUN_TOOL_SCRIPT
+            }) {
                 let keep = mcp_config.servers_for_tool(tool);
                 mcp_config.retain_servers(&keep);
             }

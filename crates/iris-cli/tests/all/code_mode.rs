@@ -112,3 +112,29 @@ fn iris_call_of_a_script_whose_inner_write_needs_approval() {
         "hi"
     );
 }
+
+/// `iris call run_tool_script` starts every MCP server (a program may call any tool),
+/// and an inner call to an MCP tool goes through like any other.
+#[test]
+fn iris_call_of_a_script_reaches_mcp_tools() {
+    let dir = super::mcp::agent(
+        "tools:\n  builtin: [exec.tool_script]\n  script: {callable: [mcp__fixture__echo]}\n\
+         permissions: {execute_mode: allow}\n",
+    );
+    let code = "import iris_tools\nprint(iris_tools.mcp__fixture__echo(text='via script').text)";
+    let input = serde_json::json!({"code": code}).to_string();
+    let run = iris(
+        dir.path(),
+        &[
+            "--trust",
+            "call",
+            "run_tool_script",
+            input.as_str(),
+            "--yes",
+        ],
+        &[],
+        "",
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("via script"), "{run:?}");
+}
