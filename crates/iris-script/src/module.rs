@@ -11,7 +11,9 @@
 //!
 //! The program the command service runs is a short prelude that installs the module
 //! in `sys.modules` and then executes the model's code with `exec(compile(code,
-//! "<script>", "exec"))`, so tracebacks show the model's own line numbers.
+//! "<script>", "exec"))`, so tracebacks show the model's own line numbers. It reaches
+//! Python on stdin ([`BOOTSTRAP`] is the `-c` argument), so the channel's token never
+//! appears in a command line.
 
 use std::fmt::Write as _;
 
@@ -260,6 +262,10 @@ pub(crate) fn module_source(tools: &[ToolDefinition], socket_path: &str, token: 
     let _ = writeln!(out, "\n\nTOOLS = [{}]", listed.join(", "));
     out
 }
+
+/// The `python3 -c` argument: it reads the program from stdin (see [`program`]).
+pub(crate) const BOOTSTRAP: &str =
+    "import sys\nexec(compile(sys.stdin.read(), \"<iris-script>\", \"exec\"))\n";
 
 /// The program the command service runs: install the module, then run the model's
 /// code as `__main__` under the file name `<script>`.

@@ -237,8 +237,14 @@ impl RunToolScriptTool {
             approval_needed: Notify::new(),
         });
 
-        let mut request =
-            CommandRequest::python(ctx.call_id.clone(), program, ctx.workspace_root.clone());
+        // The program (with the token) travels on stdin, not in argv: other processes
+        // can read a process's command line, and argv is capped at 128 KiB.
+        let mut request = CommandRequest::python(
+            ctx.call_id.clone(),
+            module::BOOTSTRAP,
+            ctx.workspace_root.clone(),
+        )
+        .stdin(program.into_bytes());
         request.timeout_seconds = Some(timeout).filter(|t| t.is_finite());
         request.cancellation = Some(script_cancel.clone());
         let scope = CommandScope::new(ctx.run_id.clone(), ctx.session_id.clone());

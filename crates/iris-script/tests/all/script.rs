@@ -319,3 +319,14 @@ fn the_definition_follows_the_tool_design_rules() {
     );
     assert_eq!(def.script_callable, Some(false));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_channel_token_is_not_in_the_programs_command_line() {
+    let env = Env::native(ScriptCallable::default()).await;
+    let executor = ToolExecutor::new(env.registry.clone());
+    let code = "import iris_tools\ncmdline = open('/proc/self/cmdline', 'rb').read().decode()\n\
+                print(len(iris_tools._TOKEN), iris_tools._TOKEN in cmdline)\n";
+    let result = env.script(&executor, code, None).await;
+    assert_eq!(result.model_content(), "32 False\n");
+    env.close().await;
+}
