@@ -10,7 +10,7 @@
 //!    result the script returns.
 //!
 //! Run with `cargo bench -p iris-script --bench script` (`IRIS_SCRIPT_CALLS`, default
-//! 200, changes `N`). A real python3 runs natively through the command service.
+//! 1000, changes `N`). A real python3 runs natively through the command service.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // A broken fixture should stop the run loudly.
 
 use std::path::Path;
@@ -94,7 +94,7 @@ fn main() {
     let calls: usize = std::env::var("IRIS_SCRIPT_CALLS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(200);
+        .unwrap_or(1000);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
