@@ -239,6 +239,16 @@ impl Session {
                 r.outcome = Some(outcome);
             }
         };
+        if lock(&self.approval).is_some() {
+            // An inner call waits for a human and the program is being stopped: a
+            // program that caught that error must not go on calling tools, or the
+            // approved re-run would repeat what it did meanwhile.
+            finish(Some(codes::SCRIPT_CALL_REFUSED.to_owned()));
+            return error_reply(&ToolErrorInfo::new(
+                codes::SCRIPT_CALL_REFUSED,
+                "the script is stopping: an earlier inner call waits for approval",
+            ));
+        }
         if !self.callable.contains(&tool) {
             let reason = if NEVER_CALLABLE.contains(&tool.as_str()) {
                 format!("a script cannot call `{tool}`")
@@ -346,8 +356,54 @@ fn write_py(value: &Value, out: &mut String) {
 
 #[cfg(test)]
 mod tests {
-    use super::py_literal;
-    use serde_json::json;
+    use super::*;
+
+    fn session(callable: &[&str]) -> Session {
+        Session {
+            executor: ToolExecutor::new(iris_tools_core::ToolRegistry::new()),
+            callable: callable.iter().map(|s| (*s).to_owned()).collect(),
+            ctx: ToolExecutionContext::new("."),
+            parent_id: "call_1".into(),
+            deadline: tokio::time::Instant::now() + std::time::Duration::from_secs(60),
+            token: "t".into(),
+            next: AtomicUsize::new(0),
+            grants: Mutex::new(Vec::new()),
+            log: Mutex::new(Vec::new()),
+            approval: Mutex::new(None),
+            approval_needed: Notify::new(),
+        }
+    }
+
+    /// Once an inner call waits for a human, a program that caught that error cannot
+    /// go on calling tools (the approved re-run would repeat what it did meanwhile).
+    #[tokio::test]
+    async fn calls_after_an_approval_request_are_refused() {
+        let s = session(&["echo"]);
+        *lock(&s.approval) = Some(PendingApproval {
+            call_id: "call_1_s1".into(),
+            tool: "deploy".into(),
+            arguments: json!({}),
+            reason: "r".into(),
+        });
+        let reply = s
+            .handle(br#"{"token": "t", "tool": "echo", "arguments": {}}"#)
+            .await;
+        assert_eq!(reply["error"]["code"], "SCRIPT_CALL_REFUSED");
+        assert_eq!(
+            lock(&s.log)[0].outcome,
+            Some(Some("SCRIPT_CALL_REFUSED".into()))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_wrong_token_or_a_bad_line_is_a_protocol_error() {
+        let s = session(&[]);
+        let wrong = s.handle(br#"{"token": "x", "tool": "echo"}"#).await;
+        assert_eq!(wrong["error"]["code"], "SCRIPT_PROTOCOL_ERROR");
+        let bad = s.handle(b"not json").await;
+        assert_eq!(bad["error"]["code"], "SCRIPT_PROTOCOL_ERROR");
+        assert!(lock(&s.log).is_empty(), "nothing was attempted");
+    }
 
     #[test]
     fn python_literals_spell_constants_the_python_way() {
