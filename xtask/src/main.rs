@@ -283,7 +283,15 @@ fn schemas(check: bool) -> Result<(), String> {
 /// Divan benchmarks, then the Python reference measurements when Python has them.
 fn bench() -> Result<(), String> {
     let mut bench = cargo();
-    bench.args(["bench", "-p", "iris-executor", "-p", "iris-runner"]);
+    bench.args([
+        "bench",
+        "-p",
+        "iris-executor",
+        "-p",
+        "iris-runner",
+        "-p",
+        "iris-script",
+    ]);
     run(bench)?;
     discovery_bench()?;
     // The references need `openai-agents`; IRIS_BENCH_PYTHON names an interpreter that

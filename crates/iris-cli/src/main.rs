@@ -1205,6 +1205,8 @@ async fn call(
     if let Some(timeout) = timeout {
         ctx = ctx.tool_timeout(timeout);
     }
+    // run_tool_script's inner calls run through the same executor.
+    ctx = iris_script::ScriptHost::attach(ctx, &env.executor);
     // The session's read observations: read now, written back after the call.
     let reads = match session {
         Some(id) => {
@@ -1222,6 +1224,8 @@ async fn call(
     }
     if let Some(approval) = result.output.approval() {
         let reason = approval.reason.clone();
+        let grant =
+            iris_tools_core::ApprovalGrant::new(tool_use.id.clone(), approval.arguments.clone());
         let approved = if yes {
             true
         } else if !from_stdin && std::io::stdin().is_terminal() {
@@ -1242,6 +1246,8 @@ async fn call(
                 format!("`{name}` was not approved"),
             ));
         }
+        // The grant carries what the human approved (a script's inner call).
+        let ctx = ctx.clone().with_extension(grant);
         result = env
             .executor
             .execute_one(&tool_use, &ctx, Some(&tool_use.id))

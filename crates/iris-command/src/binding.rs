@@ -78,6 +78,13 @@ impl CommandBinding {
         self.service.workspace_root()
     }
 
+    /// The root cap of every call's deadline (`CommandConfig::timeout_seconds`), for a
+    /// tool that must know its deadline before the command starts (`run_tool_script`
+    /// bounds its inner calls by it).
+    pub fn timeout_seconds(&self) -> f64 {
+        self.service.config().timeout_seconds
+    }
+
     /// Whether the service is closed.
     pub fn is_closed(&self) -> bool {
         self.service.is_closed()

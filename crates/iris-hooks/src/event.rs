@@ -75,6 +75,10 @@ pub struct EventCommon {
     pub run_id: String,
     /// Activation (model step) id.
     pub activation_id: String,
+    /// The call a tool event's call runs inside (a `run_tool_script` program's inner
+    /// call); absent on the wire for every other event and call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_call_id: Option<String>,
     /// When the event happened, RFC 3339 UTC with milliseconds.
     pub occurred_at: String,
 }
@@ -88,6 +92,7 @@ impl EventCommon {
             workspace: ctx.workspace_root.clone(),
             run_id: ctx.run_id.clone(),
             activation_id: ctx.activation_id.clone(),
+            parent_call_id: ctx.parent_call_id.clone(),
             occurred_at: rfc3339_now(),
         }
     }

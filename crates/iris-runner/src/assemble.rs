@@ -29,6 +29,7 @@ use iris_hooks::config::HandlerSpec;
 use iris_mcp::{
     ConfigFormat, MCPCatalogSnapshot, MCPConfig, MCPManager, McpOverrides, ServerOverride,
 };
+use iris_script::{RunToolScriptTool, ScriptCallable};
 use iris_skill::{LoadSkillTool, SkillRegistry, SubagentCatalog};
 use iris_tools_core::{
     BoxFuture, Tool, ToolDefinition, ToolErrorInfo, ToolExecutionContext, ToolInput, ToolOutput,
@@ -251,6 +252,16 @@ async fn assemble(
                 register(at, Arc::new(crate::loop_tool::RunLoopTool::ask_question()))?;
                 continue;
             }
+            BuiltinKey::ExecToolScript => {
+                if let Some(binding) = &command {
+                    let callable = ScriptCallable::listing(config.tools.script.callable.clone());
+                    register(
+                        at,
+                        Arc::new(RunToolScriptTool::new(binding.clone(), callable)),
+                    )?;
+                }
+                continue;
+            }
             BuiltinKey::FileRead
             | BuiltinKey::FileList
             | BuiltinKey::FileGrep
@@ -384,7 +395,10 @@ async fn assemble(
 
     let mcp = match load_mcp(loaded)? {
         Some(mut mcp_config) => {
-            if let Some(tool) = only_for.filter(|t| *t != iris_discovery::TOOL_SEARCH_NAME) {
+            // tool_search and run_tool_script reach other tools: every server stays.
+            if let Some(tool) = only_for.filter(|t| {
+                *t != iris_discovery::TOOL_SEARCH_NAME && *t != iris_script::RUN_TOOL_SCRIPT
+            }) {
                 let keep = mcp_config.servers_for_tool(tool);
                 mcp_config.retain_servers(&keep);
             }
@@ -675,11 +689,12 @@ fn owned(keys: Vec<&str>) -> Vec<String> {
 }
 
 fn needs_command(config: &AgentConfig) -> bool {
-    let exec = config
-        .tools
-        .builtin
-        .iter()
-        .any(|k| matches!(k, BuiltinKey::ExecCommand | BuiltinKey::ExecPython));
+    let exec = config.tools.builtin.iter().any(|k| {
+        matches!(
+            k,
+            BuiltinKey::ExecCommand | BuiltinKey::ExecPython | BuiltinKey::ExecToolScript
+        )
+    });
     let hooks = config
         .hooks
         .iter()

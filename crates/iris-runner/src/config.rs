@@ -230,6 +230,19 @@ pub struct ToolsConfig {
     /// run in the background (seed 004): the model gets a receipt at once and the
     /// result at a later turn (see `background_calls`).
     pub background: Vec<String>,
+    /// `run_tool_script` settings (code mode).
+    pub script: ScriptToolsConfig,
+}
+
+/// `tools.script`: which tools a `run_tool_script` program may call besides the
+/// read-only ones.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ScriptToolsConfig {
+    /// Canonical names of tools that are not read-only but that scripts may call
+    /// (their calls are still checked like any call). A tool whose definition opts
+    /// out (`script_callable: Some(false)`) stays out.
+    pub callable: Vec<String>,
 }
 
 /// `tools.python`: keys of functions and registrars the host registered on a
@@ -282,6 +295,10 @@ pub enum BuiltinKey {
     /// `run_python` (iris-command).
     #[serde(rename = "exec.python")]
     ExecPython,
+    /// `run_tool_script` (iris-script): code mode, a Python program whose tool calls
+    /// run through the executor.
+    #[serde(rename = "exec.tool_script")]
+    ExecToolScript,
     /// `ask_question` ([`crate::ask`]): the run loop asks the user and waits for the
     /// answer.
     #[serde(rename = "human.ask")]
@@ -296,7 +313,7 @@ pub enum BuiltinKey {
 
 impl BuiltinKey {
     /// Every key, in the seed's table order.
-    pub const ALL: [BuiltinKey; 11] = [
+    pub const ALL: [BuiltinKey; 12] = [
         BuiltinKey::FileRead,
         BuiltinKey::FileList,
         BuiltinKey::FileGrep,
@@ -305,6 +322,7 @@ impl BuiltinKey {
         BuiltinKey::FilePublish,
         BuiltinKey::ExecCommand,
         BuiltinKey::ExecPython,
+        BuiltinKey::ExecToolScript,
         BuiltinKey::HumanAsk,
         BuiltinKey::WebSearch,
         BuiltinKey::WebFetch,
@@ -321,6 +339,7 @@ impl BuiltinKey {
             BuiltinKey::FilePublish => "file.publish",
             BuiltinKey::ExecCommand => "exec.command",
             BuiltinKey::ExecPython => "exec.python",
+            BuiltinKey::ExecToolScript => "exec.tool_script",
             BuiltinKey::HumanAsk => "human.ask",
             BuiltinKey::WebSearch => "web.search",
             BuiltinKey::WebFetch => "web.fetch",
@@ -338,6 +357,7 @@ impl BuiltinKey {
             BuiltinKey::FilePublish => "publish_artifact",
             BuiltinKey::ExecCommand => "exec_command",
             BuiltinKey::ExecPython => "run_python",
+            BuiltinKey::ExecToolScript => "run_tool_script",
             BuiltinKey::HumanAsk => "ask_question",
             BuiltinKey::WebSearch => "web_search",
             BuiltinKey::WebFetch => "web_fetch",

@@ -16,8 +16,8 @@ use iris_providers::chat::{
 };
 use iris_providers::{CompletionProvider, ProviderError, Strict, StrictModeCall, next};
 use iris_tools_core::{
-    CancellationSignal, ToolErrorInfo, ToolExecutionContext, ToolOutput, ToolResult, ToolUse,
-    codes as core_codes,
+    ApprovalGrant, CancellationSignal, ToolErrorInfo, ToolExecutionContext, ToolOutput, ToolResult,
+    ToolUse, codes as core_codes,
 };
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -304,20 +304,18 @@ impl AgentRunner {
         let prepared = self
             .apply_answer(&mut state, interaction_id, answer, sink)
             .await;
-        match prepared {
+        let waiting = match prepared {
+            Ok(waiting) => waiting,
             Err(e) => {
                 self.release(&state).await;
                 return Err(e);
             }
-            // A resumed child that waits again: the parent waits again.
-            Ok(Some(stop)) => {
-                let outcome = self.end(&mut state, &stop).instrument(span.clone()).await;
-                return Ok(outcome.recorded(&span, &state));
-            }
-            Ok(None) => {}
-        }
+        };
         let outcome = async {
-            let outcome = self.drive(&mut state, sink).await;
+            let outcome = match waiting {
+                Some(waiting) => waiting,
+                None => self.drive(&mut state, sink).await,
+            };
             self.end(&mut state, &outcome).await
         }
         .instrument(span.clone())
@@ -416,7 +414,8 @@ impl AgentRunner {
 
     /// Applies an answer to the pending interaction: the call's result is decided
     /// (or the call runs, for an approval or a re-run), and the run is running again.
-    /// `Some` stops the run at once: a resumed subagent child waits again.
+    /// `Some` stops the run at once: a resumed subagent child waits again, or the
+    /// approved call asks for another approval (a script's next inner call).
     async fn apply_answer(
         &self,
         state: &mut RunState,
@@ -459,8 +458,8 @@ impl AgentRunner {
                     Err(stop) => return Ok(Some(stop)),
                 }
             }
-            (Interaction::Approval(_), Answer::Approve)
-            | (Interaction::InDoubt(_), Answer::Rerun) => {
+            (interaction @ Interaction::Approval(_), Answer::Approve)
+            | (interaction @ Interaction::InDoubt(_), Answer::Rerun) => {
                 let Some(tool_use) = call.to_tool_use() else {
                     return Err(RunError::new(
                         codes::RUN_ANSWER_INVALID,
@@ -473,8 +472,12 @@ impl AgentRunner {
                     tool_name: tool_use.name.clone(),
                     arguments: tool_use.input.clone(),
                 });
+                let approved = match interaction {
+                    Interaction::Approval(a) => Some(&a.arguments),
+                    _ => None,
+                };
                 let mut result = self
-                    .run_approved(state, index, &call, &tool_use, &ctx)
+                    .run_approved(state, index, &call, &tool_use, &ctx, approved)
                     .await
                     .map_err(outcome_error)?;
                 self.note_auth_failure(state, &mut result);
@@ -534,6 +537,26 @@ impl AgentRunner {
                 ));
             }
         };
+        if let Some(approval) = result.output.approval().cloned() {
+            let request = ApprovalRequest {
+                id: pending.id.clone(),
+                run_id: run_id.clone(),
+                call_id: call.id.clone(),
+                tool_name: result.tool_name.clone(),
+                arguments: approval.arguments.clone(),
+                reason: approval.reason.clone(),
+            };
+            sink.emit(RunEvent::ApprovalRequested {
+                request: request.clone(),
+            });
+            self.journal(state, index, &call, CallState::Planned, None)
+                .await
+                .map_err(outcome_error)?;
+            return Ok(Some(
+                self.wait(state, index, Interaction::Approval(request))
+                    .await,
+            ));
+        }
         sink.emit(RunEvent::ToolCallFinished {
             turn: turn.turn,
             result: result.clone(),
@@ -546,7 +569,7 @@ impl AgentRunner {
         }
         state.record.interaction = None;
         state.record.status = RunStatus::Running;
-        self.save(state).await.map_err(outcome_error).map(|()| None)
+        self.save(state).await.map(|()| None).map_err(outcome_error)
     }
 
     /// Fills a recovered turn's results from the journal; asks about a call left in
@@ -970,7 +993,8 @@ impl AgentRunner {
                 let position = batch.indices().start + offset;
                 let (slot, tool_use) = (runnable[position].0, &uses[position]);
                 let call = &turn.calls[slot];
-                if let Some(approval) = result.output.approval().cloned() {
+                // A loop: an approved call may ask again (a script's next inner call).
+                while let Some(approval) = result.output.approval().cloned() {
                     let request = ApprovalRequest {
                         id: interaction_id(&state.record.run_id, &tool_use.id),
                         run_id: state.record.run_id.clone(),
@@ -988,7 +1012,15 @@ impl AgentRunner {
                     };
                     result = match decision {
                         ApprovalDecision::Approve => {
-                            self.run_approved(state, slot, call, tool_use, &ctx).await?
+                            self.run_approved(
+                                state,
+                                slot,
+                                call,
+                                tool_use,
+                                &ctx,
+                                Some(&request.arguments),
+                            )
+                            .await?
                         }
                         ApprovalDecision::Deny { reason } => {
                             denied(&result.tool_name, &tool_use.id, &reason)
@@ -1163,6 +1195,10 @@ impl AgentRunner {
     }
 
     /// Runs one call a human approved (or chose to re-run), journaled.
+    ///
+    /// `approved` is the approval request's arguments, when a human approved one: the
+    /// call's context carries them ([`ApprovalGrant`]), so a call whose request named
+    /// work of its own (a script's inner call) runs that work granted.
     async fn run_approved(
         &self,
         state: &RunState,
@@ -1170,9 +1206,20 @@ impl AgentRunner {
         call: &ModelToolCall,
         tool_use: &ToolUse,
         ctx: &ToolExecutionContext,
+        approved: Option<&Value>,
     ) -> Result<ToolResult, Stop> {
         self.journal(state, slot, call, CallState::Started, None)
             .await?;
+        let granted;
+        let ctx = match approved {
+            Some(arguments) => {
+                granted = ctx
+                    .clone()
+                    .with_extension(ApprovalGrant::new(tool_use.id.clone(), arguments.clone()));
+                &granted
+            }
+            None => ctx,
+        };
         Ok(self
             .inner
             .executor
@@ -1304,6 +1351,8 @@ impl AgentRunner {
             .activation_id(format!("{}:{turn}", state.record.run_id))
             .cancellation(state.cancel.clone());
         ctx = state.disclosure.attach(ctx);
+        // run_tool_script's inner calls run through this run's executor.
+        ctx = iris_script::ScriptHost::attach(ctx, &inner.executor);
         ctx.extensions.insert_arc(Arc::clone(&state.read_state));
         if let Sink::Channel(tx) = sink {
             let tx = tx.clone();
@@ -1389,6 +1438,7 @@ impl AgentRunner {
             workspace: self.inner.workspace.clone(),
             run_id: state.record.run_id.clone(),
             activation_id: format!("{}:{}", state.record.run_id, state.record.turns),
+            parent_call_id: None,
             occurred_at: iris_hooks::event::rfc3339_now(),
         }
     }

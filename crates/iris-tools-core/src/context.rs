@@ -171,6 +171,9 @@ pub struct ToolExecutionContext {
     pub call_id: String,
     /// The current canonical tool name (set by the executor for each call).
     pub tool_name: String,
+    /// The call this one runs inside, when a tool makes calls of its own through the
+    /// executor (a `run_tool_script` program's inner calls); hooks see it.
+    pub parent_call_id: Option<String>,
     /// Session id; also names the artifact directory.
     pub session_id: String,
     /// Agent id.
@@ -197,6 +200,7 @@ impl ToolExecutionContext {
             workspace_root: workspace_root.into(),
             call_id: String::new(),
             tool_name: String::new(),
+            parent_call_id: None,
             session_id: String::new(),
             agent_id: String::new(),
             run_id: String::new(),

@@ -169,6 +169,13 @@ pub struct ToolDefinition {
     /// `drop`). Set only by Rust code, never read from serialized data.
     #[serde(skip)]
     pub background: bool,
+    /// Whether a `run_tool_script` program may call this tool: `None` (the default)
+    /// means yes for read-only tools and, for others, only when the agent YAML lists
+    /// the tool under `tools.script.callable`; `Some(false)` never; `Some(true)`
+    /// always. Inner calls are still checked like any call (permission, hooks, …).
+    /// Set only by Rust code, never read from serialized data.
+    #[serde(skip)]
+    pub script_callable: Option<bool>,
 }
 
 fn default_group() -> String {
@@ -278,6 +285,7 @@ impl ToolDefinition {
             auto_allow: false,
             idempotent: false,
             background: false,
+            script_callable: None,
         }
     }
 
@@ -422,6 +430,14 @@ impl ToolDefinition {
     #[must_use]
     pub fn with_background(mut self, background: bool) -> Self {
         self.background = background;
+        self
+    }
+
+    /// Opts the tool in to (or out of) `run_tool_script` programs; see
+    /// [`ToolDefinition::script_callable`].
+    #[must_use]
+    pub fn with_script_callable(mut self, callable: bool) -> Self {
+        self.script_callable = Some(callable);
         self
     }
 

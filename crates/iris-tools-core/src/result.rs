@@ -98,6 +98,50 @@ impl Approval {
     }
 }
 
+/// The approval a human gave a waiting call, attached by the host to the context of
+/// the approved re-run (`ctx.with_extension(grant)`), so a tool whose approval request
+/// described work of its own (a script's inner call) can tell what the human saw.
+///
+/// The executor itself needs only the call id (`approved_tool_call_id`); this carries
+/// the [`Approval::arguments`] the human was shown.
+///
+/// ```
+/// use iris_tools_core::{ApprovalGrant, ToolExecutionContext};
+/// use serde_json::json;
+/// let grant = ApprovalGrant::new("call_1", json!({"path": "a.txt"}));
+/// let mut ctx = ToolExecutionContext::new(".").with_extension(grant);
+/// ctx.call_id = "call_1".into();
+/// assert_eq!(ApprovalGrant::of(&ctx).map(|g| &g.arguments), Some(&json!({"path": "a.txt"})));
+/// ctx.call_id = "call_2".into();
+/// assert!(ApprovalGrant::of(&ctx).is_none());
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ApprovalGrant {
+    /// The approved call.
+    pub call_id: String,
+    /// The arguments of the approval request the human approved.
+    pub arguments: Value,
+}
+
+impl ApprovalGrant {
+    /// A grant for one call.
+    pub fn new(call_id: impl Into<String>, arguments: Value) -> Self {
+        Self {
+            call_id: call_id.into(),
+            arguments,
+        }
+    }
+
+    /// The grant on `ctx` for the context's own call, if any. A grant for another
+    /// call (an outer call whose context an inner call inherited) does not count.
+    pub fn of(ctx: &crate::ToolExecutionContext) -> Option<&ApprovalGrant> {
+        ctx.extensions
+            .get::<ApprovalGrant>()
+            .filter(|g| g.call_id == ctx.call_id)
+    }
+}
+
 /// How a call ended.
 ///
 /// ```

@@ -40,6 +40,10 @@ pub use iris_mcp as mcp;
 /// The agent YAML and its assembly into a registry and an executor (`runner` feature).
 #[cfg(feature = "runner")]
 pub use iris_runner as runner;
+/// Code mode: `run_tool_script`, whose Python program calls tools through the
+/// executor (`script` feature).
+#[cfg(feature = "script")]
+pub use iris_script as script;
 /// Skills and the subagent catalog (`skill` feature).
 #[cfg(feature = "skill")]
 pub use iris_skill as skill;

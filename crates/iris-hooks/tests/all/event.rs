@@ -12,6 +12,7 @@ fn common() -> EventCommon {
         workspace: "/srv/ws".into(),
         run_id: "run-1".into(),
         activation_id: "act-1".into(),
+        parent_call_id: None,
         occurred_at: rfc3339(1_764_473_200, 5),
     }
 }

@@ -80,6 +80,7 @@ fn every_builtin_key_parses_in_table_order() {
             "publish_artifact",
             "exec_command",
             "run_python",
+            "run_tool_script",
             "ask_question",
             "web_search",
             "web_fetch"

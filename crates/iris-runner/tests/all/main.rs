@@ -12,4 +12,5 @@ mod otel;
 mod run;
 mod secret;
 mod subagent;
+mod script;
 mod support;

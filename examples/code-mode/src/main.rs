@@ -1,0 +1,4 @@
+// Entry point of the code-mode example.
+fn main() {
+    println!("example");
+}

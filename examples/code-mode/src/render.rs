@@ -1,0 +1,4 @@
+// Rendering for the code-mode example.
+pub fn render(fields: &[&str]) -> String {
+    fields.join(" | ")
+}
