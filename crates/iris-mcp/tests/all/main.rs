@@ -7,6 +7,7 @@
 mod calls;
 mod catalog;
 mod config;
+mod elicitation;
 mod executor;
 mod faults;
 mod hardening;
@@ -16,3 +17,4 @@ mod schema;
 mod servers;
 mod startup;
 mod support;
+mod tasks;
