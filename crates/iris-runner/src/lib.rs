@@ -8,6 +8,7 @@ pub mod error;
 pub mod goal;
 pub mod host;
 pub mod loop_tool;
+mod mcp_host;
 pub mod model;
 #[cfg(feature = "otel")]
 pub mod otel;
@@ -30,8 +31,8 @@ pub use outcome::{
     RunOutcome,
 };
 pub use runner::{
-    AgentRunner, AgentRunnerBuilder, ApprovalDecision, ApprovalHandler, ResumeStream, RunInput,
-    RunStream, open_store,
+    AgentRunner, AgentRunnerBuilder, ApprovalDecision, ApprovalHandler, ELICITATION_NO_HOST,
+    ELICITATION_NOT_HANDLED, ResumeStream, RunInput, RunStream, open_store,
 };
 pub use store::{MemoryRunStore, PostgresRunStore, RunStatus, RunStore, SqliteRunStore};
 pub use trust::{TrustError, TrustStore, discover_config};

@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use iris_mcp::{ElicitationAnswer, ElicitationRequest};
 use iris_providers::chat::{Message, Usage};
 use iris_tools_core::ToolResult;
 use serde::{Deserialize, Serialize};
@@ -308,6 +309,39 @@ pub enum RunEvent {
         elapsed_seconds: f64,
         /// The call's deadline in seconds.
         deadline_seconds: f64,
+    },
+    /// An MCP call reported progress (`notifications/progress`); each one also
+    /// restarts the call's idle timeout.
+    Progress {
+        /// The turn.
+        turn: u32,
+        /// The call.
+        call_id: String,
+        /// The tool.
+        tool_name: String,
+        /// The server's progress value.
+        progress: f64,
+        /// The total, when the server knows it.
+        total: Option<f64>,
+        /// The server's message (redacted, one line).
+        message: Option<String>,
+    },
+    /// An MCP server asked for user input in the middle of a call; the run's
+    /// [`ApprovalHandler::elicit`](crate::ApprovalHandler::elicit) is asked.
+    ElicitationRequested {
+        /// The turn.
+        turn: u32,
+        /// What is asked (server, tool, call id, message, form schema or URL).
+        request: ElicitationRequest,
+    },
+    /// The elicitation was answered (accepted, declined or cancelled, with why).
+    ElicitationAnswered {
+        /// The turn.
+        turn: u32,
+        /// The call.
+        call_id: String,
+        /// The answer.
+        answer: ElicitationAnswer,
     },
     /// A background call finished; its result reaches the model at the next turn.
     BackgroundFinished {

@@ -587,6 +587,7 @@ impl AgentRunner {
             }
             state.record.turns += 1;
             let turn = state.record.turns;
+            crate::mcp_host::refresh_catalog(inner.mcp.as_deref()).await;
             let sent = state.disclosure.request_specs(&view, inner.schema_budget);
             let sent_names: Vec<String> = sent.specs.iter().map(|s| s.name.clone()).collect();
             sink.emit(RunEvent::TurnStarted {
@@ -1093,7 +1094,11 @@ impl AgentRunner {
         if inner.strict == Strict::Yes {
             ctx = ctx.with_extension(StrictModeCall);
         }
-        ctx
+        let events = match sink {
+            Sink::Channel(tx) => Some(tx),
+            Sink::None => None,
+        };
+        crate::mcp_host::attach(ctx, inner.approvals.as_ref(), events, turn)
     }
 
     fn run_span(&self, state: &RunState) -> tracing::Span {
