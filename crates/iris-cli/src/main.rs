@@ -24,6 +24,7 @@
 //!
 //! Text output escapes terminal controls ([`output::escape`]); `--json` is exact JSON.
 
+mod elicit;
 mod output;
 mod run;
 mod runs;
@@ -1066,6 +1067,14 @@ async fn call(
         }
         None => None,
     };
+    // An MCP server's request for input is asked on the terminal, or declined
+    // with why when there is none.
+    let interactive = !from_stdin && std::io::stdin().is_terminal();
+    ctx.extensions
+        .insert(iris_mcp::McpElicitation::new(CallElicitation {
+            interactive,
+            cancel: cancel.clone(),
+        }));
     let tool_use = ToolUse::new(call_id(), name, arguments);
     let mut result = env.executor.execute_one(&tool_use, &ctx, None).await;
     if cancel.requested() {
@@ -1115,6 +1124,28 @@ async fn call(
         Some(codes::INVALID_INPUT) => 2,
         Some(_) => 1,
     })
+}
+
+/// `iris call`'s answerer of MCP elicitations: the terminal, or a decline with
+/// [`elicit::NO_TERMINAL`].
+struct CallElicitation {
+    interactive: bool,
+    cancel: CancellationSignal,
+}
+
+impl iris_mcp::ElicitationHandler for CallElicitation {
+    fn elicit<'a>(
+        &'a self,
+        request: &'a iris_mcp::ElicitationRequest,
+    ) -> iris_tools_core::BoxFuture<'a, iris_mcp::ElicitationAnswer> {
+        Box::pin(async move {
+            if self.interactive {
+                elicit::ask(request, &self.cancel).await
+            } else {
+                iris_mcp::ElicitationAnswer::decline(elicit::NO_TERMINAL)
+            }
+        })
+    }
 }
 
 /// Asks on the terminal; anything but `y`/`yes` declines.

@@ -21,6 +21,7 @@ use std::io::IsTerminal;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use iris_mcp::{ElicitationAnswer, ElicitationRequest};
 use iris_runner::store::codes as store_codes;
 use iris_runner::{
     AgentRunner, Answer, ApprovalDecision, ApprovalHandler, ApprovalRequest, Interaction,
@@ -504,6 +505,12 @@ impl<'a> View<'a> {
                             let text = ask_question(&request, &mut self.screen, cancel).await;
                             let _ = answer.send(text);
                         }
+                        Ask::Elicitation { request, answer } => {
+                            self.screen.pause();
+                            let reply = crate::elicit::ask(&request, cancel).await;
+                            self.screen.resume(&request.call_id);
+                            let _ = answer.send(reply);
+                        }
                     }
                 }
                 // A signal: the run is cancelled through its own signal (a resumed
@@ -632,6 +639,10 @@ impl Handler {
 
 /// One question for the terminal and where its answer goes.
 enum Ask {
+    Elicitation {
+        request: ElicitationRequest,
+        answer: oneshot::Sender<ElicitationAnswer>,
+    },
     Approval {
         request: ApprovalRequest,
         answer: oneshot::Sender<ApprovalDecision>,
@@ -665,6 +676,26 @@ impl ApprovalHandler for Handler {
                 return gone();
             }
             decision.await.unwrap_or_else(|_| gone())
+        })
+    }
+
+    /// An MCP server's request for input: asked on the terminal, declined with
+    /// why when there is none (`--yes` approves calls, it answers no forms).
+    fn elicit<'a>(&'a self, request: &'a ElicitationRequest) -> BoxFuture<'a, ElicitationAnswer> {
+        Box::pin(async move {
+            let Some(terminal) = &self.terminal else {
+                return ElicitationAnswer::decline(crate::elicit::NO_TERMINAL);
+            };
+            let gone = || ElicitationAnswer::decline("nobody is at the terminal any more");
+            let (answer, reply) = oneshot::channel();
+            let ask = Ask::Elicitation {
+                request: request.clone(),
+                answer,
+            };
+            if terminal.send(ask).is_err() {
+                return gone();
+            }
+            reply.await.unwrap_or_else(|_| gone())
         })
     }
 
@@ -834,6 +865,13 @@ fn show(event: &RunEvent, answer: &mut Printed, screen: &mut Screen) {
             screen.start(call_id, tool_name);
         }
         RunEvent::ToolCallFinished { result, .. } => screen.finish(result),
+        RunEvent::Progress {
+            call_id,
+            progress,
+            total,
+            message,
+            ..
+        } => screen.progress(call_id, *progress, *total, message.as_deref()),
         RunEvent::Finished { .. } => answer.end_turn(),
         // Turn starts and approval requests show through the calls and the prompt.
         _ => {}
@@ -846,6 +884,8 @@ struct Call {
     id: String,
     name: String,
     started: Instant,
+    /// The latest MCP progress report (`3/8 step 3 of 8`), shown on the status line.
+    progress: Option<String>,
 }
 
 /// The tool calls on stderr. On a terminal the calls in flight share one status line
@@ -885,7 +925,25 @@ impl Screen {
             id: id.to_owned(),
             name: name.to_owned(),
             started: Instant::now(),
+            progress: None,
         });
+        self.draw();
+    }
+
+    /// An MCP progress report of a call in flight: the status line shows it.
+    fn progress(&mut self, id: &str, progress: f64, total: Option<f64>, message: Option<&str>) {
+        let Some(call) = self.calls.iter_mut().find(|c| c.id == id) else {
+            return;
+        };
+        let mut text = match total {
+            Some(total) => format!("{progress}/{total}"),
+            None => format!("{progress}"),
+        };
+        if let Some(message) = message {
+            text.push(' ');
+            text.push_str(message);
+        }
+        call.progress = Some(text);
         self.draw();
     }
 
@@ -962,7 +1020,10 @@ impl Screen {
             .map(|c| format!("{} ({})", c.name, c.id))
             .collect();
         let what = if self.calls.len() == 1 {
-            format!("tool {}", names[0])
+            match &first.progress {
+                Some(progress) => format!("tool {} {progress}", names[0]),
+                None => format!("tool {}", names[0]),
+            }
         } else {
             format!("{} tools: {}", self.calls.len(), names.join(", "))
         };

@@ -29,10 +29,17 @@ pub(crate) fn python() -> &'static str {
 /// `mcp.json` running the SDK fixture server as `fixture`, plus a server that cannot
 /// start, `gone`, made optional by an override.
 pub(crate) fn agent(yaml: &str) -> tempfile::TempDir {
+    agent_with(yaml, &[])
+}
+
+/// [`agent`] with extra arguments for the fixture server (`--extra-tools`).
+pub(crate) fn agent_with(yaml: &str, extra: &[&str]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let server = mcp_fixtures().join("sdk_server.py");
+    let mut args = vec![server.display().to_string()];
+    args.extend(extra.iter().map(|a| (*a).to_owned()));
     let mcp = serde_json::json!({"mcpServers": {
-        "fixture": {"command": python(), "args": [server.display().to_string()]},
+        "fixture": {"command": python(), "args": args},
         "gone": {"command": "/nonexistent/iris-mcp-server"},
     }});
     std::fs::write(dir.path().join("mcp.json"), mcp.to_string()).unwrap();
@@ -284,4 +291,41 @@ fn a_call_starts_only_the_servers_it_needs() {
             (&["call", "list_files", "{}"], 0, &["mcp.json"], ""),
         ],
     );
+}
+
+/// `iris call` of a tool whose server asks for input: declined with why when no
+/// terminal can answer (the server hears `decline`, the result says it); the
+/// `--json` result names it under `metadata.mcp.elicitations`.
+#[test]
+fn iris_call_declines_an_elicitation_without_a_terminal() {
+    let dir = agent_with("", &["--extra-tools"]);
+    let run: Run = iris(
+        dir.path(),
+        &["--trust", "call", "mcp__fixture__ask_form"],
+        &[],
+        "",
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("action=decline colour=-"), "{run:?}");
+    assert!(
+        run.stdout.contains("no terminal can answer here"),
+        "{run:?}"
+    );
+    let run: Run = iris(
+        dir.path(),
+        &[
+            "--trust",
+            "--json",
+            "call",
+            "mcp__fixture__ask_url",
+            "--yes",
+        ],
+        &[],
+        "",
+    );
+    let value: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let note = &value["metadata"]["mcp"]["elicitations"][0];
+    assert_eq!(note["mode"], "url", "{value}");
+    assert_eq!(note["action"], "decline", "{value}");
+    assert_eq!(note["url"], "http://127.0.0.1:9/signin", "{value}");
 }
