@@ -185,3 +185,52 @@ async fn a_standalone_elicitation_of_an_older_session_goes_to_the_calls_host() {
     );
     h.manager.close().await;
 }
+
+/// A host that takes its time: the answer comes after `delay`.
+struct Slow {
+    delay: std::time::Duration,
+}
+
+impl ElicitationHandler for Slow {
+    fn elicit<'a>(&'a self, _request: &'a ElicitationRequest) -> BoxFuture<'a, ElicitationAnswer> {
+        Box::pin(async move {
+            tokio::time::sleep(self.delay).await;
+            ElicitationAnswer::accept(json!({"colour": "slow"}))
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_time_a_person_takes_counts_against_neither_bound() {
+    // Idle 1 s, cap 2 s; the person answers after 3 s, on both paths.
+    let o = iris_mcp::ServerOverride {
+        tool_timeout_sec: Some(1.0),
+        tool_max_sec: Some(2.0),
+        ..Default::default()
+    };
+    let h = Harness::new(config(
+        &[("f", sdk_stdio(&["--extra-tools"]))],
+        &[("f".to_owned(), o.clone())].into(),
+    ));
+    h.manager.prepare().await.unwrap();
+    let slow = || {
+        McpElicitation::new(Slow {
+            delay: std::time::Duration::from_secs(3),
+        })
+    };
+    let r = call_with(&h, "mcp__f__ask_form", Some(slow())).await;
+    assert_eq!(r.model_content(), "action=accept colour=slow", "{r:?}");
+    h.manager.close().await;
+
+    let server = HttpServer::start_with(
+        "streamable-http",
+        free_port(),
+        &["--extra-tools", "--legacy-only"],
+    );
+    let entry = format!(r#"{{"url": {}}}"#, q(&server.url("/mcp")));
+    let h = Harness::new(config(&[("old", entry)], &[("old".to_owned(), o)].into()));
+    h.manager.prepare().await.unwrap();
+    let r = call_with(&h, "mcp__old__ask", Some(slow())).await;
+    assert_eq!(r.model_content(), "action=accept colour=slow", "{r:?}");
+    h.manager.close().await;
+}
