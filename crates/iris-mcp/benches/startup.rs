@@ -84,7 +84,9 @@ fn main() -> ExitCode {
         .unwrap();
     let workspace = tempfile::tempdir().unwrap();
     let names: Vec<String> = (0..servers).map(|i| format!("s{i:02}")).collect();
-    println!("| round | slowest single | median single | sum of singles | {servers} at once | at once / slowest |");
+    println!(
+        "| round | slowest single | median single | sum of singles | {servers} at once | at once / slowest |"
+    );
     println!("|---|---|---|---|---|---|");
     for round in 1..=rounds {
         let mut singles: Vec<Duration> = runtime.block_on(async {
