@@ -272,7 +272,7 @@ impl IrisClient {
         if let Some(c) = &call {
             c.humans.fetch_add(1, Ordering::AcqRel);
         }
-        let (answer, note) = elicitation::ask(handler.as_ref(), &request).await;
+        let (answer, note) = elicitation::ask(handler.as_ref(), &request, false).await;
         if let Some(c) = &call {
             c.humans.fetch_sub(1, Ordering::AcqRel);
         }

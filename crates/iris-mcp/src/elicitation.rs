@@ -30,12 +30,15 @@
 use std::sync::Arc;
 
 use iris_tools_core::BoxFuture;
+use iris_tools_core::{ToolErrorInfo, ToolOutput};
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use crate::error::codes;
+
 /// What the server wants from the user.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "mode", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ElicitationKind {
@@ -56,7 +59,7 @@ pub enum ElicitationKind {
 }
 
 /// One request for user input, as the host sees it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ElicitationRequest {
     /// The raw server name.
@@ -131,7 +134,7 @@ impl ElicitationRequest {
 }
 
 /// The host's answer to an [`ElicitationRequest`].
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "action", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ElicitationAnswer {
@@ -149,6 +152,16 @@ pub enum ElicitationAnswer {
     /// The user dismissed the request without choosing.
     Cancel {
         /// Why, for the result and the diagnostics.
+        reason: String,
+    },
+    /// Nobody can answer now, someone may later. On a 2026-07-28 session (an
+    /// `input_required` result, whose server keeps no state between rounds) the
+    /// call ends at once with `MCP_INPUT_REQUIRED`, its [`InputRequired`] saying
+    /// what to ask; sent again with an [`McpInputResume`] it goes on where it
+    /// stopped. An older session's server waits on the open request, so there it
+    /// is declined with the reason.
+    Wait {
+        /// Why nobody answers now.
         reason: String,
     },
 }
@@ -170,13 +183,19 @@ impl ElicitationAnswer {
         }
     }
 
-    /// The action's wire name: `accept`, `decline` or `cancel`.
+    /// The action's name: `accept`, `decline`, `cancel` or `wait`.
     pub fn action(&self) -> &'static str {
         match self {
             Self::Accept { .. } => "accept",
             Self::Decline { .. } => "decline",
             Self::Cancel { .. } => "cancel",
+            Self::Wait { .. } => "wait",
         }
+    }
+
+    /// The answer as the server receives it (an `ElicitResult`).
+    pub fn to_wire(&self) -> Value {
+        serde_json::to_value(self.to_result()).unwrap_or_else(|_| json!({"action": "cancel"}))
     }
 
     pub(crate) fn to_result(&self) -> ElicitResult {
@@ -189,14 +208,16 @@ impl ElicitationAnswer {
                 }
             }
             Self::Decline { .. } => ElicitResult::new(ElicitationAction::Decline),
-            Self::Cancel { .. } => ElicitResult::new(ElicitationAction::Cancel),
+            Self::Cancel { .. } | Self::Wait { .. } => ElicitResult::new(ElicitationAction::Cancel),
         }
     }
 
     fn reason(&self) -> Option<&str> {
         match self {
             Self::Accept { .. } => None,
-            Self::Decline { reason } | Self::Cancel { reason } => Some(reason),
+            Self::Decline { reason } | Self::Cancel { reason } | Self::Wait { reason } => {
+                Some(reason)
+            }
         }
     }
 }
@@ -230,6 +251,69 @@ impl std::fmt::Debug for McpElicitation {
     }
 }
 
+/// A call stopped for input nobody could give yet (`MCP_INPUT_REQUIRED`, in its
+/// error's `details.input_required`): what to ask, and what to send the call
+/// again with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct InputRequired {
+    /// The request to ask.
+    pub request: ElicitationRequest,
+    /// The server's key of the request (the answer goes under it).
+    pub key: String,
+    /// The server's opaque state, echoed back verbatim.
+    pub request_state: Option<String>,
+    /// Answers the same round already had (to requests asked before this one).
+    pub responses: Map<String, Value>,
+}
+
+impl InputRequired {
+    /// The `InputRequired` of a result that stopped for input, if it did.
+    pub fn of(output: &ToolOutput) -> Option<Self> {
+        let info = output.error_info()?;
+        if info.code != codes::MCP_INPUT_REQUIRED {
+            return None;
+        }
+        serde_json::from_value(info.details.get("input_required")?.clone()).ok()
+    }
+
+    /// The resume that answers it with `answer`.
+    pub fn resume(&self, answer: &ElicitationAnswer) -> McpInputResume {
+        let mut responses = self.responses.clone();
+        responses.insert(self.key.clone(), answer.to_wire());
+        McpInputResume {
+            request_state: self.request_state.clone(),
+            responses,
+        }
+    }
+
+    pub(crate) fn into_output(self, tool: &str, server: &str) -> ToolOutput {
+        let message = format!(
+            "MCP tool `{tool}` on server `{server}` needs input nobody can give now (\"{}\"); the call stopped and can be sent again with the answer",
+            self.request.message
+        );
+        let details = serde_json::to_value(&self).unwrap_or(Value::Null);
+        ToolOutput::error(
+            ToolErrorInfo::new(codes::MCP_INPUT_REQUIRED, message)
+                .with_detail("input_required", details),
+        )
+    }
+}
+
+/// How an MCP call is sent again after an [`InputRequired`] stop: its first
+/// `tools/call` carries these answers and the server's state. Put it into the
+/// resumed call's context, or into an [`McpInputResumes`] by call id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpInputResume {
+    pub(crate) request_state: Option<String>,
+    pub(crate) responses: Map<String, Value>,
+}
+
+/// A context extension of [`McpInputResume`]s by call id, for a context several
+/// calls share (a run's turn): each call takes the one of its `call_id`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct McpInputResumes(pub std::collections::BTreeMap<String, McpInputResume>);
+
 /// The reason given when no host can answer.
 pub(crate) const NO_HANDLER: &str = "no one can answer here: the host gave this call no elicitation handler (a non-interactive run)";
 
@@ -238,10 +322,17 @@ pub(crate) const NO_HANDLER: &str = "no one can answer here: the host gave this 
 pub(crate) async fn ask(
     handler: Option<&Arc<dyn ElicitationHandler>>,
     request: &ElicitationRequest,
+    can_wait: bool,
 ) -> (ElicitationAnswer, Value) {
     let answer = match handler {
         Some(h) => h.elicit(request).await,
         None => ElicitationAnswer::decline(NO_HANDLER),
+    };
+    let answer = match answer {
+        ElicitationAnswer::Wait { reason } if !can_wait => ElicitationAnswer::decline(format!(
+            "{reason}; a session before 2026-07-28 cannot wait for a later answer"
+        )),
+        other => other,
     };
     let mut note = Map::new();
     note.insert("mode".into(), json!(request.mode()));
@@ -259,7 +350,7 @@ pub(crate) async fn ask(
 /// The one-line text a declined or cancelled elicitation adds to the result.
 pub(crate) fn note_text(note: &Value) -> Option<String> {
     let action = note.get("action")?.as_str()?;
-    if action == "accept" {
+    if action == "accept" || action == "wait" {
         return None;
     }
     let message = note.get("message").and_then(Value::as_str).unwrap_or("");

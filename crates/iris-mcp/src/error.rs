@@ -58,6 +58,10 @@ pub mod codes {
     /// A diagnostic: a server asked for user input (elicitation) and nobody could
     /// answer (no host handler); it was declined, and the call's result says so.
     pub const MCP_ELICITATION_DECLINED: &str = "MCP_ELICITATION_DECLINED";
+    /// A call stopped because its server needs input nobody could give now (the
+    /// host answered an elicitation with `Wait`); `details.input_required` says what
+    /// to ask, and the call can be sent again with the answer.
+    pub const MCP_INPUT_REQUIRED: &str = "MCP_INPUT_REQUIRED";
     /// The server asked, inside a call, for something Iris does not offer
     /// (sampling, roots), or kept asking past the round limit; the call ended.
     pub const MCP_INPUT_UNSUPPORTED: &str = "MCP_INPUT_UNSUPPORTED";

@@ -19,7 +19,8 @@ pub use config::{
     ServerConfig, ServerOverride, ServerTransport, StdioConfig, TransportKind, load_mcp_config,
 };
 pub use elicitation::{
-    ElicitationAnswer, ElicitationHandler, ElicitationKind, ElicitationRequest, McpElicitation,
+    ElicitationAnswer, ElicitationHandler, ElicitationKind, ElicitationRequest, InputRequired,
+    McpElicitation, McpInputResume, McpInputResumes,
 };
 pub use env::HostEnv;
 pub use error::{ConfigLocation, McpError, Result, codes};

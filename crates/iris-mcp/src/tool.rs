@@ -37,7 +37,10 @@ use tokio::time::Instant;
 
 use crate::client::{InFlight, Progress};
 use crate::connection::{CancelMode, Connection, dropped_answer, transport_failure, undelivered};
-use crate::elicitation::{self, ElicitationAnswer, ElicitationRequest, McpElicitation};
+use crate::elicitation::{
+    self, ElicitationAnswer, ElicitationRequest, InputRequired, McpElicitation, McpInputResume,
+    McpInputResumes,
+};
 use crate::error::codes;
 use crate::server::Server;
 
@@ -366,6 +369,15 @@ impl McpTool {
         if let Some(arguments) = &arguments {
             params = params.with_arguments(arguments.clone());
         }
+        // Sent again after an `MCP_INPUT_REQUIRED` stop: the answers and the state.
+        let keyed = ctx
+            .extensions
+            .get::<McpInputResumes>()
+            .and_then(|all| all.0.get(&ctx.call_id));
+        if let Some(resume) = keyed.or_else(|| ctx.extensions.get::<McpInputResume>()) {
+            params.input_responses = Some(resume.responses.clone().into_iter().collect());
+            params.request_state.clone_from(&resume.request_state);
+        }
         loop {
             let conn = match self.server.connection().await {
                 Ok(conn) => conn,
@@ -397,7 +409,7 @@ impl McpTool {
                         .as_ref()
                         .is_some_and(|r| !r.is_empty());
                     let request_state = result.request_state.clone();
-                    let responses = match self.fulfil(*result, &call, &conn).await {
+                    let responses = match self.fulfil(*result, &call, &conn, true).await {
                         Ok(r) => r,
                         Err(output) => return with_notes(output, &call),
                     };
@@ -452,9 +464,10 @@ impl McpTool {
         result: InputRequiredResult,
         call: &InFlight,
         conn: &Connection,
+        can_wait: bool,
     ) -> Result<InputResponses, ToolOutput> {
         let mut responses = InputResponses::new();
-        for (key, request) in result.input_requests.unwrap_or_default() {
+        for (key, request) in result.input_requests.clone().unwrap_or_default() {
             let InputRequest::Elicitation(request) = request else {
                 let method = match request {
                     InputRequest::CreateMessage(_) => "sampling/createMessage",
@@ -470,19 +483,32 @@ impl McpTool {
                     conn,
                 )));
             };
-            let answer = self.elicit(call, &request.params).await;
-            let value = serde_json::to_value(answer.to_result()).unwrap_or_default();
-            responses.insert(key, value);
+            let (answer, asked) = self.elicit(call, &request.params, can_wait).await;
+            if let ElicitationAnswer::Wait { .. } = answer {
+                let stop = InputRequired {
+                    request: asked,
+                    key,
+                    request_state: result.request_state.clone(),
+                    responses: responses.into_iter().collect(),
+                };
+                return Err(stop.into_output(&self.wire_name, &self.server.name));
+            }
+            responses.insert(key, answer.to_wire());
         }
         Ok(responses)
     }
 
     /// Asks the call's host one elicitation, noting it for the result.
-    async fn elicit(&self, call: &InFlight, params: &ElicitRequestParams) -> ElicitationAnswer {
+    async fn elicit(
+        &self,
+        call: &InFlight,
+        params: &ElicitRequestParams,
+        can_wait: bool,
+    ) -> (ElicitationAnswer, ElicitationRequest) {
         let request =
             ElicitationRequest::from_params(&self.server.name, &call.tool, &call.call_id, params);
         call.humans.fetch_add(1, Ordering::AcqRel);
-        let (answer, note) = elicitation::ask(call.handler.as_ref(), &request).await;
+        let (answer, note) = elicitation::ask(call.handler.as_ref(), &request, can_wait).await;
         call.humans.fetch_sub(1, Ordering::AcqRel);
         crate::client::record(
             &self.server.diagnostics,
@@ -491,7 +517,7 @@ impl McpTool {
             call.handler.is_none(),
         );
         call.note(note);
-        answer
+        (answer, request)
     }
 
     /// Polls a task the server made of the call (`tasks/get`, at the server's
@@ -642,7 +668,8 @@ impl McpTool {
                 TaskPayload::InputRequired { input_requests } => {
                     let asked = Instant::now();
                     let result = InputRequiredResult::from_input_requests(input_requests);
-                    let responses = match self.fulfil(result, call, conn).await {
+                    // A task lives on the server: it cannot wait for a later answer.
+                    let responses = match self.fulfil(result, call, conn, false).await {
                         Ok(r) => r,
                         Err(out) => {
                             self.cancel_task(conn, &task_id).await;

@@ -6,8 +6,8 @@
 use std::sync::{Arc, Mutex};
 
 use iris_mcp::{
-    ElicitationAnswer, ElicitationHandler, ElicitationKind, ElicitationRequest, McpElicitation,
-    McpOverrides, codes,
+    ElicitationAnswer, ElicitationHandler, ElicitationKind, ElicitationRequest, InputRequired,
+    McpElicitation, McpOverrides, codes,
 };
 use iris_tools_core::{BoxFuture, ToolOutput};
 use serde_json::{Value, json};
@@ -232,5 +232,48 @@ async fn the_time_a_person_takes_counts_against_neither_bound() {
     h.manager.prepare().await.unwrap();
     let r = call_with(&h, "mcp__old__ask", Some(slow())).await;
     assert_eq!(r.model_content(), "action=accept colour=slow", "{r:?}");
+    h.manager.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_that_waits_stops_the_call_and_a_resume_continues_it() {
+    let h = stdio_harness();
+    h.manager.prepare().await.unwrap();
+    let (handler, _) = scripted(ElicitationAnswer::Wait {
+        reason: "ask me later".into(),
+    });
+    let r = call_with(&h, "mcp__f__ask_form", Some(handler)).await;
+    let e = r.error_info().unwrap();
+    assert_eq!(e.code, codes::MCP_INPUT_REQUIRED, "{e:?}");
+    let stopped = InputRequired::of(&r).expect("details.input_required");
+    assert_eq!(stopped.request.message, "Pick a colour");
+    assert_eq!(stopped.request.tool, "mcp__f__ask_form");
+
+    // Later (any process; the server keeps nothing): the call again, answered.
+    let resume = stopped.resume(&ElicitationAnswer::accept(json!({"colour": "amber"})));
+    let tool = h.registry.get("mcp__f__ask_form").unwrap();
+    let ctx = h.ctx("call-e").with_extension(resume);
+    let r = tool
+        .run(tool.validate_input(json!({})).unwrap(), &ctx)
+        .await;
+    assert_eq!(r.model_content(), "action=accept colour=amber", "{r:?}");
+    h.manager.close().await;
+
+    // An older session's server waits on the open request: declined instead.
+    let server = HttpServer::start_with(
+        "streamable-http",
+        free_port(),
+        &["--extra-tools", "--legacy-only"],
+    );
+    let entry = format!(r#"{{"url": {}}}"#, q(&server.url("/mcp")));
+    let h = Harness::new(config(&[("old", entry)], &McpOverrides::new()));
+    h.manager.prepare().await.unwrap();
+    let (handler, _) = scripted(ElicitationAnswer::Wait {
+        reason: "ask me later".into(),
+    });
+    let r = call_with(&h, "mcp__old__ask", Some(handler)).await;
+    let text = r.model_content();
+    assert!(text.contains("action=decline"), "{text}");
+    assert!(text.contains("cannot wait for a later answer"), "{text}");
     h.manager.close().await;
 }
