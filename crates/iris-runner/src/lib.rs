@@ -27,8 +27,8 @@ pub use host::HostRegistry;
 pub use loop_tool::RunLoopTool;
 pub use model::{ModelConfig, ProviderKind};
 pub use outcome::{
-    Answer, ApprovalRequest, InDoubtRequest, Interaction, QuestionRequest, RunError, RunEvent,
-    RunOutcome,
+    Answer, ApprovalRequest, ElicitationInteraction, InDoubtRequest, Interaction, QuestionRequest,
+    RunError, RunEvent, RunOutcome,
 };
 pub use runner::{
     AgentRunner, AgentRunnerBuilder, ApprovalDecision, ApprovalHandler, ELICITATION_NO_HOST,

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use iris_mcp::{ElicitationAnswer, ElicitationRequest};
+use iris_mcp::{ElicitationAnswer, ElicitationKind, ElicitationRequest, InputRequired};
 use iris_providers::chat::{Message, Usage};
 use iris_tools_core::ToolResult;
 use serde::{Deserialize, Serialize};
@@ -160,6 +160,23 @@ pub struct InDoubtRequest {
     pub arguments: Value,
 }
 
+/// An MCP server asked for input during a call and nobody attached to the run
+/// could answer (a 2026-07-28 `input_required` result): the call stopped, and
+/// the answer sends it again where it stopped.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ElicitationInteraction {
+    /// The interaction id an answer names.
+    pub id: String,
+    /// The run.
+    pub run_id: String,
+    /// The call.
+    pub call_id: String,
+    /// The canonical tool name.
+    pub tool_name: String,
+    /// What the server asks (form schema or URL) and what sends the call again.
+    pub input: Box<InputRequired>,
+}
+
 /// What a waiting run needs from a human.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -172,6 +189,9 @@ pub enum Interaction {
     /// Decide about a call a crash left in doubt ([`Answer::Rerun`], [`Answer::Skip`],
     /// [`Answer::Record`]).
     InDoubt(InDoubtRequest),
+    /// Answer an MCP server's request for input ([`Answer::Text`]: the form's values
+    /// as a JSON object, or `accept` for a URL; [`Answer::Deny`] declines).
+    Elicitation(ElicitationInteraction),
 }
 
 impl Interaction {
@@ -181,15 +201,17 @@ impl Interaction {
             Interaction::Approval(a) => &a.id,
             Interaction::Question(q) => &q.id,
             Interaction::InDoubt(d) => &d.id,
+            Interaction::Elicitation(e) => &e.id,
         }
     }
 
-    /// `approval`, `question` or `in_doubt`.
+    /// `approval`, `question`, `in_doubt` or `elicitation`.
     pub fn kind(&self) -> &'static str {
         match self {
             Interaction::Approval(_) => "approval",
             Interaction::Question(_) => "question",
             Interaction::InDoubt(_) => "in_doubt",
+            Interaction::Elicitation(_) => "elicitation",
         }
     }
 
@@ -208,8 +230,49 @@ impl Interaction {
                  record its result?",
                 d.tool_name, d.call_id
             ),
+            Interaction::Elicitation(e) => {
+                let request = &e.input.request;
+                match &request.kind {
+                    ElicitationKind::Url { url, .. } => format!(
+                        "MCP server `{}` asks during {} ({}): {} (open {url})",
+                        request.server, e.tool_name, e.call_id, request.message
+                    ),
+                    _ => format!(
+                        "MCP server `{}` asks during {} ({}): {} (form: {})",
+                        request.server,
+                        e.tool_name,
+                        e.call_id,
+                        request.message,
+                        form_fields(request)
+                    ),
+                }
+            }
         }
     }
+}
+
+/// The fields of a form request, `name (type)` each, comma-separated.
+fn form_fields(request: &ElicitationRequest) -> String {
+    let ElicitationKind::Form { requested_schema } = &request.kind else {
+        return String::new();
+    };
+    requested_schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|props| {
+            props
+                .iter()
+                .map(|(name, field)| {
+                    let kind = field
+                        .get("type")
+                        .and_then(Value::as_str)
+                        .unwrap_or("string");
+                    format!("{name} ({kind})")
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default()
 }
 
 /// An answer to a waiting run's interaction

@@ -50,6 +50,8 @@ pub(crate) struct RunState {
     pub(crate) renewer: Option<tokio::task::JoinHandle<()>>,
     /// Background calls in flight (dropping the set aborts them).
     pub(crate) background: tokio::task::JoinSet<BackgroundResult>,
+    /// Answers to MCP calls that stopped for input, by call id, for their next run.
+    pub(crate) resumes: iris_mcp::McpInputResumes,
 }
 
 impl Drop for RunState {
@@ -212,6 +214,7 @@ impl AgentRunner {
             owner: new_owner(),
             renewer: None,
             background: tokio::task::JoinSet::new(),
+            resumes: iris_mcp::McpInputResumes::default(),
         }
     }
 
@@ -230,6 +233,7 @@ impl AgentRunner {
             owner,
             renewer: None,
             background: tokio::task::JoinSet::new(),
+            resumes: iris_mcp::McpInputResumes::default(),
         }
     }
 
@@ -422,6 +426,17 @@ impl AgentRunner {
                 format!("run `{run_id}`: the interaction names call {index}, which its turn lacks"),
             ));
         };
+        if let Interaction::Elicitation(asks) = &pending.interaction {
+            // The call runs again with the answer when the turn goes on.
+            let reply = crate::mcp_host::elicitation_answer(asks, &answer)?;
+            state
+                .resumes
+                .0
+                .insert(call.id.clone(), asks.input.resume(&reply));
+            state.record.interaction = None;
+            state.record.status = RunStatus::Running;
+            return self.save(state).await.map_err(outcome_error);
+        }
         let ctx = self.turn_context(state, turn.turn, sink);
         let result = match (&pending.interaction, answer) {
             (Interaction::Approval(_), Answer::Approve)
@@ -911,6 +926,15 @@ impl AgentRunner {
                         }
                     };
                 }
+                state.resumes.0.remove(&tool_use.id);
+                if let Some(asks) =
+                    crate::mcp_host::stopped_for_input(&state.record.run_id, &result)
+                {
+                    // Its server keeps no state: the answer sends it again.
+                    self.journal(state, slot, call, CallState::Planned, None)
+                        .await?;
+                    return Err(self.wait(state, slot, Interaction::Elicitation(asks)).await);
+                }
                 sink.emit(RunEvent::ToolCallFinished {
                     turn: turn.turn,
                     result: result.clone(),
@@ -1098,7 +1122,7 @@ impl AgentRunner {
             Sink::Channel(tx) => Some(tx),
             Sink::None => None,
         };
-        crate::mcp_host::attach(ctx, inner.approvals.as_ref(), events, turn)
+        crate::mcp_host::attach(ctx, inner.approvals.as_ref(), events, turn, &state.resumes)
     }
 
     fn run_span(&self, state: &RunState) -> tracing::Span {
@@ -1365,6 +1389,9 @@ fn check_answer(state: &RunState, interaction_id: &str, answer: &Answer) -> Resu
                 codes::RUN_ANSWER_INVALID,
                 format!("the answer must be one of: {}", q.options.join(", ")),
             ));
+        }
+        (Interaction::Elicitation(e), _) => {
+            return crate::mcp_host::elicitation_answer(e, answer).map(|_| ());
         }
         (Interaction::Approval(_), _) => "approve or deny",
         (Interaction::Question(_), _) => "a text answer",

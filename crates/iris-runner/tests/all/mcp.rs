@@ -3,8 +3,8 @@
 
 use iris_mcp::{ElicitationAnswer, ElicitationKind, ElicitationRequest};
 use iris_runner::{
-    AgentConfig, AgentRunner, ApprovalDecision, ApprovalHandler, ApprovalRequest,
-    ELICITATION_NO_HOST, HostRegistry, RunEvent, ToolEnvironment, build_tool_registry,
+    AgentConfig, AgentRunner, Answer, ApprovalDecision, ApprovalHandler, ApprovalRequest,
+    HostRegistry, Interaction, RunEvent, RunOutcome, ToolEnvironment, build_tool_registry,
 };
 use iris_tools_core::{BoxFuture, ToolExecutionContext, ToolUse};
 use serde_json::{Value, json};
@@ -410,19 +410,67 @@ async fn an_elicitation_during_a_run_goes_to_the_host() {
         RunEvent::ElicitationAnswered { call_id, answer: ElicitationAnswer::Accept { .. }, .. }
             if call_id == "call_1_1"
     )));
+}
 
-    // No handler: the run's reason reaches the model.
-    let all = streamed(&yaml, None).await;
-    let results = tool_results(&all);
-    assert!(results[0].contains("action=decline"), "{results:?}");
-    assert!(results[0].contains(ELICITATION_NO_HOST), "{results:?}");
-    assert!(all.iter().any(|e| matches!(
-        e,
-        RunEvent::ElicitationAnswered {
-            answer: ElicitationAnswer::Decline { .. },
-            ..
-        }
-    )));
+/// With nobody attached, a 2026-07-28 elicitation makes the run wait
+/// (`Interaction::Elicitation`, durable); `resume` with the form's values sends the
+/// call again where it stopped, and a bad answer is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_elicitation_nobody_answers_makes_the_run_wait_for_resume() {
+    let yaml = run_yaml(
+        "    - tool_calls: [{name: mcp__fx__ask_form}]\n    - {expect_tool_results: 1, text: done}\n",
+    );
+    let fx = Fixture::new(&yaml, &[("mcp.json", &extra_tools_json())]);
+    let loaded = AgentConfig::load_with_env(fx.file(), false).unwrap();
+    let runner = AgentRunner::builder_from_loaded(&loaded, &HostRegistry::new(), None)
+        .await
+        .unwrap()
+        .build();
+    let outcome = runner.run("go").await;
+    let RunOutcome::Waiting {
+        run_id,
+        interaction: Interaction::Elicitation(asks),
+    } = &outcome
+    else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(asks.call_id, "call_1_1");
+    assert_eq!(asks.tool_name, "mcp__fx__ask_form");
+    assert_eq!(asks.input.request.message, "Pick a colour");
+    let summary = Interaction::Elicitation(asks.clone()).summary();
+    assert!(summary.contains("form: colour (string)"), "{summary}");
+
+    let bad = runner
+        .resume(
+            run_id,
+            &asks.id,
+            Answer::Text {
+                text: "teal".into(),
+            },
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(bad.code, "RUN_ANSWER_INVALID", "{bad:?}");
+    let done = runner
+        .resume(
+            run_id,
+            &asks.id,
+            Answer::Text {
+                text: r#"{"colour": "teal"}"#.into(),
+            },
+        )
+        .await
+        .unwrap();
+    let RunOutcome::Completed {
+        history, output, ..
+    } = &done
+    else {
+        panic!("{done:?}")
+    };
+    assert_eq!(output, "done");
+    let text = serde_json::to_string(history).unwrap();
+    assert!(text.contains("action=accept colour=teal"), "{text}");
+    runner.close().await.unwrap();
 }
 
 /// A tool the server adds mid-run (`notifications/tools/list_changed`) is in the
