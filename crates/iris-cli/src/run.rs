@@ -21,7 +21,7 @@ use std::io::IsTerminal;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use iris_mcp::{ElicitationAnswer, ElicitationRequest};
+use iris_mcp::{ElicitationAnswer, ElicitationKind, ElicitationRequest};
 use iris_runner::store::codes as store_codes;
 use iris_runner::{
     AgentRunner, Answer, ApprovalDecision, ApprovalHandler, ApprovalRequest, Interaction,
@@ -29,7 +29,7 @@ use iris_runner::{
     RunInput, RunOutcome, RunStatus, RunStream, ToolEnvironment,
 };
 use iris_tools_core::{BoxFuture, CancellationSignal, ToolResult, codes};
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::output::{self, err_line};
@@ -367,6 +367,10 @@ fn fits(answer: &Answer, interaction: &Interaction) -> bool {
                 Interaction::InDoubt(_),
                 Answer::Rerun | Answer::Skip | Answer::Record { .. }
             )
+            | (
+                Interaction::Elicitation(_),
+                Answer::Text { .. } | Answer::Deny { .. }
+            )
     )
 }
 
@@ -383,12 +387,46 @@ pub(crate) fn answer_commands(iris: &str, run_id: &str, interaction: &Interactio
             .iter()
             .map(|o| format!("{base} --answer {}", shell_word(o)))
             .collect(),
+        Interaction::Elicitation(e) => {
+            let accept = match &e.input.request.kind {
+                ElicitationKind::Url { .. } => "accept".to_owned(),
+                _ => shell_word(&form_template(&e.input.request)),
+            };
+            vec![
+                format!("{base} --answer {accept}"),
+                format!("{base} --deny REASON"),
+            ]
+        }
         _ => vec![
             format!("{base} --rerun"),
             format!("{base} --skip"),
             format!("{base} --record TEXT"),
         ],
     }
+}
+
+/// A form's answer to fill in: `{"field": "<type>", …}`, the fields in schema order.
+fn form_template(request: &ElicitationRequest) -> String {
+    let ElicitationKind::Form { requested_schema } = &request.kind else {
+        return "{}".into();
+    };
+    let fields: serde_json::Map<String, Value> = requested_schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|props| {
+            props
+                .iter()
+                .map(|(name, field)| {
+                    let kind = field
+                        .get("type")
+                        .and_then(Value::as_str)
+                        .unwrap_or("string");
+                    (name.clone(), Value::String(format!("<{kind}>")))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Value::Object(fields).to_string()
 }
 
 /// `word` as one POSIX shell word: as is when it holds only safe characters, else in
@@ -608,6 +646,9 @@ impl<'a> View<'a> {
                 "no terminal can answer here (--yes approves every call); the run is saved"
             }
             Interaction::Question(_) => "no terminal can answer here; the run is saved",
+            Interaction::Elicitation(_) => {
+                "no terminal can answer here (an MCP server asks for input); the run is saved"
+            }
             // Only a human who checked what the call did can say.
             _ => "the run is saved",
         };
@@ -683,8 +724,12 @@ impl ApprovalHandler for Handler {
     /// why when there is none (`--yes` approves calls, it answers no forms).
     fn elicit<'a>(&'a self, request: &'a ElicitationRequest) -> BoxFuture<'a, ElicitationAnswer> {
         Box::pin(async move {
+            // No terminal: the run waits for `iris resume --answer` (a server before
+            // 2026-07-28 cannot wait: that one is declined, saying so).
             let Some(terminal) = &self.terminal else {
-                return ElicitationAnswer::decline(crate::elicit::NO_TERMINAL);
+                return ElicitationAnswer::Wait {
+                    reason: crate::elicit::NO_TERMINAL.into(),
+                };
             };
             let gone = || ElicitationAnswer::decline("nobody is at the terminal any more");
             let (answer, reply) = oneshot::channel();

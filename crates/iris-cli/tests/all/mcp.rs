@@ -329,3 +329,60 @@ fn iris_call_declines_an_elicitation_without_a_terminal() {
     assert_eq!(note["action"], "decline", "{value}");
     assert_eq!(note["url"], "http://127.0.0.1:9/signin", "{value}");
 }
+
+/// `iris run` without a terminal: an MCP server's request for input makes the run
+/// wait (exit 4) with the commands that answer it; `iris resume --answer` with the
+/// form's values sends the call again and the run completes.
+#[test]
+fn an_elicitation_without_a_terminal_waits_and_resume_answers_it() {
+    let script = "model:\n  provider: scripted\n  script:\n    - tool_calls: [{name: mcp__fixture__ask_form}]\n    - {expect_tool_results: 1, text: Got it.}\n";
+    let dir = agent_with(script, &["--extra-tools"]);
+    let run: Run = iris(dir.path(), &["--trust", "--json", "run", "Pick"], &[], "");
+    assert_eq!(run.code, 4, "{run:?}");
+    let waiting: serde_json::Value =
+        serde_json::from_str(run.stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(waiting["type"], "waiting", "{run:?}");
+    assert_eq!(waiting["kind"], "elicitation", "{run:?}");
+    let run_id = waiting["run_id"].as_str().unwrap().to_owned();
+    let commands: Vec<&str> = waiting["answer_with"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        commands,
+        [
+            format!("iris --trust resume {run_id} --answer '{{\"colour\":\"<string>\"}}'"),
+            format!("iris --trust resume {run_id} --deny REASON"),
+        ],
+        "{run:?}"
+    );
+    let bad: Run = iris(
+        dir.path(),
+        &["--trust", "resume", &run_id, "--answer", "teal"],
+        &[],
+        "",
+    );
+    assert_ne!(bad.code, 0, "{bad:?}");
+    assert!(bad.stderr.contains("RUN_ANSWER_INVALID"), "{bad:?}");
+    let done: Run = iris(
+        dir.path(),
+        &[
+            "--trust",
+            "resume",
+            &run_id,
+            "--answer",
+            r#"{"colour": "teal"}"#,
+        ],
+        &[],
+        "",
+    );
+    assert_eq!(done.code, 0, "{done:?}");
+    assert_eq!(done.stdout, "Got it.\n", "{done:?}");
+    assert!(
+        done.stderr
+            .contains("tool mcp__fixture__ask_form (call_1_1) ... ok"),
+        "{done:?}"
+    );
+}
