@@ -84,8 +84,8 @@ the folder in $XDG_CONFIG_HOME/iris/trusted.json (else ~/.config/iris/trusted.js
 nothing. A file named with --config is trusted.
 
 Run: `iris run PROMPT` streams the answer to stdout and each tool call's status to stderr;
-a call that needs a human and an ask_question are asked on the terminal (--yes approves
-all calls). --model provider:model (openai, openai-responses, anthropic, gemini,
+a call that needs a human, an ask_question and an MCP server's request for input are
+asked on the terminal (--yes approves all calls). --model provider:model (openai, openai-responses, anthropic, gemini,
 scripted) and --base-url replace the YAML's model; the key comes from model.api_key_env
 (default OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY). Runs are kept in the YAML's
 run_store (default .iris/runs.db): a run nobody can answer exits 4 (RUN_WAITING) printing
@@ -237,10 +237,13 @@ enum Command {
         /// Approve the call the run waits for.
         #[arg(long, group = "reply")]
         approve: bool,
-        /// Deny it; the model gets APPROVAL_DENIED with the reason.
+        /// Deny it; the model gets APPROVAL_DENIED with the reason (or decline an MCP
+        /// server's request for input).
         #[arg(long, value_name = "REASON", group = "reply")]
         deny: Option<String>,
-        /// Answer the question the run waits for (one of its options when it has any).
+        /// Answer the question the run waits for (one of its options when it has any),
+        /// or an MCP server's request for input: the form's values as one JSON object,
+        /// or `accept` for a URL.
         #[arg(long, value_name = "TEXT", group = "reply")]
         answer: Option<String>,
         /// Run the call a crash left in doubt again.
