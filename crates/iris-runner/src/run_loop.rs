@@ -300,12 +300,19 @@ impl AgentRunner {
         let prepared = self
             .apply_answer(&mut state, interaction_id, answer, sink)
             .await;
-        if let Err(e) = prepared {
-            self.release(&state).await;
-            return Err(e);
-        }
+        let waits = match prepared {
+            Ok(waits) => waits,
+            Err(e) => {
+                self.release(&state).await;
+                return Err(e);
+            }
+        };
         let outcome = async {
-            let outcome = self.drive(&mut state, sink).await;
+            // The answered call may stop again (an MCP server asking for input).
+            let outcome = match waits {
+                Some(stop) => stop,
+                None => self.drive(&mut state, sink).await,
+            };
             self.end(&mut state, &outcome).await
         }
         .instrument(span.clone())
@@ -397,14 +404,15 @@ impl AgentRunner {
     }
 
     /// Applies an answer to the pending interaction: the call's result is decided
-    /// (or the call runs, for an approval or a re-run), and the run is running again.
+    /// (or the call runs, for an approval or a re-run), and the run is running again
+    /// — or, when the call that ran stopped for input, waits again (`Some`).
     async fn apply_answer(
         &self,
         state: &mut RunState,
         interaction_id: &str,
         answer: Answer,
         sink: &mut Sink,
-    ) -> Result<(), RunError> {
+    ) -> Result<Option<Stop>, RunError> {
         check_answer(state, interaction_id, &answer)?;
         let run_id = state.record.run_id.clone();
         let Some(pending) = state.record.interaction.clone() else {
@@ -435,7 +443,7 @@ impl AgentRunner {
                 .insert(call.id.clone(), asks.input.resume(&reply));
             state.record.interaction = None;
             state.record.status = RunStatus::Running;
-            return self.save(state).await.map_err(outcome_error);
+            return self.save(state).await.map(|()| None).map_err(outcome_error);
         }
         let ctx = self.turn_context(state, turn.turn, sink);
         let result = match (&pending.interaction, answer) {
@@ -487,6 +495,13 @@ impl AgentRunner {
                 ));
             }
         };
+        if let Some(asks) = crate::mcp_host::stopped_for_input(&run_id, &result) {
+            self.journal(state, index, &call, CallState::Planned, None)
+                .await
+                .map_err(outcome_error)?;
+            let interaction = Interaction::Elicitation(asks);
+            return Ok(Some(self.wait(state, index, interaction).await));
+        }
         sink.emit(RunEvent::ToolCallFinished {
             turn: turn.turn,
             result: result.clone(),
@@ -499,7 +514,7 @@ impl AgentRunner {
         }
         state.record.interaction = None;
         state.record.status = RunStatus::Running;
-        self.save(state).await.map_err(outcome_error)
+        self.save(state).await.map(|()| None).map_err(outcome_error)
     }
 
     /// Fills a recovered turn's results from the journal; asks about a call left in
@@ -902,12 +917,18 @@ impl AgentRunner {
                         arguments: approval.arguments.clone(),
                         reason: approval.reason.clone(),
                     };
-                    sink.emit(RunEvent::ApprovalRequested {
-                        request: request.clone(),
-                    });
-                    let decision = match &inner.approvals {
-                        Some(handler) => handler.decide(&request).await,
-                        None => ApprovalDecision::Defer,
+                    let decision = if state.resumes.0.contains_key(&tool_use.id) {
+                        // An MCP call continuing with its answer ran up to the
+                        // question, so it was allowed or approved then.
+                        ApprovalDecision::Approve
+                    } else {
+                        sink.emit(RunEvent::ApprovalRequested {
+                            request: request.clone(),
+                        });
+                        match &inner.approvals {
+                            Some(handler) => handler.decide(&request).await,
+                            None => ApprovalDecision::Defer,
+                        }
                     };
                     result = match decision {
                         ApprovalDecision::Approve => {

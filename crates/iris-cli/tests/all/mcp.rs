@@ -386,3 +386,59 @@ fn an_elicitation_without_a_terminal_waits_and_resume_answers_it() {
         "{done:?}"
     );
 }
+
+/// A call that needs approval and then asks for input, with nobody at a terminal:
+/// the run waits for the approval, then for the input; the answer continues the
+/// call without asking for the approval again.
+#[test]
+fn an_approved_call_that_asks_for_input_is_not_approved_twice() {
+    let script = "model:\n  provider: scripted\n  script:\n    - tool_calls: [{name: mcp__fixture__ask_url}]\n    - {expect_tool_results: 1, text: Signed in.}\n";
+    let dir = agent_with(script, &["--extra-tools"]);
+    let waiting = |run: &Run| -> serde_json::Value {
+        serde_json::from_str(run.stdout.lines().last().unwrap()).unwrap()
+    };
+    let run: Run = iris(
+        dir.path(),
+        &["--trust", "--json", "run", "Sign in"],
+        &[],
+        "",
+    );
+    assert_eq!(run.code, 4, "{run:?}");
+    let w = waiting(&run);
+    assert_eq!(w["kind"], "approval", "{run:?}");
+    let run_id = w["run_id"].as_str().unwrap().to_owned();
+    let run: Run = iris(
+        dir.path(),
+        &["--trust", "--json", "resume", &run_id, "--approve"],
+        &[],
+        "",
+    );
+    assert_eq!(run.code, 4, "{run:?}");
+    let w = waiting(&run);
+    assert_eq!(w["kind"], "elicitation", "{run:?}");
+    assert_eq!(
+        w["answer_with"][0],
+        format!("iris --trust resume {run_id} --answer accept"),
+        "{run:?}"
+    );
+    assert!(
+        w["summary"]
+            .as_str()
+            .unwrap()
+            .contains("(open http://127.0.0.1:9/signin)"),
+        "{run:?}"
+    );
+    let done: Run = iris(
+        dir.path(),
+        &["--trust", "resume", &run_id, "--answer", "accept"],
+        &[],
+        "",
+    );
+    assert_eq!(done.code, 0, "{done:?}");
+    assert_eq!(done.stdout, "Signed in.\n", "{done:?}");
+    assert!(
+        done.stderr
+            .contains("tool mcp__fixture__ask_url (call_1_1) ... ok (approved)"),
+        "{done:?}"
+    );
+}
