@@ -84,3 +84,45 @@ async fn a_task_cancelled_by_the_host_is_cancelled_on_the_server() {
     assert!(wait_until(Duration::from_secs(20), || marker.exists()));
     h.manager.close().await;
 }
+
+/// A host that answers every elicitation with one colour.
+struct Colour;
+
+impl iris_mcp::ElicitationHandler for Colour {
+    fn elicit<'a>(
+        &'a self,
+        request: &'a iris_mcp::ElicitationRequest,
+    ) -> iris_tools_core::BoxFuture<'a, iris_mcp::ElicitationAnswer> {
+        assert_eq!(request.message, "Pick a colour for the task");
+        Box::pin(async { iris_mcp::ElicitationAnswer::accept(json!({"colour": "violet"})) })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_that_asks_for_input_is_answered_with_tasks_update() {
+    let h = harness(60.0);
+    h.manager.prepare().await.unwrap();
+    let tool = h.registry.get("mcp__t__slow_task").unwrap();
+    let ctx = h
+        .ctx("c-ask")
+        .with_extension(iris_mcp::McpElicitation::new(Colour));
+    let input = json!({"seconds": 0.2, "ask": true});
+    let r = tool.run(ToolInput::new(input), &ctx).await;
+    assert_eq!(
+        r.model_content(),
+        "task done after 0.2s (accept violet)",
+        "{r:?}"
+    );
+    assert_eq!(r.metadata["mcp"]["elicitations"][0]["action"], "accept");
+
+    // Nobody to ask: declined (a task cannot wait for a later answer), and it goes on.
+    let r = h
+        .call("mcp__t__slow_task", json!({"seconds": 0.2, "ask": true}))
+        .await;
+    assert_eq!(
+        r.model_content().lines().next(),
+        Some("task done after 0.2s (decline -)"),
+        "{r:?}"
+    );
+    h.manager.close().await;
+}
