@@ -293,6 +293,13 @@ fn bench() -> Result<(), String> {
         "iris-script",
     ]);
     run(bench)?;
+    // MCP against real Python SDK servers: the call round trip and startup (1, 8,
+    // 24 servers), and 24 servers at once against the slowest single one.
+    let mut mcp = cargo();
+    mcp.args([
+        "bench", "-p", "iris-mcp", "--bench", "mcp", "--bench", "startup",
+    ]);
+    run(mcp)?;
     discovery_bench()?;
     // The references need `openai-agents`; IRIS_BENCH_PYTHON names an interpreter that
     // has it (for example target/bench-venv/bin/python), else `python3`.

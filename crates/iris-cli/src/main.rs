@@ -24,6 +24,7 @@
 //!
 //! Text output escapes terminal controls ([`output::escape`]); `--json` is exact JSON.
 
+mod elicit;
 mod output;
 mod run;
 mod runs;
@@ -87,8 +88,8 @@ the folder in $XDG_CONFIG_HOME/iris/trusted.json (else ~/.config/iris/trusted.js
 nothing. A file named with --config is trusted.
 
 Run: `iris run PROMPT` streams the answer to stdout and each tool call's status to stderr;
-a call that needs a human and an ask_question are asked on the terminal (--yes approves
-all calls). --model provider:model (openai, openai-responses, anthropic, gemini,
+a call that needs a human, an ask_question and an MCP server's request for input are
+asked on the terminal (--yes approves all calls). --model provider:model (openai, openai-responses, anthropic, gemini,
 scripted) and --base-url replace the YAML's model; the key comes from model.api_key_env
 (default OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY). Runs are kept in the YAML's
 run_store (default .iris/runs.db): a run nobody can answer exits 4 (RUN_WAITING) printing
@@ -242,10 +243,13 @@ enum Command {
         /// Approve the call the run waits for.
         #[arg(long, group = "reply")]
         approve: bool,
-        /// Deny it; the model gets APPROVAL_DENIED with the reason.
+        /// Deny it; the model gets APPROVAL_DENIED with the reason (or decline an MCP
+        /// server's request for input).
         #[arg(long, value_name = "REASON", group = "reply")]
         deny: Option<String>,
-        /// Answer the question the run waits for (one of its options when it has any).
+        /// Answer the question the run waits for (one of its options when it has any),
+        /// or an MCP server's request for input: the form's values as one JSON object,
+        /// or `accept` for a URL.
         #[arg(long, value_name = "TEXT", group = "reply")]
         answer: Option<String>,
         /// Run the call a crash left in doubt again.
@@ -1217,6 +1221,14 @@ async fn call(
         }
         None => None,
     };
+    // An MCP server's request for input is asked on the terminal, or declined
+    // with why when there is none.
+    let interactive = !from_stdin && std::io::stdin().is_terminal();
+    ctx.extensions
+        .insert(iris_mcp::McpElicitation::new(CallElicitation {
+            interactive,
+            cancel: cancel.clone(),
+        }));
     let tool_use = ToolUse::new(call_id(), name, arguments);
     let mut result = env.executor.execute_one(&tool_use, &ctx, None).await;
     if cancel.requested() {
@@ -1270,6 +1282,28 @@ async fn call(
         Some(codes::INVALID_INPUT) => 2,
         Some(_) => 1,
     })
+}
+
+/// `iris call`'s answerer of MCP elicitations: the terminal, or a decline with
+/// [`elicit::NO_TERMINAL`].
+struct CallElicitation {
+    interactive: bool,
+    cancel: CancellationSignal,
+}
+
+impl iris_mcp::ElicitationHandler for CallElicitation {
+    fn elicit<'a>(
+        &'a self,
+        request: &'a iris_mcp::ElicitationRequest,
+    ) -> iris_tools_core::BoxFuture<'a, iris_mcp::ElicitationAnswer> {
+        Box::pin(async move {
+            if self.interactive {
+                elicit::ask(request, &self.cancel).await
+            } else {
+                iris_mcp::ElicitationAnswer::decline(elicit::NO_TERMINAL)
+            }
+        })
+    }
 }
 
 /// Asks on the terminal; anything but `y`/`yes` declines.

@@ -21,6 +21,7 @@ use std::io::IsTerminal;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use iris_mcp::{ElicitationAnswer, ElicitationKind, ElicitationRequest};
 use iris_runner::store::codes as store_codes;
 use iris_runner::{
     AgentRunner, Answer, ApprovalDecision, ApprovalHandler, ApprovalRequest, Interaction,
@@ -28,7 +29,7 @@ use iris_runner::{
     RunInput, RunOutcome, RunStatus, RunStream, SecretRequest, SecretValue, ToolEnvironment,
 };
 use iris_tools_core::{BoxFuture, CancellationSignal, ToolResult, codes};
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::output::{self, err_line};
@@ -371,6 +372,10 @@ fn fits(answer: &Answer, interaction: &Interaction) -> bool {
                 Interaction::Secret(_),
                 Answer::Secret { .. } | Answer::Deny { .. }
             )
+            | (
+                Interaction::Elicitation(_),
+                Answer::Text { .. } | Answer::Deny { .. }
+            )
     )
 }
 
@@ -393,12 +398,46 @@ pub(crate) fn answer_commands(iris: &str, run_id: &str, interaction: &Interactio
             format!("{base} --secret-stdin"),
             format!("{base} --deny REASON"),
         ],
+        Interaction::Elicitation(e) => {
+            let accept = match &e.input.request.kind {
+                ElicitationKind::Url { .. } => "accept".to_owned(),
+                _ => shell_word(&form_template(&e.input.request)),
+            };
+            vec![
+                format!("{base} --answer {accept}"),
+                format!("{base} --deny REASON"),
+            ]
+        }
         _ => vec![
             format!("{base} --rerun"),
             format!("{base} --skip"),
             format!("{base} --record TEXT"),
         ],
     }
+}
+
+/// A form's answer to fill in: `{"field": "<type>", …}`, the fields in schema order.
+fn form_template(request: &ElicitationRequest) -> String {
+    let ElicitationKind::Form { requested_schema } = &request.kind else {
+        return "{}".into();
+    };
+    let fields: serde_json::Map<String, Value> = requested_schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|props| {
+            props
+                .iter()
+                .map(|(name, field)| {
+                    let kind = field
+                        .get("type")
+                        .and_then(Value::as_str)
+                        .unwrap_or("string");
+                    (name.clone(), Value::String(format!("<{kind}>")))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Value::Object(fields).to_string()
 }
 
 /// `word` as one POSIX shell word: as is when it holds only safe characters, else in
@@ -519,6 +558,12 @@ impl<'a> View<'a> {
                             let value = ask_secret(&request, &mut self.screen, cancel).await;
                             let _ = answer.send(value);
                         }
+                        Ask::Elicitation { request, answer } => {
+                            self.screen.pause();
+                            let reply = crate::elicit::ask(&request, cancel).await;
+                            self.screen.resume(&request.call_id);
+                            let _ = answer.send(reply);
+                        }
                     }
                 }
                 // A signal: the run is cancelled through its own signal (a resumed
@@ -620,6 +665,9 @@ impl<'a> View<'a> {
                 "no terminal can answer here; the run is saved (the value is read from \
                  stdin, never stored or printed)"
             }
+            Interaction::Elicitation(_) => {
+                "no terminal can answer here (an MCP server asks for input); the run is saved"
+            }
             // Only a human who checked what the call did can say.
             _ => "the run is saved",
         };
@@ -651,6 +699,10 @@ impl Handler {
 
 /// One question for the terminal and where its answer goes.
 enum Ask {
+    Elicitation {
+        request: ElicitationRequest,
+        answer: oneshot::Sender<ElicitationAnswer>,
+    },
     Approval {
         request: ApprovalRequest,
         answer: oneshot::Sender<ApprovalDecision>,
@@ -688,6 +740,30 @@ impl ApprovalHandler for Handler {
                 return gone();
             }
             decision.await.unwrap_or_else(|_| gone())
+        })
+    }
+
+    /// An MCP server's request for input: asked on the terminal, declined with
+    /// why when there is none (`--yes` approves calls, it answers no forms).
+    fn elicit<'a>(&'a self, request: &'a ElicitationRequest) -> BoxFuture<'a, ElicitationAnswer> {
+        Box::pin(async move {
+            // No terminal: the run waits for `iris resume --answer` (a server before
+            // 2026-07-28 cannot wait: that one is declined, saying so).
+            let Some(terminal) = &self.terminal else {
+                return ElicitationAnswer::Wait {
+                    reason: crate::elicit::NO_TERMINAL.into(),
+                };
+            };
+            let gone = || ElicitationAnswer::decline("nobody is at the terminal any more");
+            let (answer, reply) = oneshot::channel();
+            let ask = Ask::Elicitation {
+                request: request.clone(),
+                answer,
+            };
+            if terminal.send(ask).is_err() {
+                return gone();
+            }
+            reply.await.unwrap_or_else(|_| gone())
         })
     }
 
@@ -974,6 +1050,13 @@ fn show(event: &RunEvent, answer: &mut Printed, screen: &mut Screen) {
             ..
         } => screen.heartbeat(call_id, *elapsed_seconds, *deadline_seconds),
         RunEvent::BackgroundFinished { result, .. } => screen.background(result),
+        RunEvent::Progress {
+            call_id,
+            progress,
+            total,
+            message,
+            ..
+        } => screen.progress(call_id, *progress, *total, message.as_deref()),
         RunEvent::Finished { .. } => answer.end_turn(),
         // A subagent's calls show like the parent's, their ids prefixed with the
         // agent's selector; its text is not the answer and stays off stdout.
@@ -1005,6 +1088,8 @@ struct Call {
     started: Instant,
     /// The call's deadline in seconds, once a heartbeat said it.
     deadline: Option<f64>,
+    /// The latest MCP progress report (`3/8 step 3 of 8`), shown on the status line.
+    progress: Option<String>,
 }
 
 /// The tool calls on stderr. On a terminal the calls in flight share one status line
@@ -1045,7 +1130,25 @@ impl Screen {
             name: name.to_owned(),
             started: Instant::now(),
             deadline: None,
+            progress: None,
         });
+        self.draw();
+    }
+
+    /// An MCP progress report of a call in flight: the status line shows it.
+    fn progress(&mut self, id: &str, progress: f64, total: Option<f64>, message: Option<&str>) {
+        let Some(call) = self.calls.iter_mut().find(|c| c.id == id) else {
+            return;
+        };
+        let mut text = match total {
+            Some(total) => format!("{progress}/{total}"),
+            None => format!("{progress}"),
+        };
+        if let Some(message) = message {
+            text.push(' ');
+            text.push_str(message);
+        }
+        call.progress = Some(text);
         self.draw();
     }
 
@@ -1153,7 +1256,10 @@ impl Screen {
             .map(|c| format!("{} ({})", c.name, c.id))
             .collect();
         let what = if self.calls.len() == 1 {
-            format!("tool {}", names[0])
+            match &first.progress {
+                Some(progress) => format!("tool {} {progress}", names[0]),
+                None => format!("tool {}", names[0]),
+            }
         } else {
             format!("{} tools: {}", self.calls.len(), names.join(", "))
         };

@@ -1,17 +1,21 @@
 //! Iris's side of an MCP session: the rmcp client handler that routes progress
-//! notifications to the call waiting for them and records catalog changes.
+//! notifications to the call waiting for them, answers standalone elicitation
+//! requests through the host of the call in flight, and records catalog changes.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::ClientHandler;
 use rmcp::model::{
-    ClientConfig, ElicitRequestParams, ElicitResult, ErrorCode, ErrorData,
-    ProgressNotificationParam, ProgressToken,
+    ClientConfig, ElicitRequestParams, ElicitResult, ErrorData, ProgressNotificationParam,
+    ProgressToken,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
+use serde_json::Value;
 
+use crate::elicitation::{self, ElicitationHandler, ElicitationRequest};
+use crate::error::codes;
 use crate::transport::Diagnostics;
 use tokio::sync::mpsc;
 
@@ -39,12 +43,62 @@ struct Routes {
     early: VecDeque<(ProgressToken, Progress)>,
 }
 
+/// A call waiting for its answer, as a standalone `elicitation/create` request of
+/// an older session finds it.
+pub(crate) struct InFlight {
+    /// The Iris tool name.
+    pub(crate) tool: String,
+    /// The call id from the context.
+    pub(crate) call_id: String,
+    /// The host's answerer, when the call's context had one.
+    pub(crate) handler: Option<Arc<dyn ElicitationHandler>>,
+    /// Elicitations being answered right now: the call's timers wait for them.
+    pub(crate) humans: AtomicUsize,
+    /// What was asked and answered, for the call's result.
+    pub(crate) notes: Mutex<Vec<Value>>,
+}
+
+impl std::fmt::Debug for InFlight {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InFlight")
+            .field("tool", &self.tool)
+            .field("call_id", &self.call_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl InFlight {
+    /// Whether a person is answering an elicitation of this call right now.
+    pub(crate) fn waiting_for_human(&self) -> bool {
+        self.humans.load(Ordering::Acquire) > 0
+    }
+
+    /// Appends a note for the call's result.
+    pub(crate) fn note(&self, note: Value) {
+        self.notes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(note);
+    }
+
+    /// The notes so far.
+    pub(crate) fn take_notes(&self) -> Vec<Value> {
+        std::mem::take(&mut *self.notes.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+/// The calls in flight, by registration id, oldest first.
+type Calls = Vec<(u64, Arc<InFlight>)>;
+
 /// What one server's sessions report to the rest of the crate. Shared by every
 /// session of the server (a restart keeps it), so a call and the catalog never
 /// miss a notification because the connection was replaced.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ServerEvents {
     progress: Arc<Mutex<Routes>>,
+    /// The calls in flight, oldest first.
+    calls: Arc<Mutex<Calls>>,
+    next_call: Arc<AtomicU64>,
     /// The server said its tool list changed and the catalog has not re-read it.
     tools_dirty: Arc<AtomicBool>,
     /// Bumped on every change of any server of the manager.
@@ -56,9 +110,35 @@ impl ServerEvents {
     pub(crate) fn new(generation: Arc<AtomicU64>) -> Self {
         Self {
             progress: Arc::default(),
+            calls: Arc::default(),
+            next_call: Arc::default(),
             tools_dirty: Arc::default(),
             generation,
         }
+    }
+
+    /// Lists `call` among the calls in flight until the guard is dropped.
+    pub(crate) fn register_call(&self, call: Arc<InFlight>) -> CallGuard {
+        let id = self.next_call.fetch_add(1, Ordering::Relaxed);
+        self.calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((id, call));
+        CallGuard {
+            events: self.clone(),
+            id,
+        }
+    }
+
+    /// The newest call in flight. An older session's `elicitation/create` carries
+    /// no reference to the call it belongs to; with one call in flight (the usual
+    /// case) it is that one, with several the newest is taken.
+    fn newest_call(&self) -> Option<Arc<InFlight>> {
+        self.calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .last()
+            .map(|(_, c)| Arc::clone(c))
     }
 
     /// Routes the progress notifications carrying `token` to the returned receiver
@@ -133,6 +213,23 @@ impl ServerEvents {
     }
 }
 
+/// Removes a call from the calls in flight when it ends, however it ends.
+#[derive(Debug)]
+pub(crate) struct CallGuard {
+    events: ServerEvents,
+    id: u64,
+}
+
+impl Drop for CallGuard {
+    fn drop(&mut self) {
+        self.events
+            .calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|(id, _)| *id != self.id);
+    }
+}
+
 /// Removes a call's progress route when the call ends, however it ends.
 #[derive(Debug)]
 pub(crate) struct ProgressWatch {
@@ -154,33 +251,83 @@ impl Drop for ProgressWatch {
 /// The rmcp client handler of every Iris session.
 #[derive(Debug, Clone)]
 pub(crate) struct IrisClient {
+    pub(crate) server: String,
     pub(crate) info: ClientConfig,
     pub(crate) events: ServerEvents,
     pub(crate) diagnostics: Diagnostics,
 }
 
 impl IrisClient {
-    /// Refuses an elicitation loudly: the server gets a JSON-RPC error saying why,
-    /// and the user a diagnostic.
-    fn refuse_elicitation(&self) -> ErrorData {
-        let message = "iris cannot answer elicitation requests yet (it did not declare the capability); the request was refused";
-        let stored = self.diagnostics.push(&format!(
-            "the server sent an elicitation request: {message}"
-        ));
+    /// Answers a standalone `elicitation/create` (sessions before 2026-07-28)
+    /// through the host of the call in flight; declines with a diagnostic and a
+    /// note in the call's result when there is no host to ask.
+    async fn elicit(&self, params: &ElicitRequestParams) -> ElicitResult {
+        let call = self.events.newest_call();
+        let (tool, call_id) = call
+            .as_ref()
+            .map(|c| (c.tool.clone(), c.call_id.clone()))
+            .unwrap_or_default();
+        let request = ElicitationRequest::from_params(&self.server, &tool, &call_id, params);
+        let handler = call.as_ref().and_then(|c| c.handler.clone());
+        if let Some(c) = &call {
+            c.humans.fetch_add(1, Ordering::AcqRel);
+        }
+        let (answer, note) = elicitation::ask(handler.as_ref(), &request, false).await;
+        if let Some(c) = &call {
+            c.humans.fetch_sub(1, Ordering::AcqRel);
+        }
+        record(&self.diagnostics, &request, &answer, handler.is_none());
+        if let Some(c) = &call {
+            c.note(note);
+        }
+        answer.to_result()
+    }
+}
+
+/// Writes a diagnostic for an elicitation nobody could answer (always) and a
+/// tracing event for every one.
+pub(crate) fn record(
+    diagnostics: &Diagnostics,
+    request: &ElicitationRequest,
+    answer: &elicitation::ElicitationAnswer,
+    unanswered: bool,
+) {
+    tracing::info!(
+        target: crate::tool::TRACING_TARGET,
+        server = %request.server,
+        tool = %request.tool,
+        mode = request.mode(),
+        action = answer.action(),
+        "elicitation answered"
+    );
+    if unanswered {
+        let stored = diagnostics.push_coded(
+            codes::MCP_ELICITATION_DECLINED,
+            &format!(
+                "the server asked for input ({} mode, \"{}\") during `{}`; it was declined: {}",
+                request.mode(),
+                request.message,
+                if request.tool.is_empty() {
+                    "no call"
+                } else {
+                    &request.tool
+                },
+                elicitation::NO_HANDLER
+            ),
+        );
         tracing::warn!("{stored}");
-        ErrorData::new(ErrorCode::METHOD_NOT_FOUND, message, None)
     }
 }
 
 impl ClientHandler for IrisClient {
-    /// Elicitation is not declared, so a server should not ask; one that does is
-    /// refused with a reason rather than silently declined (rmcp's default).
+    /// A standalone elicitation of an older session: asked through the host of the
+    /// call in flight, never declined silently (rmcp's default).
     async fn create_elicitation(
         &self,
-        _request: ElicitRequestParams,
+        request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        Err(self.refuse_elicitation())
+        Ok(self.elicit(&request).await)
     }
 
     async fn on_progress(

@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ClientJsonRpcMessage, ClientRequest, DiscoverRequest,
-    DiscoverRequestParams, ErrorCode, Implementation, JsonRpcMessage, NumberOrString,
-    PaginatedRequestParams, ProtocolVersion, RequestMetaObject, ServerJsonRpcMessage, ServerResult,
-    SubscriptionFilter,
+    DiscoverRequestParams, ElicitationCapability, ErrorCode, FormElicitationCapability,
+    Implementation, JsonRpcMessage, NumberOrString, PaginatedRequestParams, ProtocolVersion,
+    RequestMetaObject, ServerJsonRpcMessage, ServerResult, SubscriptionFilter, TASKS_EXTENSION_ID,
+    UrlElicitationCapability,
 };
 use rmcp::service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -149,9 +150,22 @@ impl Attempt {
     }
 }
 
+/// What Iris declares: form and URL elicitation (answered by the host of the call,
+/// or declined with a reason when there is none) and the tasks extension (a task
+/// is polled to completion within the call's deadline).
 fn client_info() -> ClientConfig {
+    let mut capabilities = ClientCapabilities::default();
+    capabilities.elicitation = Some(
+        ElicitationCapability::new()
+            .with_form(FormElicitationCapability::default())
+            .with_url(UrlElicitationCapability::default()),
+    );
+    capabilities
+        .extensions
+        .get_or_insert_with(Default::default)
+        .insert(TASKS_EXTENSION_ID.to_owned(), Default::default());
     ClientConfig::new(
-        ClientCapabilities::default(),
+        capabilities,
         Implementation::new("iris", env!("CARGO_PKG_VERSION")),
     )
 }
@@ -269,12 +283,14 @@ async fn negotiate<T: Transport<RoleClient>>(
 
 /// Negotiates, then hands the transport to rmcp's client service.
 async fn serve<T: Transport<RoleClient> + 'static>(
+    server: &str,
     mut transport: T,
     events: &ServerEvents,
     diagnostics: &Diagnostics,
 ) -> Result<Service, StartupError> {
     let (mode, info) = negotiate(&mut transport).await?;
     let client = IrisClient {
+        server: server.to_owned(),
         info,
         events: events.clone(),
         diagnostics: diagnostics.clone(),
@@ -333,7 +349,7 @@ pub(crate) async fn connect(
                 .process
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&process));
-            let service = serve(transport, events, &diagnostics).await?;
+            let service = serve(server, transport, events, &diagnostics).await?;
             (service, TransportKind::Stdio, Some(process))
         }
         ResolvedTransport::Http {
@@ -350,12 +366,12 @@ pub(crate) async fn connect(
             )
             .await
             .map_err(StartupError::failed)?;
-            let service = serve(transport, events, &diagnostics).await?;
+            let service = serve(server, transport, events, &diagnostics).await?;
             (service, TransportKind::Sse, None)
         }
         ResolvedTransport::Http { url, headers, .. } => {
             let transport = streamable_http(&url, &headers, max_message_bytes)?;
-            let service = serve(transport, events, &diagnostics).await?;
+            let service = serve(server, transport, events, &diagnostics).await?;
             (service, TransportKind::StreamableHttp, None)
         }
     };

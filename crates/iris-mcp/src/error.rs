@@ -55,6 +55,19 @@ pub mod codes {
     /// deeper than the parser allows, not a valid MCP message); the request failed at
     /// once.
     pub const MCP_RESPONSE_INVALID: &str = "MCP_RESPONSE_INVALID";
+    /// A diagnostic: a server asked for user input (elicitation) and nobody could
+    /// answer (no host handler); it was declined, and the call's result says so.
+    pub const MCP_ELICITATION_DECLINED: &str = "MCP_ELICITATION_DECLINED";
+    /// A call stopped because its server needs input nobody could give now (the
+    /// host answered an elicitation with `Wait`); `details.input_required` says what
+    /// to ask, and the call can be sent again with the answer.
+    pub const MCP_INPUT_REQUIRED: &str = "MCP_INPUT_REQUIRED";
+    /// The server asked, inside a call, for something Iris does not offer
+    /// (sampling, roots), or kept asking past the round limit; the call ended.
+    pub const MCP_INPUT_UNSUPPORTED: &str = "MCP_INPUT_UNSUPPORTED";
+    /// A call the server ran as a task (the tasks extension) ended `failed` or
+    /// `cancelled` on the server's side, or its task could not be followed.
+    pub const MCP_TASK_FAILED: &str = "MCP_TASK_FAILED";
     /// A tool's input schema is not usable (remote `$ref`, unresolvable `$ref`, not an
     /// object schema).
     pub const MCP_INVALID_SCHEMA: &str = "MCP_INVALID_SCHEMA";

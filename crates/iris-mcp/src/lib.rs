@@ -3,6 +3,7 @@
 mod client;
 pub mod config;
 mod connection;
+pub mod elicitation;
 pub mod env;
 pub mod error;
 pub mod manager;
@@ -17,6 +18,10 @@ mod transport;
 pub use config::{
     AgentMcpConfig, ConfigFormat, HttpConfig, MCPConfig, McpOverrides, ResolvedTransport,
     ServerConfig, ServerOverride, ServerTransport, StdioConfig, TransportKind, load_mcp_config,
+};
+pub use elicitation::{
+    ElicitationAnswer, ElicitationHandler, ElicitationKind, ElicitationRequest, InputRequired,
+    McpElicitation, McpInputResume, McpInputResumes,
 };
 pub use env::HostEnv;
 pub use error::{ConfigLocation, McpError, Result, codes};

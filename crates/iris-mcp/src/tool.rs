@@ -16,8 +16,8 @@
 //! or `idempotentHint`), otherwise it fails with `MCP_CONNECTION_LOST` ("may have
 //! run").
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use iris_executor::ToolArtifactStore;
@@ -25,14 +25,22 @@ use iris_tools_core::{
     BoxFuture, ContentBlock, Tool, ToolDefinition, ToolErrorInfo, ToolExecutionContext, ToolInput,
     ToolOutput, ToolTimeoutOwner, codes as core_codes,
 };
-use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, ServerResult};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CancelTaskParams, ClientRequest, CreateTaskResult,
+    ElicitRequestParams, GetTaskParams, InputRequest, InputRequiredResult, InputResponses,
+    ServerResult, TaskPayload, UpdateTaskParams,
+};
 use rmcp::service::{PeerRequestOptions, RequestHandle};
 use rmcp::{RoleClient, ServiceError};
 use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 
-use crate::client::Progress;
+use crate::client::{InFlight, Progress};
 use crate::connection::{CancelMode, Connection, dropped_answer, transport_failure, undelivered};
+use crate::elicitation::{
+    self, ElicitationAnswer, ElicitationRequest, InputRequired, McpElicitation, McpInputResume,
+    McpInputResumes,
+};
 use crate::error::codes;
 use crate::server::Server;
 
@@ -54,6 +62,46 @@ const MAX_SCHEMA_ERRORS: usize = 5;
 
 /// Characters of the model text kept in the raw-result artifact's preview.
 const ARTIFACT_PREVIEW_CHARS: usize = 200;
+
+/// Rounds of `input_required` answered for one call before it is given up (as
+/// rmcp's own `DEFAULT_MRTR_MAX_ROUNDS`).
+pub const MAX_INPUT_ROUNDS: usize = rmcp::model::DEFAULT_MRTR_MAX_ROUNDS;
+
+/// The shortest and longest wait between two `tasks/get` polls (the server's
+/// `pollIntervalMs` is kept within them; 500 ms when it suggests none).
+const TASK_POLL_BOUNDS: (u64, u64) = (50, 5000);
+
+/// The wait before the next `tasks/get`.
+fn poll_interval(suggested_ms: Option<u64>) -> Duration {
+    Duration::from_millis(
+        suggested_ms
+            .unwrap_or(500)
+            .clamp(TASK_POLL_BOUNDS.0, TASK_POLL_BOUNDS.1),
+    )
+}
+
+/// Adds what the call's elicitations asked and how they were answered to its
+/// result: `metadata.mcp.elicitations`, and a text block for each one declined or
+/// cancelled (so the model and the user see why).
+fn with_notes(mut output: ToolOutput, call: &InFlight) -> ToolOutput {
+    let notes = call.take_notes();
+    if notes.is_empty() {
+        return output;
+    }
+    for note in &notes {
+        if let Some(text) = elicitation::note_text(note) {
+            output.content.push(ContentBlock::text(text));
+        }
+    }
+    let mcp = output
+        .metadata
+        .entry("mcp".to_owned())
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(mcp) = mcp {
+        mcp.insert("elicitations".into(), Value::Array(notes));
+    }
+    output
+}
 
 /// The tracing target of the progress heartbeat.
 pub const TRACING_TARGET: &str = "iris::mcp";
@@ -142,6 +190,10 @@ impl std::fmt::Debug for McpTool {
 /// How one attempt of a call ended.
 enum Attempt {
     Done(ToolOutput),
+    /// The server needs answers first (SEP-2322): ask, then send the call again.
+    InputRequired(Box<InputRequiredResult>),
+    /// The server runs the call as a task (the tasks extension): poll it.
+    Task(Box<CreateTaskResult>),
     /// The request never left: the session was already gone.
     NotSent,
     /// The session broke after the request was sent: the server may have run it.
@@ -295,24 +347,97 @@ impl McpTool {
             _ => self.max_duration,
         };
         let idle = self.idle_timeout.min(cap);
-        let started = Instant::now();
+        // The time a person spends answering an elicitation is added back, so
+        // neither bound counts it.
+        let mut started = Instant::now();
         let mut replayed = false;
         let mut unsent = false;
+        let mut rounds = 0usize;
+        let mut state_only_rounds = 0u32;
+        let call = Arc::new(InFlight {
+            tool: self.definition.name.clone(),
+            call_id: ctx.call_id.clone(),
+            handler: ctx
+                .extensions
+                .get::<McpElicitation>()
+                .map(|e| Arc::clone(&e.0)),
+            humans: AtomicUsize::new(0),
+            notes: Mutex::default(),
+        });
+        let _listed = self.server.events.register_call(Arc::clone(&call));
+        let mut params = CallToolRequestParams::new(self.wire_name.clone());
+        if let Some(arguments) = &arguments {
+            params = params.with_arguments(arguments.clone());
+        }
+        // Sent again after an `MCP_INPUT_REQUIRED` stop: the answers and the state.
+        let keyed = ctx
+            .extensions
+            .get::<McpInputResumes>()
+            .and_then(|all| all.0.get(&ctx.call_id));
+        if let Some(resume) = keyed.or_else(|| ctx.extensions.get::<McpInputResume>()) {
+            params.input_responses = Some(resume.responses.clone().into_iter().collect());
+            params.request_state.clone_from(&resume.request_state);
+        }
         loop {
             let conn = match self.server.connection().await {
                 Ok(conn) => conn,
-                Err(why) => return self.unavailable(&why),
+                Err(why) => return with_notes(self.unavailable(&why), &call),
             };
-            let mut params = CallToolRequestParams::new(self.wire_name.clone());
-            if let Some(arguments) = &arguments {
-                params = params.with_arguments(arguments.clone());
-            }
-            match self.attempt(&conn, params, ctx, started, idle, cap).await {
-                Attempt::Done(output) => return output,
+            let attempt = self
+                .attempt(&conn, params.clone(), ctx, started, idle, cap, &call)
+                .await;
+            match attempt {
+                Attempt::Done(output) => return with_notes(output, &call),
+                Attempt::InputRequired(result) => {
+                    rounds += 1;
+                    if rounds > MAX_INPUT_ROUNDS {
+                        return with_notes(
+                            ToolOutput::error(self.failed(
+                                codes::MCP_INPUT_UNSUPPORTED,
+                                &format!(
+                                    "MCP tool `{}` on server `{}` still asked for input after {MAX_INPUT_ROUNDS} rounds; the call was given up",
+                                    self.wire_name, self.server.name
+                                ),
+                                &conn,
+                            )),
+                            &call,
+                        );
+                    }
+                    let asked = Instant::now();
+                    let had_requests = result
+                        .input_requests
+                        .as_ref()
+                        .is_some_and(|r| !r.is_empty());
+                    let request_state = result.request_state.clone();
+                    let responses = match self.fulfil(*result, &call, &conn, true).await {
+                        Ok(r) => r,
+                        Err(output) => return with_notes(output, &call),
+                    };
+                    started += asked.elapsed();
+                    if had_requests {
+                        state_only_rounds = 0;
+                    } else {
+                        // Only state came back (load shedding): wait a little more
+                        // each time before asking again, as rmcp's own loop does.
+                        let wait = 50u64.saturating_mul(1 << state_only_rounds.min(3)).min(250);
+                        state_only_rounds += 1;
+                        tokio::time::sleep(Duration::from_millis(wait)).await;
+                    }
+                    params.input_responses = (!responses.is_empty()).then_some(responses);
+                    params.request_state = request_state;
+                }
+                Attempt::Task(task) => {
+                    let output = self
+                        .follow_task(&conn, *task, ctx, started, idle, cap, &call)
+                        .await;
+                    return with_notes(output, &call);
+                }
                 // The request never reached the server; the next session gets it.
                 Attempt::NotSent if !unsent => unsent = true,
-                Attempt::NotSent => return self.unavailable(&conn.describe_closed()),
-                Attempt::Unreachable(why) => return self.unavailable(&why),
+                Attempt::NotSent => {
+                    return with_notes(self.unavailable(&conn.describe_closed()), &call);
+                }
+                Attempt::Unreachable(why) => return with_notes(self.unavailable(&why), &call),
                 Attempt::Lost(reason) => {
                     if let Some(process) = &conn.process {
                         // The stream usually closes a moment before the process is
@@ -324,13 +449,267 @@ impl McpTool {
                         tracing::info!(target: TRACING_TARGET, server = %self.server.name, tool = %self.wire_name, "the connection broke mid-call; replaying the call (trusted read-only or idempotent)");
                         continue;
                     }
-                    return self.lost(&conn, replayed, reason.as_deref());
+                    return with_notes(self.lost(&conn, replayed, reason.as_deref()), &call);
                 }
             }
         }
     }
 
+    /// Answers the requests of an `input_required` result: elicitations through
+    /// the call's host (declined with a reason when it has none). Sampling and
+    /// roots, which Iris does not declare, end the call with
+    /// `MCP_INPUT_UNSUPPORTED`.
+    async fn fulfil(
+        &self,
+        result: InputRequiredResult,
+        call: &InFlight,
+        conn: &Connection,
+        can_wait: bool,
+    ) -> Result<InputResponses, ToolOutput> {
+        let mut responses = InputResponses::new();
+        for (key, request) in result.input_requests.clone().unwrap_or_default() {
+            let InputRequest::Elicitation(request) = request else {
+                let method = match request {
+                    InputRequest::CreateMessage(_) => "sampling/createMessage",
+                    InputRequest::ListRoots(_) => "roots/list",
+                    _ => "an input request iris does not know",
+                };
+                return Err(ToolOutput::error(self.failed(
+                    codes::MCP_INPUT_UNSUPPORTED,
+                    &format!(
+                        "MCP tool `{}` on server `{}` asked for {method}, which iris does not offer (it declares elicitation only); the call ended",
+                        self.wire_name, self.server.name
+                    ),
+                    conn,
+                )));
+            };
+            let (answer, asked) = self.elicit(call, &request.params, can_wait).await;
+            if let ElicitationAnswer::Wait { .. } = answer {
+                let stop = InputRequired {
+                    request: asked,
+                    key,
+                    request_state: result.request_state.clone(),
+                    responses: responses.into_iter().collect(),
+                };
+                return Err(stop.into_output(&self.wire_name, &self.server.name));
+            }
+            responses.insert(key, answer.to_wire());
+        }
+        Ok(responses)
+    }
+
+    /// Asks the call's host one elicitation, noting it for the result.
+    async fn elicit(
+        &self,
+        call: &InFlight,
+        params: &ElicitRequestParams,
+        can_wait: bool,
+    ) -> (ElicitationAnswer, ElicitationRequest) {
+        let request =
+            ElicitationRequest::from_params(&self.server.name, &call.tool, &call.call_id, params);
+        call.humans.fetch_add(1, Ordering::AcqRel);
+        let (answer, note) = elicitation::ask(call.handler.as_ref(), &request, can_wait).await;
+        call.humans.fetch_sub(1, Ordering::AcqRel);
+        crate::client::record(
+            &self.server.diagnostics,
+            &request,
+            &answer,
+            call.handler.is_none(),
+        );
+        call.note(note);
+        (answer, request)
+    }
+
+    /// Polls a task the server made of the call (`tasks/get`, at the server's
+    /// suggested interval) until it ends, within the call's cap; answers its
+    /// elicitations (`tasks/update`); sends `tasks/cancel` when the cap passes or
+    /// the host cancels.
+    #[allow(clippy::too_many_arguments)]
+    async fn follow_task(
+        &self,
+        conn: &Arc<Connection>,
+        created: CreateTaskResult,
+        ctx: &ToolExecutionContext,
+        mut started: Instant,
+        idle: Duration,
+        cap: Duration,
+        call: &InFlight,
+    ) -> ToolOutput {
+        let task_id = created.task.task_id.clone();
+        let mut interval = poll_interval(created.task.poll_interval_ms);
+        let polls = AtomicU64::new(0);
+        tracing::info!(target: TRACING_TARGET, server = %self.server.name, tool = %self.wire_name, task = %task_id, "the call runs as an MCP task; polling it");
+        let task_detail = |info: ToolErrorInfo| {
+            info.with_detail("task_id", task_id.clone())
+                .with_detail("task_polls", polls.load(Ordering::Relaxed))
+        };
+        loop {
+            let cap_at = started + cap;
+            let wake = (Instant::now() + interval).min(cap_at);
+            let cancelled = async {
+                match &ctx.cancellation {
+                    Some(signal) => signal.cancelled().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                () = cancelled => {
+                    self.cancel_task(conn, &task_id).await;
+                    return ToolOutput::error(task_detail(ToolErrorInfo::new(
+                        core_codes::CANCELLED,
+                        format!("the call was cancelled; the MCP server was told to cancel task `{task_id}` (tasks/cancel)"),
+                    ).with_detail("cancellation", "tasks/cancel")));
+                }
+                () = tokio::time::sleep_until(wake) => {}
+            }
+            let left = cap_at.saturating_duration_since(Instant::now());
+            let capped = |this: &Self| {
+                ToolOutput::error(task_detail(
+                    ToolErrorInfo::new(
+                        core_codes::TOOL_TIMEOUT,
+                        format!(
+                            "MCP tool `{}` on server `{}` ran as task `{task_id}` and did not finish within its cap of {:.3}s; the server was told to cancel it (tasks/cancel)",
+                            this.wire_name, this.server.name, cap.as_secs_f64()
+                        ),
+                    )
+                    .retryable(true)
+                    .with_detail("bound", "cap")
+                    .with_detail("cap_seconds", cap.as_secs_f64())
+                    .with_detail("cancellation", "tasks/cancel"),
+                ))
+            };
+            if left.is_zero() {
+                self.cancel_task(conn, &task_id).await;
+                return capped(self);
+            }
+            polls.fetch_add(1, Ordering::Relaxed);
+            let got = tokio::time::timeout(
+                idle.min(left),
+                conn.peer.get_task(GetTaskParams::new(task_id.clone())),
+            )
+            .await;
+            let got = match got {
+                Ok(Ok(got)) => got,
+                Ok(Err(e)) => {
+                    return ToolOutput::error(task_detail(self.failed(
+                        codes::MCP_TASK_FAILED,
+                        &format!(
+                            "following task `{task_id}` of MCP tool `{}` on server `{}` failed (tasks/get): {}",
+                            self.wire_name,
+                            self.server.name,
+                            one_line(&e.to_string())
+                        ),
+                        conn,
+                    )));
+                }
+                Err(_) if left < idle => {
+                    self.cancel_task(conn, &task_id).await;
+                    return capped(self);
+                }
+                Err(_) => {
+                    self.cancel_task(conn, &task_id).await;
+                    return ToolOutput::error(task_detail(
+                        ToolErrorInfo::new(
+                            core_codes::TOOL_TIMEOUT,
+                            format!(
+                                "MCP server `{}` did not answer tasks/get for task `{task_id}` within {:.3}s; the server was told to cancel it (tasks/cancel)",
+                                self.server.name, idle.as_secs_f64()
+                            ),
+                        )
+                        .retryable(true)
+                        .with_detail("bound", "idle")
+                        .with_detail("cancellation", "tasks/cancel"),
+                    ));
+                }
+            };
+            interval = poll_interval(
+                got.task
+                    .task
+                    .poll_interval_ms
+                    .or(Some(interval.as_millis() as u64)),
+            );
+            match got.task.payload {
+                TaskPayload::Completed { result } => {
+                    let mut out = self.project(Value::Object(result), ctx, conn);
+                    if let Some(Value::Object(mcp)) = out.metadata.get_mut("mcp") {
+                        mcp.insert("task_id".into(), json!(task_id));
+                        mcp.insert("task_polls".into(), json!(polls.load(Ordering::Relaxed)));
+                    }
+                    return out;
+                }
+                TaskPayload::Failed { error } => {
+                    let message = error
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or("no message");
+                    return ToolOutput::error(task_detail(
+                        self.failed(
+                            codes::MCP_TASK_FAILED,
+                            &format!(
+                                "MCP tool `{}` on server `{}` ran as task `{task_id}`, which failed: {}",
+                                self.wire_name, self.server.name, one_line(message)
+                            ),
+                            conn,
+                        )
+                        .with_detail("error", Value::Object(error)),
+                    ));
+                }
+                TaskPayload::Cancelled => {
+                    return ToolOutput::error(task_detail(self.failed(
+                        codes::MCP_TASK_FAILED,
+                        &format!(
+                            "MCP tool `{}` on server `{}` ran as task `{task_id}`, which the server cancelled",
+                            self.wire_name, self.server.name
+                        ),
+                        conn,
+                    )));
+                }
+                TaskPayload::InputRequired { input_requests } => {
+                    let asked = Instant::now();
+                    let result = InputRequiredResult::from_input_requests(input_requests);
+                    // A task lives on the server: it cannot wait for a later answer.
+                    let responses = match self.fulfil(result, call, conn, false).await {
+                        Ok(r) => r,
+                        Err(out) => {
+                            self.cancel_task(conn, &task_id).await;
+                            return out;
+                        }
+                    };
+                    started += asked.elapsed();
+                    if let Err(e) = conn
+                        .peer
+                        .update_task(UpdateTaskParams::new(task_id.clone(), responses))
+                        .await
+                    {
+                        return self.service_error(&e, conn);
+                    }
+                }
+                // Working, or a status this version does not know: poll again.
+                _ => {}
+            }
+        }
+    }
+
+    /// Sends `tasks/cancel`, bounded: a server that does not answer must not hold
+    /// the call's end.
+    async fn cancel_task(&self, conn: &Connection, task_id: &str) {
+        let cancel = conn
+            .peer
+            .cancel_task(CancelTaskParams::new(task_id.to_owned()));
+        match tokio::time::timeout(Duration::from_secs(5), cancel).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::debug!(server = %self.server.name, task = %task_id, error = %e, "tasks/cancel failed");
+            }
+            Err(_) => {
+                tracing::debug!(server = %self.server.name, task = %task_id, "tasks/cancel was not answered");
+            }
+        }
+    }
+
     /// One `tools/call` on `conn`, waited for under the idle timeout and the cap.
+    #[allow(clippy::too_many_arguments)]
     async fn attempt(
         &self,
         conn: &Arc<Connection>,
@@ -339,6 +718,7 @@ impl McpTool {
         started: Instant,
         idle: Duration,
         cap: Duration,
+        call: &InFlight,
     ) -> Attempt {
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         // rmcp puts a fresh `progressToken` into every request's `_meta`.
@@ -357,8 +737,9 @@ impl McpTool {
         let mut pending = PendingCall {
             handle: Some(handle),
         };
-        let cap_at = started + cap;
+        let mut cap_at = started + cap;
         let mut last_reset = Instant::now();
+        let mut human_seen = false;
         let mut deadline = (last_reset + idle).min(cap_at);
         let mut beats = 0u64;
         let mut progress_open = true;
@@ -405,6 +786,18 @@ impl McpTool {
                 // `_watch` holds the route, so this does not happen; if it did, the
                 // wait goes on without progress.
                 Wake::Progress(None) => progress_open = false,
+                // A person is answering the server's elicitation: the bounds wait.
+                Wake::Deadline if call.waiting_for_human() => {
+                    human_seen = true;
+                    let step = Duration::from_millis(200);
+                    cap_at += step;
+                    deadline = Instant::now() + step;
+                }
+                Wake::Deadline if human_seen => {
+                    human_seen = false;
+                    last_reset = Instant::now();
+                    deadline = (last_reset + idle).min(cap_at);
+                }
                 Wake::Deadline => {
                     let mode = conn.cancel_mode();
                     let reason = "timed out";
@@ -531,26 +924,8 @@ impl McpTool {
             ServerResult::CallToolResult(r) => serde_json::to_value(&r),
             // A result with nothing in it is a call that returned nothing.
             ServerResult::EmptyResult(_) => Ok(json!({"content": []})),
-            ServerResult::InputRequiredResult(_) => {
-                return Attempt::Done(ToolOutput::error(self.failed(
-                    codes::MCP_REQUEST_FAILED,
-                    &format!(
-                        "MCP tool `{}` on server `{}` asked for more input (a multi-round request); iris does not answer those yet",
-                        self.wire_name, self.server.name
-                    ),
-                    conn,
-                )));
-            }
-            ServerResult::CreateTaskResult(_) => {
-                return Attempt::Done(ToolOutput::error(self.failed(
-                    codes::MCP_REQUEST_FAILED,
-                    &format!(
-                        "MCP tool `{}` on server `{}` started a task; iris does not follow MCP tasks yet",
-                        self.wire_name, self.server.name
-                    ),
-                    conn,
-                )));
-            }
+            ServerResult::InputRequiredResult(r) => return Attempt::InputRequired(Box::new(r)),
+            ServerResult::CreateTaskResult(t) => return Attempt::Task(Box::new(t)),
             _ => {
                 return Attempt::Done(ToolOutput::error(self.failed(
                     codes::MCP_REQUEST_FAILED,

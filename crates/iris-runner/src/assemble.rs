@@ -71,7 +71,9 @@ pub struct ToolEnvironment {
     pub hooks: Option<HookDispatcher>,
     /// The MCP manager, when `mcp` is set (owned: `close` stops its servers). Its
     /// [`MCPManager::snapshot`] lists servers, protocols, tools and diagnostics.
-    pub mcp: Option<MCPManager>,
+    /// Shared with the runners built over this environment, which refresh its
+    /// catalog between model requests.
+    pub mcp: Option<Arc<MCPManager>>,
     /// Things that were accepted but not installed, one sentence each (for
     /// `iris check` and logs), e.g. `human.ask` without a runner.
     pub notes: Vec<String>,
@@ -86,7 +88,7 @@ pub struct ToolEnvironment {
 impl ToolEnvironment {
     /// The MCP catalog (servers, tools, diagnostics) once the servers started.
     pub fn mcp_snapshot(&self) -> Option<Arc<MCPCatalogSnapshot>> {
-        self.mcp.as_ref().and_then(MCPManager::snapshot)
+        self.mcp.as_deref().and_then(MCPManager::snapshot)
     }
 
     /// Closes everything the assembly started: the MCP servers, an owned decision
@@ -425,7 +427,7 @@ async fn assemble(
                     .iter()
                     .map(|d| format!("mcp: server `{}`: {}: {}", d.server, d.code, d.message)),
             );
-            Some(manager)
+            Some(Arc::new(manager))
         }
         None => None,
     };

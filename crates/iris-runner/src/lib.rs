@@ -8,6 +8,7 @@ pub mod error;
 pub mod goal;
 pub mod host;
 pub mod loop_tool;
+mod mcp_host;
 pub mod model;
 #[cfg(feature = "otel")]
 pub mod otel;
@@ -29,12 +30,12 @@ pub use host::HostRegistry;
 pub use loop_tool::RunLoopTool;
 pub use model::{ModelConfig, ProviderKind};
 pub use outcome::{
-    Answer, ApprovalRequest, InDoubtRequest, Interaction, QuestionRequest, RunError, RunEvent,
-    RunOutcome, SecretRequest, SubagentRequest,
+    Answer, ApprovalRequest, ElicitationInteraction, InDoubtRequest, Interaction, QuestionRequest,
+    RunError, RunEvent, RunOutcome, SecretRequest, SubagentRequest,
 };
 pub use runner::{
-    AgentRunner, AgentRunnerBuilder, ApprovalDecision, ApprovalHandler, ResumeStream, RunInput,
-    RunStream, open_store,
+    AgentRunner, AgentRunnerBuilder, ApprovalDecision, ApprovalHandler, ELICITATION_NO_HOST,
+    ELICITATION_NOT_HANDLED, ResumeStream, RunInput, RunStream, open_store,
 };
 pub use secret::{MemorySecretStore, SecretStore, SecretTarget, SecretValue};
 pub use store::{MemoryRunStore, PostgresRunStore, RunStatus, RunStore, SqliteRunStore};

@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use iris_mcp::{ElicitationAnswer, ElicitationKind, ElicitationRequest, InputRequired};
 use iris_providers::chat::{Message, Usage};
 use iris_tools_core::ToolResult;
 use serde::{Deserialize, Serialize};
@@ -177,6 +178,23 @@ pub struct SecretRequest {
     pub tools: Vec<String>,
 }
 
+/// An MCP server asked for input during a call and nobody attached to the run
+/// could answer (a 2026-07-28 `input_required` result): the call stopped, and
+/// the answer sends it again where it stopped.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ElicitationInteraction {
+    /// The interaction id an answer names.
+    pub id: String,
+    /// The run.
+    pub run_id: String,
+    /// The call.
+    pub call_id: String,
+    /// The canonical tool name.
+    pub tool_name: String,
+    /// What the server asks (form schema or URL) and what sends the call again.
+    pub input: Box<InputRequired>,
+}
+
 /// What a waiting run needs from a human.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -196,6 +214,9 @@ pub enum Interaction {
     /// ([`SubagentRequest::inner`]). It takes the answer the inner interaction takes;
     /// resuming the parent with it resumes the child ([`crate::subagent`]).
     Subagent(SubagentRequest),
+    /// Answer an MCP server's request for input ([`Answer::Text`]: the form's values
+    /// as a JSON object, or `accept` for a URL; [`Answer::Deny`] declines).
+    Elicitation(ElicitationInteraction),
 }
 
 /// The proxy interaction of a waiting child run (`kind: subagent`): the parent run
@@ -244,10 +265,11 @@ impl Interaction {
             Interaction::InDoubt(d) => &d.id,
             Interaction::Secret(s) => &s.id,
             Interaction::Subagent(s) => &s.id,
+            Interaction::Elicitation(e) => &e.id,
         }
     }
 
-    /// `approval`, `question`, `in_doubt`, `secret` or `subagent`.
+    /// `approval`, `question`, `in_doubt`, `secret`, `subagent` or `elicitation`.
     pub fn kind(&self) -> &'static str {
         match self {
             Interaction::Approval(_) => "approval",
@@ -255,6 +277,7 @@ impl Interaction {
             Interaction::InDoubt(_) => "in_doubt",
             Interaction::Secret(_) => "secret",
             Interaction::Subagent(_) => "subagent",
+            Interaction::Elicitation(_) => "elicitation",
         }
     }
 
@@ -296,8 +319,49 @@ impl Interaction {
                 s.child_run_id,
                 s.inner.summary()
             ),
+            Interaction::Elicitation(e) => {
+                let request = &e.input.request;
+                match &request.kind {
+                    ElicitationKind::Url { url, .. } => format!(
+                        "MCP server `{}` asks during {} ({}): {} (open {url})",
+                        request.server, e.tool_name, e.call_id, request.message
+                    ),
+                    _ => format!(
+                        "MCP server `{}` asks during {} ({}): {} (form: {})",
+                        request.server,
+                        e.tool_name,
+                        e.call_id,
+                        request.message,
+                        form_fields(request)
+                    ),
+                }
+            }
         }
     }
+}
+
+/// The fields of a form request, `name (type)` each, comma-separated.
+fn form_fields(request: &ElicitationRequest) -> String {
+    let ElicitationKind::Form { requested_schema } = &request.kind else {
+        return String::new();
+    };
+    requested_schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|props| {
+            props
+                .iter()
+                .map(|(name, field)| {
+                    let kind = field
+                        .get("type")
+                        .and_then(Value::as_str)
+                        .unwrap_or("string");
+                    format!("{name} ({kind})")
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default()
 }
 
 /// An answer to a waiting run's interaction
@@ -404,6 +468,39 @@ pub enum RunEvent {
         elapsed_seconds: f64,
         /// The call's deadline in seconds.
         deadline_seconds: f64,
+    },
+    /// An MCP call reported progress (`notifications/progress`); each one also
+    /// restarts the call's idle timeout.
+    Progress {
+        /// The turn.
+        turn: u32,
+        /// The call.
+        call_id: String,
+        /// The tool.
+        tool_name: String,
+        /// The server's progress value.
+        progress: f64,
+        /// The total, when the server knows it.
+        total: Option<f64>,
+        /// The server's message (redacted, one line).
+        message: Option<String>,
+    },
+    /// An MCP server asked for user input in the middle of a call; the run's
+    /// [`ApprovalHandler::elicit`](crate::ApprovalHandler::elicit) is asked.
+    ElicitationRequested {
+        /// The turn.
+        turn: u32,
+        /// What is asked (server, tool, call id, message, form schema or URL).
+        request: ElicitationRequest,
+    },
+    /// The elicitation was answered (accepted, declined or cancelled, with why).
+    ElicitationAnswered {
+        /// The turn.
+        turn: u32,
+        /// The call.
+        call_id: String,
+        /// The answer.
+        answer: ElicitationAnswer,
     },
     /// A background call finished; its result reaches the model at the next turn.
     BackgroundFinished {

@@ -52,6 +52,8 @@ pub(crate) struct RunState {
     pub(crate) renewer: Option<tokio::task::JoinHandle<()>>,
     /// Background calls in flight (dropping the set aborts them).
     pub(crate) background: tokio::task::JoinSet<BackgroundResult>,
+    /// Answers to MCP calls that stopped for input, by call id, for their next run.
+    pub(crate) resumes: iris_mcp::McpInputResumes,
 }
 
 impl Drop for RunState {
@@ -220,6 +222,7 @@ impl AgentRunner {
             owner: new_owner(),
             renewer: None,
             background: tokio::task::JoinSet::new(),
+            resumes: iris_mcp::McpInputResumes::default(),
         }
     }
 
@@ -238,6 +241,7 @@ impl AgentRunner {
             owner,
             renewer: None,
             background: tokio::task::JoinSet::new(),
+            resumes: iris_mcp::McpInputResumes::default(),
         }
     }
 
@@ -414,8 +418,9 @@ impl AgentRunner {
 
     /// Applies an answer to the pending interaction: the call's result is decided
     /// (or the call runs, for an approval or a re-run), and the run is running again.
-    /// `Some` stops the run at once: a resumed subagent child waits again, or the
-    /// approved call asks for another approval (a script's next inner call).
+    /// `Some` stops the run at once: a resumed subagent child waits again, the
+    /// approved call asks for another approval (a script's next inner call), or the
+    /// call that ran stopped for input.
     async fn apply_answer(
         &self,
         state: &mut RunState,
@@ -444,6 +449,17 @@ impl AgentRunner {
                 format!("run `{run_id}`: the interaction names call {index}, which its turn lacks"),
             ));
         };
+        if let Interaction::Elicitation(asks) = &pending.interaction {
+            // The call runs again with the answer when the turn goes on.
+            let reply = crate::mcp_host::elicitation_answer(asks, &answer)?;
+            state
+                .resumes
+                .0
+                .insert(call.id.clone(), asks.input.resume(&reply));
+            state.record.interaction = None;
+            state.record.status = RunStatus::Running;
+            return self.save(state).await.map(|()| None).map_err(outcome_error);
+        }
         let ctx = self.turn_context(state, turn.turn, sink);
         let result = match (&pending.interaction, answer) {
             // A `subagent` call a crash left in doubt runs again as a new child run.
@@ -556,6 +572,13 @@ impl AgentRunner {
                 self.wait(state, index, Interaction::Approval(request))
                     .await,
             ));
+        }
+        if let Some(asks) = crate::mcp_host::stopped_for_input(&run_id, &result) {
+            self.journal(state, index, &call, CallState::Planned, None)
+                .await
+                .map_err(outcome_error)?;
+            let interaction = Interaction::Elicitation(asks);
+            return Ok(Some(self.wait(state, index, interaction).await));
         }
         sink.emit(RunEvent::ToolCallFinished {
             turn: turn.turn,
@@ -676,6 +699,7 @@ impl AgentRunner {
             }
             state.record.turns += 1;
             let turn = state.record.turns;
+            crate::mcp_host::refresh_catalog(inner.mcp.as_deref()).await;
             let mut sent = state.disclosure.request_specs(&view, inner.schema_budget);
             // After an auth failure that named a secret of this run, `store_secret`
             // (a system-use tool, outside every view) is offered.
@@ -1003,12 +1027,18 @@ impl AgentRunner {
                         arguments: approval.arguments.clone(),
                         reason: approval.reason.clone(),
                     };
-                    sink.emit(RunEvent::ApprovalRequested {
-                        request: request.clone(),
-                    });
-                    let decision = match &inner.approvals {
-                        Some(handler) => handler.decide(&request).await,
-                        None => ApprovalDecision::Defer,
+                    let decision = if state.resumes.0.contains_key(&tool_use.id) {
+                        // An MCP call continuing with its answer ran up to the
+                        // question, so it was allowed or approved then.
+                        ApprovalDecision::Approve
+                    } else {
+                        sink.emit(RunEvent::ApprovalRequested {
+                            request: request.clone(),
+                        });
+                        match &inner.approvals {
+                            Some(handler) => handler.decide(&request).await,
+                            None => ApprovalDecision::Defer,
+                        }
                     };
                     result = match decision {
                         ApprovalDecision::Approve => {
@@ -1034,6 +1064,15 @@ impl AgentRunner {
                                 .await);
                         }
                     };
+                }
+                state.resumes.0.remove(&tool_use.id);
+                if let Some(asks) =
+                    crate::mcp_host::stopped_for_input(&state.record.run_id, &result)
+                {
+                    // Its server keeps no state: the answer sends it again.
+                    self.journal(state, slot, call, CallState::Planned, None)
+                        .await?;
+                    return Err(self.wait(state, slot, Interaction::Elicitation(asks)).await);
                 }
                 self.note_auth_failure(state, &mut result);
                 sink.emit(RunEvent::ToolCallFinished {
@@ -1369,7 +1408,11 @@ impl AgentRunner {
         if inner.strict == Strict::Yes {
             ctx = ctx.with_extension(StrictModeCall);
         }
-        ctx
+        let events = match sink {
+            Sink::Channel(tx) => Some(tx),
+            Sink::None => None,
+        };
+        crate::mcp_host::attach(ctx, inner.approvals.as_ref(), events, turn, &state.resumes)
     }
 
     fn run_span(&self, state: &RunState) -> tracing::Span {
@@ -1649,6 +1692,9 @@ fn check_answer(state: &RunState, interaction_id: &str, answer: &Answer) -> Resu
                 codes::RUN_ANSWER_INVALID,
                 format!("the answer must be one of: {}", q.options.join(", ")),
             ));
+        }
+        (Interaction::Elicitation(e), _) => {
+            return crate::mcp_host::elicitation_answer(e, answer).map(|_| ());
         }
         (Interaction::Approval(_), _) => "approve or deny",
         (Interaction::Question(_), _) => "a text answer",

@@ -39,6 +39,7 @@ use futures_core::Stream;
 use iris_discovery::SchemaBudget;
 use iris_executor::ToolExecutor;
 use iris_hooks::HookDispatcher;
+use iris_mcp::{ElicitationAnswer, ElicitationRequest, MCPManager};
 use iris_providers::chat::Message;
 use iris_providers::{CompletionProvider, Strict, StrictNullsLayer};
 use iris_tools_core::{BoxFuture, CancellationSignal, ViewFilter};
@@ -108,7 +109,25 @@ pub trait ApprovalHandler: Send + Sync {
         let _ = request;
         Box::pin(async { None })
     }
+
+    /// The answer to an MCP server's request for user input (elicitation, form or
+    /// URL mode) in the middle of one of the run's calls. The default declines,
+    /// saying why: the server hears `decline`, and the call's result and the
+    /// server's diagnostics carry the reason.
+    fn elicit<'a>(&'a self, request: &'a ElicitationRequest) -> BoxFuture<'a, ElicitationAnswer> {
+        let _ = request;
+        Box::pin(async { ElicitationAnswer::decline(ELICITATION_NOT_HANDLED) })
+    }
 }
+
+/// Why an elicitation is declined when the run's [`ApprovalHandler`] does not
+/// answer elicitations (its default [`ApprovalHandler::elicit`]).
+pub const ELICITATION_NOT_HANDLED: &str =
+    "the run's host does not answer MCP elicitations (its approval handler has no elicit)";
+
+/// Why an elicitation is declined when the run has no [`ApprovalHandler`] at all.
+pub const ELICITATION_NO_HOST: &str =
+    "nobody can answer during this run (it has no approval handler: a non-interactive run)";
 
 impl<F> ApprovalHandler for F
 where
@@ -216,6 +235,8 @@ pub(crate) struct Inner {
     pub(crate) subagents: Option<Arc<Subagents>>,
     pub(crate) child_providers: Option<Arc<dyn ChildProviderFactory>>,
     pub(crate) is_child: bool,
+    /// The MCP manager whose catalog is refreshed between model requests.
+    pub(crate) mcp: Option<Arc<MCPManager>>,
 }
 
 /// The run loop over one tool layer and one model; see the [module docs](self).
@@ -359,6 +380,7 @@ impl AgentRunner {
             }));
         }
         builder.store = store;
+        builder.mcp.clone_from(&env.mcp);
         builder
     }
 
@@ -629,6 +651,7 @@ pub struct AgentRunnerBuilder {
     subagents: Option<Arc<Subagents>>,
     child_providers: Option<Arc<dyn ChildProviderFactory>>,
     is_child: bool,
+    mcp: Option<Arc<MCPManager>>,
 }
 
 impl fmt::Debug for AgentRunnerBuilder {
@@ -669,6 +692,7 @@ impl AgentRunnerBuilder {
             subagents: None,
             child_providers: None,
             is_child: false,
+            mcp: None,
         }
     }
 
@@ -742,8 +766,18 @@ impl AgentRunnerBuilder {
         self
     }
 
-    /// Answers approvals during a run; without one, a call that needs a human makes
-    /// the run wait.
+    /// The MCP manager whose catalog the loop refreshes between model requests
+    /// when a server said its tools changed (set for runners built from a YAML).
+    /// Its tools must be in the executor's registry.
+    #[must_use]
+    pub fn mcp_manager(mut self, manager: Arc<MCPManager>) -> Self {
+        self.mcp = Some(manager);
+        self
+    }
+
+    /// Answers approvals (and questions, secrets and MCP elicitations) during a run;
+    /// without one, a call that needs a human makes the run wait, and an
+    /// elicitation is declined with [`ELICITATION_NO_HOST`].
     #[must_use]
     pub fn approval_handler(mut self, handler: impl ApprovalHandler + 'static) -> Self {
         self.approvals = Some(Arc::new(handler));
@@ -905,6 +939,7 @@ impl AgentRunnerBuilder {
                 subagents: self.subagents,
                 child_providers: self.child_providers,
                 is_child: self.is_child,
+                mcp: self.mcp,
             }),
         }
     }

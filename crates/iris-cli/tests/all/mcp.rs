@@ -29,10 +29,17 @@ pub(crate) fn python() -> &'static str {
 /// `mcp.json` running the SDK fixture server as `fixture`, plus a server that cannot
 /// start, `gone`, made optional by an override.
 pub(crate) fn agent(yaml: &str) -> tempfile::TempDir {
+    agent_with(yaml, &[])
+}
+
+/// [`agent`] with extra arguments for the fixture server (`--extra-tools`).
+pub(crate) fn agent_with(yaml: &str, extra: &[&str]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let server = mcp_fixtures().join("sdk_server.py");
+    let mut args = vec![server.display().to_string()];
+    args.extend(extra.iter().map(|a| (*a).to_owned()));
     let mcp = serde_json::json!({"mcpServers": {
-        "fixture": {"command": python(), "args": [server.display().to_string()]},
+        "fixture": {"command": python(), "args": args},
         "gone": {"command": "/nonexistent/iris-mcp-server"},
     }});
     std::fs::write(dir.path().join("mcp.json"), mcp.to_string()).unwrap();
@@ -283,5 +290,155 @@ fn a_call_starts_only_the_servers_it_needs() {
             ),
             (&["call", "list_files", "{}"], 0, &["mcp.json"], ""),
         ],
+    );
+}
+
+/// `iris call` of a tool whose server asks for input: declined with why when no
+/// terminal can answer (the server hears `decline`, the result says it); the
+/// `--json` result names it under `metadata.mcp.elicitations`.
+#[test]
+fn iris_call_declines_an_elicitation_without_a_terminal() {
+    let dir = agent_with("", &["--extra-tools"]);
+    let run: Run = iris(
+        dir.path(),
+        &["--trust", "call", "mcp__fixture__ask_form"],
+        &[],
+        "",
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("action=decline colour=-"), "{run:?}");
+    assert!(
+        run.stdout.contains("no terminal can answer here"),
+        "{run:?}"
+    );
+    let run: Run = iris(
+        dir.path(),
+        &[
+            "--trust",
+            "--json",
+            "call",
+            "mcp__fixture__ask_url",
+            "--yes",
+        ],
+        &[],
+        "",
+    );
+    let value: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let note = &value["metadata"]["mcp"]["elicitations"][0];
+    assert_eq!(note["mode"], "url", "{value}");
+    assert_eq!(note["action"], "decline", "{value}");
+    assert_eq!(note["url"], "http://127.0.0.1:9/signin", "{value}");
+}
+
+/// `iris run` without a terminal: an MCP server's request for input makes the run
+/// wait (exit 4) with the commands that answer it; `iris resume --answer` with the
+/// form's values sends the call again and the run completes.
+#[test]
+fn an_elicitation_without_a_terminal_waits_and_resume_answers_it() {
+    let script = "model:\n  provider: scripted\n  script:\n    - tool_calls: [{name: mcp__fixture__ask_form}]\n    - {expect_tool_results: 1, text: Got it.}\n";
+    let dir = agent_with(script, &["--extra-tools"]);
+    let run: Run = iris(dir.path(), &["--trust", "--json", "run", "Pick"], &[], "");
+    assert_eq!(run.code, 4, "{run:?}");
+    let waiting: serde_json::Value =
+        serde_json::from_str(run.stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(waiting["type"], "waiting", "{run:?}");
+    assert_eq!(waiting["kind"], "elicitation", "{run:?}");
+    let run_id = waiting["run_id"].as_str().unwrap().to_owned();
+    let commands: Vec<&str> = waiting["answer_with"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        commands,
+        [
+            format!("iris --trust resume {run_id} --answer '{{\"colour\":\"<string>\"}}'"),
+            format!("iris --trust resume {run_id} --deny REASON"),
+        ],
+        "{run:?}"
+    );
+    let bad: Run = iris(
+        dir.path(),
+        &["--trust", "resume", &run_id, "--answer", "teal"],
+        &[],
+        "",
+    );
+    assert_ne!(bad.code, 0, "{bad:?}");
+    assert!(bad.stderr.contains("RUN_ANSWER_INVALID"), "{bad:?}");
+    let done: Run = iris(
+        dir.path(),
+        &[
+            "--trust",
+            "resume",
+            &run_id,
+            "--answer",
+            r#"{"colour": "teal"}"#,
+        ],
+        &[],
+        "",
+    );
+    assert_eq!(done.code, 0, "{done:?}");
+    assert_eq!(done.stdout, "Got it.\n", "{done:?}");
+    assert!(
+        done.stderr
+            .contains("tool mcp__fixture__ask_form (call_1_1) ... ok"),
+        "{done:?}"
+    );
+}
+
+/// A call that needs approval and then asks for input, with nobody at a terminal:
+/// the run waits for the approval, then for the input; the answer continues the
+/// call without asking for the approval again.
+#[test]
+fn an_approved_call_that_asks_for_input_is_not_approved_twice() {
+    let script = "model:\n  provider: scripted\n  script:\n    - tool_calls: [{name: mcp__fixture__ask_url}]\n    - {expect_tool_results: 1, text: Signed in.}\n";
+    let dir = agent_with(script, &["--extra-tools"]);
+    let waiting = |run: &Run| -> serde_json::Value {
+        serde_json::from_str(run.stdout.lines().last().unwrap()).unwrap()
+    };
+    let run: Run = iris(
+        dir.path(),
+        &["--trust", "--json", "run", "Sign in"],
+        &[],
+        "",
+    );
+    assert_eq!(run.code, 4, "{run:?}");
+    let w = waiting(&run);
+    assert_eq!(w["kind"], "approval", "{run:?}");
+    let run_id = w["run_id"].as_str().unwrap().to_owned();
+    let run: Run = iris(
+        dir.path(),
+        &["--trust", "--json", "resume", &run_id, "--approve"],
+        &[],
+        "",
+    );
+    assert_eq!(run.code, 4, "{run:?}");
+    let w = waiting(&run);
+    assert_eq!(w["kind"], "elicitation", "{run:?}");
+    assert_eq!(
+        w["answer_with"][0],
+        format!("iris --trust resume {run_id} --answer accept"),
+        "{run:?}"
+    );
+    assert!(
+        w["summary"]
+            .as_str()
+            .unwrap()
+            .contains("(open http://127.0.0.1:9/signin)"),
+        "{run:?}"
+    );
+    let done: Run = iris(
+        dir.path(),
+        &["--trust", "resume", &run_id, "--answer", "accept"],
+        &[],
+        "",
+    );
+    assert_eq!(done.code, 0, "{done:?}");
+    assert_eq!(done.stdout, "Signed in.\n", "{done:?}");
+    assert!(
+        done.stderr
+            .contains("tool mcp__fixture__ask_url (call_1_1) ... ok (approved)"),
+        "{done:?}"
     );
 }

@@ -880,3 +880,97 @@ fn a_subagents_approval_is_asked_on_the_terminal() {
     }
     assert!(dir.path().join("notes/summary.md").is_file(), "{screen}");
 }
+
+/// On a terminal an MCP server's request for input is asked: `iris call` fills a
+/// form field by field, `iris run` shows a URL and asks whether the user went
+/// there; the answers reach the server.
+#[test]
+fn a_terminal_answers_mcp_elicitations() {
+    let dir = super::mcp::agent_with("", &["--extra-tools"]);
+    let mut pty = Pty::open();
+    let mut command = super::command(
+        dir.path(),
+        &["--trust", "call", "mcp__fixture__ask_form"],
+        &[],
+    );
+    command
+        .stdin(pty.slave())
+        .stderr(pty.slave())
+        .stdout(Stdio::piped());
+    let child = command.spawn().unwrap();
+    drop(command);
+    pty.until("asks for input during mcp__fixture__ask_form");
+    pty.until("Answer it? [Y/n] ");
+    pty.type_line("y\n");
+    pty.until("Colour (string, required): ");
+    pty.type_line("blue\n");
+    let out = child.wait_with_output().unwrap();
+    let screen = pty.rest().to_owned();
+    assert_eq!(out.status.code(), Some(0), "{screen}");
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "action=accept colour=blue\n"
+    );
+
+    let script = "model:\n  provider: scripted\n  script:\n    - tool_calls: [{name: mcp__fixture__ask_url}]\n    - {expect_tool_results: 1, text: Signed in.}\n";
+    let dir = super::mcp::agent_with(script, &["--extra-tools"]);
+    let mut pty = Pty::open();
+    let mut command = super::command(dir.path(), &["--trust", "run", "--yes", "Sign in"], &[]);
+    command
+        .stdin(pty.slave())
+        .stderr(pty.slave())
+        .stdout(Stdio::piped());
+    let child = command.spawn().unwrap();
+    drop(command);
+    pty.until("open: http://127.0.0.1:9/signin");
+    pty.until("Did you open it and finish there? [y/N] ");
+    pty.type_line("y\n");
+    let out = child.wait_with_output().unwrap();
+    let screen = pty.rest().to_owned();
+    assert_eq!(out.status.code(), Some(0), "{screen}");
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "Signed in.\n");
+    assert!(
+        screen.contains("tool mcp__fixture__ask_url (call_1_1) ... ok (approved)"),
+        "{screen}"
+    );
+}
+
+/// MCP progress of a call in a run: on the terminal's status line, and as
+/// `progress` events in `--json`.
+#[test]
+fn mcp_progress_shows_on_the_status_line_and_in_json() {
+    let script = "model:\n  provider: scripted\n  script:\n    - tool_calls: [{name: mcp__fixture__progress, arguments: {steps: 4, interval: 0.5}}]\n    - {expect_tool_results: 1, text: Done.}\n";
+    let dir = super::mcp::agent_with(script, &["--extra-tools"]);
+    let run: Run = super::iris(
+        dir.path(),
+        &["--trust", "--json", "run", "--yes", "go"],
+        &[],
+        "",
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let events: Vec<serde_json::Value> = run
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let progress: Vec<&serde_json::Value> =
+        events.iter().filter(|e| e["type"] == "progress").collect();
+    assert_eq!(progress.len(), 4, "{events:#?}");
+    assert_eq!(progress[3]["progress"], 4.0);
+    assert_eq!(progress[3]["total"], 4.0);
+    assert_eq!(progress[3]["tool_name"], "mcp__fixture__progress");
+    assert_eq!(progress[3]["message"], "step 4 of 4");
+
+    let mut pty = Pty::open();
+    let mut command = super::command(dir.path(), &["--trust", "run", "--yes", "go"], &[]);
+    command
+        .stdin(pty.slave())
+        .stderr(pty.slave())
+        .stdout(Stdio::piped());
+    let child = command.spawn().unwrap();
+    drop(command);
+    pty.until("tool mcp__fixture__progress (call_1_1) 2/4 step 2 of 4");
+    let out = child.wait_with_output().unwrap();
+    let screen = pty.rest().to_owned();
+    assert_eq!(out.status.code(), Some(0), "{screen}");
+}

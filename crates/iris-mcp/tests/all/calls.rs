@@ -392,33 +392,3 @@ async fn progress_and_cancellation_over_the_sse_transport() {
     assert!(wait_until(Duration::from_secs(20), || marker.exists()));
     h.manager.close().await;
 }
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_elicitation_is_refused_with_a_reason_never_declined_silently() {
-    // An `initialize` session over HTTP, where the server sends elicitation/create
-    // (Iris declares no elicitation capability yet; rmcp's default would decline
-    // without a word).
-    let server = HttpServer::start_with(
-        "streamable-http",
-        free_port(),
-        &["--extra-tools", "--legacy-only"],
-    );
-    let entry = format!(r#"{{"url": {}}}"#, q(&server.url("/mcp")));
-    let h = Harness::new(config(&[("old", entry)], &McpOverrides::new()));
-    h.manager.prepare().await.unwrap();
-    let r = h.call("mcp__old__ask", json!({})).await;
-    assert!(r.is_error(), "{r:?}");
-    let text = r.model_content();
-    assert!(
-        text.contains("iris cannot answer elicitation requests yet"),
-        "{text}"
-    );
-    assert!(!text.contains("action="), "never answered: {text}");
-    let live = h.manager.live_diagnostics().await;
-    assert!(
-        live.iter()
-            .any(|d| d.server == "old" && d.message.contains("sent an elicitation request")),
-        "{live:?}"
-    );
-    h.manager.close().await;
-}

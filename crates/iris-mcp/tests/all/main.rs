@@ -7,6 +7,7 @@
 mod calls;
 mod catalog;
 mod config;
+mod elicitation;
 mod executor;
 mod faults;
 mod hardening;
@@ -17,3 +18,4 @@ mod serve;
 mod servers;
 mod startup;
 mod support;
+mod tasks;

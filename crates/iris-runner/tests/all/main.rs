@@ -10,7 +10,7 @@ mod mcp;
 #[cfg(feature = "otel")]
 mod otel;
 mod run;
+mod script;
 mod secret;
 mod subagent;
-mod script;
 mod support;

@@ -1,8 +1,12 @@
 //! MCP and deferred tools in `build_tool_registry`, against iris-mcp's real Python
 //! fixture server over stdio.
 
-use iris_runner::{AgentConfig, HostRegistry, ToolEnvironment, build_tool_registry};
-use iris_tools_core::{ToolExecutionContext, ToolUse};
+use iris_mcp::{ElicitationAnswer, ElicitationKind, ElicitationRequest};
+use iris_runner::{
+    AgentConfig, AgentRunner, Answer, ApprovalDecision, ApprovalHandler, ApprovalRequest,
+    HostRegistry, Interaction, RunEvent, RunOutcome, ToolEnvironment, build_tool_registry,
+};
+use iris_tools_core::{BoxFuture, ToolExecutionContext, ToolUse};
 use serde_json::{Value, json};
 
 use crate::support::{Fixture, mcp_json, running};
@@ -263,4 +267,247 @@ async fn decision_discovery_uses_the_host_evaluator() {
         json!("by-name")
     );
     env.close().await.unwrap();
+}
+
+/// An `.mcp.json` with the fixture's extra tools (progress, elicitation, catalog
+/// changes) on one stdio server `fx`.
+fn extra_tools_json() -> String {
+    let server = crate::support::mcp_fixtures().join("sdk_server.py");
+    json!({"mcpServers": {"fx": {
+        "command": crate::support::python(),
+        "args": [server.display().to_string(), "--name", "fx", "--extra-tools"],
+    }}})
+    .to_string()
+}
+
+/// A host that approves every call and answers elicitations with `colour`.
+struct Host {
+    colour: &'static str,
+}
+
+impl ApprovalHandler for Host {
+    fn decide<'a>(&'a self, _request: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalDecision> {
+        Box::pin(async { ApprovalDecision::Approve })
+    }
+
+    fn elicit<'a>(&'a self, request: &'a ElicitationRequest) -> BoxFuture<'a, ElicitationAnswer> {
+        let answer = match &request.kind {
+            ElicitationKind::Form { .. } => {
+                ElicitationAnswer::accept(json!({"colour": self.colour}))
+            }
+            _ => ElicitationAnswer::decline("forms only"),
+        };
+        Box::pin(async move { answer })
+    }
+}
+
+/// A streamed run of `yaml` (with `mcp.json` = the extra tools) and its events.
+async fn streamed(yaml: &str, host: Option<Host>) -> Vec<RunEvent> {
+    let fx = Fixture::new(yaml, &[("mcp.json", &extra_tools_json())]);
+    let loaded = AgentConfig::load_with_env(fx.file(), false).unwrap();
+    let mut builder = AgentRunner::builder_from_loaded(&loaded, &HostRegistry::new(), None)
+        .await
+        .unwrap();
+    if let Some(host) = host {
+        builder = builder.approval_handler(host);
+    }
+    let runner = builder.build();
+    let mut stream = runner.run_streamed("go");
+    let mut all = Vec::new();
+    while let Some(event) = stream.next().await {
+        all.push(event);
+    }
+    runner.close().await.unwrap();
+    all
+}
+
+fn tool_results(events: &[RunEvent]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            RunEvent::ToolCallFinished { result, .. } => Some(result.model_content()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn run_yaml(script: &str) -> String {
+    format!(
+        "mcp:\n  path: mcp.json\n  overrides:\n    fx: {{trust_annotations: true}}\nrun_store: {{kind: memory}}\nmodel:\n  provider: scripted\n  script:\n{script}"
+    )
+}
+
+/// MCP progress notifications of a call reach the run's stream as
+/// `RunEvent::Progress`, in order, naming the call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_of_an_mcp_call_is_a_run_event() {
+    let yaml = run_yaml(
+        "    - tool_calls: [{name: mcp__fx__progress, arguments: {steps: 3, interval: 0.2}}]\n    - {expect_tool_results: 1, text: done}\n",
+    );
+    let all = streamed(&yaml, Some(Host { colour: "red" })).await;
+    type Seen = (String, String, f64, Option<f64>, Option<String>);
+    let progress: Vec<Seen> = all
+        .iter()
+        .filter_map(|e| match e {
+            RunEvent::Progress {
+                turn: 1,
+                call_id,
+                tool_name,
+                progress,
+                total,
+                message,
+            } => Some((
+                call_id.clone(),
+                tool_name.clone(),
+                *progress,
+                *total,
+                message.clone(),
+            )),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(progress.len(), 3, "{all:#?}");
+    for (i, (call_id, tool, p, total, message)) in progress.iter().enumerate() {
+        assert_eq!(call_id, "call_1_1");
+        assert_eq!(tool, "mcp__fx__progress");
+        assert_eq!(*p, (i + 1) as f64);
+        assert_eq!(*total, Some(3.0));
+        assert_eq!(message.as_deref(), Some(&*format!("step {} of 3", i + 1)));
+    }
+    assert_eq!(tool_results(&all), ["done after 3 steps"]);
+    let json = serde_json::to_value(&all).unwrap();
+    assert!(
+        json.as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["type"] == "progress" && e["progress"] == 1.0),
+        "the --json stream carries it: {json}"
+    );
+}
+
+/// An elicitation during a run goes to the run's host: answered by
+/// `ApprovalHandler::elicit`, shown on the stream, declined with a reason by the
+/// default `elicit` and when the run has no handler at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_elicitation_during_a_run_goes_to_the_host() {
+    let yaml = run_yaml(
+        "    - tool_calls: [{name: mcp__fx__ask_form}]\n    - {expect_tool_results: 1, text: done}\n",
+    );
+    let all = streamed(&yaml, Some(Host { colour: "red" })).await;
+    assert_eq!(tool_results(&all), ["action=accept colour=red"], "{all:#?}");
+    let requested = all
+        .iter()
+        .find_map(|e| match e {
+            RunEvent::ElicitationRequested { turn: 1, request } => Some(request.clone()),
+            _ => None,
+        })
+        .expect("ElicitationRequested");
+    assert_eq!(requested.tool, "mcp__fx__ask_form");
+    assert_eq!(requested.call_id, "call_1_1");
+    assert_eq!(requested.message, "Pick a colour");
+    assert!(all.iter().any(|e| matches!(
+        e,
+        RunEvent::ElicitationAnswered { call_id, answer: ElicitationAnswer::Accept { .. }, .. }
+            if call_id == "call_1_1"
+    )));
+}
+
+/// With nobody attached, a 2026-07-28 elicitation makes the run wait
+/// (`Interaction::Elicitation`, durable); `resume` with the form's values sends the
+/// call again where it stopped, and a bad answer is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_elicitation_nobody_answers_makes_the_run_wait_for_resume() {
+    let yaml = run_yaml(
+        "    - tool_calls: [{name: mcp__fx__ask_form}]\n    - {expect_tool_results: 1, text: done}\n",
+    );
+    let fx = Fixture::new(&yaml, &[("mcp.json", &extra_tools_json())]);
+    let loaded = AgentConfig::load_with_env(fx.file(), false).unwrap();
+    let runner = AgentRunner::builder_from_loaded(&loaded, &HostRegistry::new(), None)
+        .await
+        .unwrap()
+        .build();
+    let outcome = runner.run("go").await;
+    let RunOutcome::Waiting {
+        run_id,
+        interaction: Interaction::Elicitation(asks),
+    } = &outcome
+    else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(asks.call_id, "call_1_1");
+    assert_eq!(asks.tool_name, "mcp__fx__ask_form");
+    assert_eq!(asks.input.request.message, "Pick a colour");
+    let summary = Interaction::Elicitation(asks.clone()).summary();
+    assert!(summary.contains("form: colour (string)"), "{summary}");
+
+    let bad = runner
+        .resume(
+            run_id,
+            &asks.id,
+            Answer::Text {
+                text: "teal".into(),
+            },
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(bad.code, "RUN_ANSWER_INVALID", "{bad:?}");
+    let done = runner
+        .resume(
+            run_id,
+            &asks.id,
+            Answer::Text {
+                text: r#"{"colour": "teal"}"#.into(),
+            },
+        )
+        .await
+        .unwrap();
+    let RunOutcome::Completed {
+        history, output, ..
+    } = &done
+    else {
+        panic!("{done:?}")
+    };
+    assert_eq!(output, "done");
+    let text = serde_json::to_string(history).unwrap();
+    assert!(text.contains("action=accept colour=teal"), "{text}");
+    runner.close().await.unwrap();
+}
+
+/// A tool the server adds mid-run (`notifications/tools/list_changed`) is in the
+/// next model requests, after the tools sent before (names and order stable), and
+/// callable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_catalog_change_reaches_the_next_model_request() {
+    let yaml = run_yaml(
+        "    - tool_calls: [{name: mcp__fx__add_tool, arguments: {name: fresh}}]\n    - tool_calls: [{name: mcp__fx__echo, arguments: {text: between}}]\n    - tool_calls: [{name: mcp__fx__fresh, arguments: {text: hi}}]\n    - {expect_tool_results: 1, text: done}\n",
+    );
+    let all = streamed(&yaml, Some(Host { colour: "red" })).await;
+    let tools: Vec<Vec<String>> = all
+        .iter()
+        .filter_map(|e| match e {
+            RunEvent::TurnStarted { tools, .. } => Some(tools.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(tools.len(), 4, "{all:#?}");
+    assert!(!tools[0].iter().any(|t| t == "mcp__fx__fresh"));
+    let mut expected = tools[0].clone();
+    expected.push("mcp__fx__fresh".into());
+    assert_eq!(
+        tools[2], expected,
+        "old tools keep their order; the new one is last"
+    );
+    assert_eq!(
+        tool_results(&all),
+        ["added fresh", "between", "fresh: hi"],
+        "{all:#?}"
+    );
+    assert_eq!(outcome_text(&all), Some("done"));
+}
+
+fn outcome_text(events: &[RunEvent]) -> Option<&str> {
+    match events.last() {
+        Some(RunEvent::Finished { outcome }) => outcome.output(),
+        _ => None,
+    }
 }
