@@ -406,7 +406,9 @@ fn main() {
     sweep(
         "local (lexical relevance)",
         &local_sets,
-        &[0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.25, 1.3, 1.4, 1.5, 1.6, 1.8, 2.0],
+        &[
+            0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.25, 1.3, 1.4, 1.5, 1.6, 1.8, 2.0,
+        ],
     );
     #[cfg(feature = "embed")]
     if let Some(model) = &model {
