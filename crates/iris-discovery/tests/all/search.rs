@@ -226,6 +226,39 @@ fn verb_object_bonus_needs_two_query_words() {
     assert_eq!(defs[hits[0].index].name, "mcp__jira__add_comment");
 }
 
+/// A word typed in the very form a tool uses counts on top of the shared stem: the
+/// plural "buckets" favours the tool that lists buckets, whichever comes first in the
+/// catalog. The singular is the stem itself, so both tools score alike for it.
+#[test]
+fn surface_forms_count_on_top_of_stems() {
+    for flip in [false, true] {
+        let mut defs = vec![
+            def(
+                "mcp__s3__create_bucket",
+                "Create a new S3 bucket",
+                json!({"type": "object"}),
+            ),
+            def(
+                "mcp__s3__list_buckets",
+                "List all S3 buckets",
+                json!({"type": "object"}),
+            ),
+        ];
+        if flip {
+            defs.reverse();
+        }
+        let index = SearchIndex::new(&defs);
+        let top = |query: &str| defs[index.search(query, 2)[0].index].name.clone();
+        assert_eq!(top("which buckets do we have"), "mcp__s3__list_buckets");
+        let hits = index.search("buckets", 5);
+        assert_eq!(hits.len(), 2, "both share the stem");
+        assert!(hits[0].score > hits[1].score);
+        let hits = index.search("a bucket for the logs", 5);
+        assert_eq!(hits.len(), 2);
+        assert_eq!(hits[0].score, hits[1].score);
+    }
+}
+
 #[test]
 fn named_tools_never_rank_below_expansions() {
     let object = || json!({"type": "object"});
