@@ -8,7 +8,8 @@
 //! with every tool's, its top [`FUSION_DEPTH`]) and lexically (the top
 //! [`FUSION_DEPTH`] hits of [`SearchIndex::search`]). The two rankings are fused by
 //! reciprocal rank: a tool at rank `r` (from 1) of a list earns `1 / (RRF_K + r)`
-//! from it, and the tools are ordered by the sum, ties by candidate order. Ranks
+//! from it, and the tools are ordered by the sum; two tools the lists rank in swapped
+//! places tie exactly, and the higher mixed score (below) wins, then candidate order. Ranks
 //! need no common scale, and a tool both lists agree on beats one only either list
 //! likes. The fusion (RRF with the customary `k` = 60 and equal weights, over a
 //! linear mix of the scores and a min–max normalised one) and the embedded text were
@@ -29,8 +30,11 @@
 //! Tool embeddings are computed once per catalog and kept: the backend caches the
 //! index of each candidate set it saw (by the identity of the candidates, up to four
 //! sets) and every tool vector by its text, so a catalog that only grows embeds only
-//! its new tools. A query costs one embedding (a few milliseconds for a short query on
-//! CPU), one dot product per tool and the lexical ranking.
+//! its new tools (the runner prepares the backend at assembly, so even the first search
+//! embeds only its query). A query costs one embedding (7–13 ms for a short query on
+//! a shared 2-core CPU, the model's forward pass), one dot product per tool over one
+//! contiguous matrix, the lexical ranking and the fusion (under 1 ms together at 10,000
+//! tools; `docs/benchmarks.md`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -211,7 +215,7 @@ impl HybridIndex {
     }
 
     /// The best `limit` tools for `query` (whose embedding is `query_vector`), fused
-    /// as the [module documentation](self) describes; ties keep candidate order. Only
+    /// as the [module documentation](self) describes; deterministic. Only
     /// tools in the top [`FUSION_DEPTH`] of either ranking can be hits.
     pub fn search(&self, query: &str, query_vector: &[f32], limit: usize) -> Vec<HybridHit> {
         if limit == 0 || self.is_empty() {
@@ -247,9 +251,7 @@ impl HybridIndex {
                 None => fused.push((hit.index, earned, rel)),
             }
         }
-        fused.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        fused.truncate(limit);
-        fused
+        let mut hits: Vec<HybridHit> = fused
             .into_iter()
             .map(|(index, fused, relevance)| {
                 let similarity = similarities[index];
@@ -261,7 +263,16 @@ impl HybridIndex {
                     relevance,
                 }
             })
-            .collect()
+            .collect();
+        // Two tools the lists rank in swapped places tie exactly; the evidence decides.
+        hits.sort_unstable_by(|a, b| {
+            b.fused
+                .total_cmp(&a.fused)
+                .then(b.score.total_cmp(&a.score))
+                .then(a.index.cmp(&b.index))
+        });
+        hits.truncate(limit);
+        hits
     }
 }
 
