@@ -5,27 +5,36 @@
 //! # Ranking
 //!
 //! A query is ranked twice: densely (the cosine similarity of the query's embedding
-//! with every tool's) and lexically (the top [`FUSION_DEPTH`] hits of
-//! [`SearchIndex::search`], each with its catalog-independent [`relevance`]). The two
-//! are mixed linearly: `similarity + LEXICAL_WEIGHT · min(relevance, RELEVANCE_CAP)`.
-//! Both scales mean the same in every catalog, so one weight serves small and large
-//! catalogs alike. The mix, its weight and the embedded text were chosen on the tune
-//! halves of the evaluation sets only (reciprocal-rank fusion was tried too and did no
-//! better on either); the cap was set beforehand, not tuned.
+//! with every tool's, its top [`FUSION_DEPTH`]) and lexically (the top
+//! [`FUSION_DEPTH`] hits of [`SearchIndex::search`]). The two rankings are fused by
+//! reciprocal rank: a tool at rank `r` (from 1) of a list earns `1 / (RRF_K + r)`
+//! from it, and the tools are ordered by the sum; two tools the lists rank in swapped
+//! places tie exactly, and the higher mixed score (below) wins, then candidate order. Ranks
+//! need no common scale, and a tool both lists agree on beats one only either list
+//! likes. The fusion (RRF with the customary `k` = 60 and equal weights, over a
+//! linear mix of the scores and a min–max normalised one) and the embedded text were
+//! chosen on the tune halves of the evaluation sets only.
 //!
 //! # "No tool"
 //!
-//! The top hit is selected only when its mixed score reaches [`DEFAULT_MIN_SCORE`],
-//! calibrated like the local threshold: the smallest score at which, in each tune set,
-//! at least 60 % of the questions that no tool serves get "no tool".
+//! Rank fusion says which tool is best, not whether it fits. The evidence that it fits
+//! is its *mixed score*: `similarity + LEXICAL_WEIGHT · min(relevance, RELEVANCE_CAP)`
+//! with the tool's catalog-independent lexical [`relevance`] (0 when outside the
+//! lexical top [`FUSION_DEPTH`]); both scales mean the same in every catalog. The top
+//! hit is selected only when its mixed score reaches [`DEFAULT_MIN_SCORE`], calibrated
+//! like the local threshold: the smallest score at which, in each tune set, at least
+//! 60 % of the questions that no tool serves get "no tool".
 //!
 //! # Cost
 //!
 //! Tool embeddings are computed once per catalog and kept: the backend caches the
 //! index of each candidate set it saw (by the identity of the candidates, up to four
 //! sets) and every tool vector by its text, so a catalog that only grows embeds only
-//! its new tools. A query costs one embedding (a few milliseconds for a short query on
-//! CPU), one dot product per tool and the lexical ranking.
+//! its new tools (the runner prepares the backend at assembly, so even the first search
+//! embeds only its query). A query costs one embedding (7–13 ms for a short query on
+//! a shared 2-core CPU, the model's forward pass), one dot product per tool over one
+//! contiguous matrix, the lexical ranking and the fusion (under 1 ms together at 10,000
+//! tools; `docs/benchmarks.md`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -39,9 +48,11 @@ use crate::embed::EmbeddingModel;
 use crate::error::{Error, Result};
 use crate::search::SearchIndex;
 
-/// How many lexical hits take part in the mix (the others add nothing).
+/// How many hits of each ranking take part in the fusion (the others add nothing).
 pub const FUSION_DEPTH: usize = 50;
-/// The weight of the lexical relevance in the mix (the similarity's is 1).
+/// The reciprocal-rank constant: rank `r` (from 1) earns `1 / (RRF_K + r)`.
+pub const RRF_K: f64 = 60.0;
+/// The weight of the lexical relevance in the mixed score (the similarity's is 1).
 pub const LEXICAL_WEIGHT: f64 = 0.1;
 /// Lexical relevance above this counts as this much: one strong word match must not
 /// outweigh what the embedding says.
@@ -117,7 +128,10 @@ pub fn tool_text(def: &ToolDefinition) -> String {
 pub struct HybridHit {
     /// Index into the candidates the index was built over.
     pub index: usize,
-    /// The fused score; higher is better.
+    /// The reciprocal-rank fusion score the hits are ordered by; higher is better.
+    pub fused: f64,
+    /// The mixed score, the evidence that the tool fits (see the [module
+    /// documentation](self)); the backend's threshold applies to it.
     pub score: f64,
     /// Cosine similarity of the query and the tool.
     pub similarity: f32,
@@ -200,49 +214,65 @@ impl HybridIndex {
             .collect()
     }
 
-    /// The best `limit` tools for `query` (whose embedding is `query_vector`), mixed
-    /// as the [module documentation](self) describes; ties keep candidate order.
+    /// The best `limit` tools for `query` (whose embedding is `query_vector`), fused
+    /// as the [module documentation](self) describes; deterministic. Only
+    /// tools in the top [`FUSION_DEPTH`] of either ranking can be hits.
     pub fn search(&self, query: &str, query_vector: &[f32], limit: usize) -> Vec<HybridHit> {
         if limit == 0 || self.is_empty() {
             return Vec::new();
         }
         let n = self.len();
         let similarities = self.similarities(query_vector);
-        let mut scores: Vec<f64> = similarities.iter().map(|&s| f64::from(s)).collect();
-        let lexical: Vec<(usize, f64)> = self
-            .lexical
-            .search(query, FUSION_DEPTH)
-            .into_iter()
-            .map(|hit| (hit.index, relevance(hit.score, n)))
-            .collect();
-        for &(index, rel) in &lexical {
-            scores[index] += LEXICAL_WEIGHT * rel.min(RELEVANCE_CAP);
-        }
-        let order = |a: &u32, b: &u32| {
-            scores[*b as usize]
-                .total_cmp(&scores[*a as usize])
+        let by_similarity = |a: &u32, b: &u32| {
+            similarities[*b as usize]
+                .total_cmp(&similarities[*a as usize])
                 .then(a.cmp(b))
         };
-        let mut top: Vec<u32> = (0..u32::try_from(n).unwrap_or(u32::MAX)).collect();
-        if top.len() > limit {
-            top.select_nth_unstable_by(limit - 1, order);
-            top.truncate(limit);
+        let mut dense: Vec<u32> = (0..u32::try_from(n).unwrap_or(u32::MAX)).collect();
+        if dense.len() > FUSION_DEPTH {
+            dense.select_nth_unstable_by(FUSION_DEPTH - 1, by_similarity);
+            dense.truncate(FUSION_DEPTH);
         }
-        top.sort_unstable_by(order);
-        top.into_iter()
-            .map(|i| {
-                let index = i as usize;
+        dense.sort_unstable_by(by_similarity);
+        let lexical = self.lexical.search(query, FUSION_DEPTH);
+        // (candidate, fused, relevance) of every tool either list holds.
+        let mut fused: Vec<(usize, f64, f64)> = Vec::with_capacity(dense.len() + lexical.len());
+        for (rank, &i) in dense.iter().enumerate() {
+            fused.push((i as usize, 1.0 / (RRF_K + rank as f64 + 1.0), 0.0));
+        }
+        for (rank, hit) in lexical.iter().enumerate() {
+            let earned = 1.0 / (RRF_K + rank as f64 + 1.0);
+            let rel = relevance(hit.score, n);
+            match fused.iter_mut().find(|(i, ..)| *i == hit.index) {
+                Some(entry) => {
+                    entry.1 += earned;
+                    entry.2 = rel;
+                }
+                None => fused.push((hit.index, earned, rel)),
+            }
+        }
+        let mut hits: Vec<HybridHit> = fused
+            .into_iter()
+            .map(|(index, fused, relevance)| {
+                let similarity = similarities[index];
                 HybridHit {
                     index,
-                    score: scores[index],
-                    similarity: similarities[index],
-                    relevance: lexical
-                        .iter()
-                        .find(|(d, _)| *d == index)
-                        .map_or(0.0, |(_, r)| *r),
+                    fused,
+                    score: f64::from(similarity) + LEXICAL_WEIGHT * relevance.min(RELEVANCE_CAP),
+                    similarity,
+                    relevance,
                 }
             })
-            .collect()
+            .collect();
+        // Two tools the lists rank in swapped places tie exactly; the evidence decides.
+        hits.sort_unstable_by(|a, b| {
+            b.fused
+                .total_cmp(&a.fused)
+                .then(b.score.total_cmp(&a.score))
+                .then(a.index.cmp(&b.index))
+        });
+        hits.truncate(limit);
+        hits
     }
 }
 

@@ -38,9 +38,9 @@
 //! [`search::SearchIndex`] and selects a top hit only when its [`relevance`]
 //! (the score on a catalog-independent scale) reaches [`DEFAULT_MIN_RELEVANCE`]; a
 //! query nothing fits returns `null` rather than "the best of a bad lot". With the
-//! `embed` feature, `HybridDiscoveryBackend` (module `hybrid`) mixes that ranking with
-//! sentence embeddings of a model run on CPU (module `embed`) and selects on the mixed
-//! score. The decision backend (`iris-decision`) asks a decision model one structured
+//! `embed` feature, `HybridDiscoveryBackend` (module `hybrid`) fuses that ranking with
+//! one by sentence embeddings of a model run on CPU (module `embed`), by reciprocal
+//! rank, and selects on a mixed score of similarity and relevance. The decision backend (`iris-decision`) asks a decision model one structured
 //! question per query instead; its errors become the tool's errors, never a silent
 //! fallback to local search.
 //!

@@ -11,7 +11,7 @@
 //!
 //! | field | source | weight |
 //! |---|---|---|
-//! | name | the tool's own name: the last `__` segment of `name` (so `create_issue` in `mcp__jira__create_issue`), plus aliases | 4.0 |
+//! | name | the tool's own name: the last `__` segment of `name` (so `create_issue` in `mcp__jira__create_issue`), plus aliases | 5.0 |
 //! | group | `group` plus the namespace segments of `name` (`mcp`, `jira`) | 3.0 |
 //! | tags | `metadata.tags` | 1.5 |
 //! | description | `description` | 1.0 |
@@ -22,7 +22,8 @@
 //! digit and on camelCase humps, lower-cased, stripped of a short stop-word list and of
 //! pure numbers, and reduced by a small suffix-stripping stemmer (plurals, `-ing`,
 //! `-ed`, `-er`, `-ly`, `-tion`/`-ation`), so "created", "creating" and "creation" meet
-//! "create". A pluralised acronym stays one word ("PRs" is "pr").
+//! "create". A pluralised acronym stays one word ("PRs" is "pr"). Where stemming changed
+//! a word, its surface form (lower-cased, unstemmed) is indexed too, in the same field.
 //!
 //! # How a query is scored
 //!
@@ -31,6 +32,10 @@
 //! as typed always counts more than any expansion of it:
 //!
 //! * the word itself (weight 1.0, with its own idf);
+//! * on top of that, not instead, where the stemmer changed the word and a tool has the
+//!   very form typed: that form (weight 0.4, with its own idf). "which buckets do we
+//!   have" favours "List all buckets" over "Create a bucket"; a plural in a request
+//!   usually asks for a list. It is never a tool-name word for the bonuses below;
 //! * its synonyms from a small thesaurus of general software vocabulary (CRUD and
 //!   other common tool verbs: create/new/add/make/open, delete/remove/drop,
 //!   get/fetch/read/show, …; and nouns any catalog uses interchangeably: issue/ticket/
@@ -110,6 +115,8 @@ const K1: f64 = 1.2;
 const SYNONYM_WEIGHT: f64 = 0.7;
 /// Weight of a prefix alternative (a partial word completed from the index).
 const PREFIX_WEIGHT: f64 = 0.5;
+/// Weight of a word's surface form (as typed, not stemmed) on top of its stem.
+const SURFACE_WEIGHT: f64 = 0.4;
 /// At most this many completions are tried for one partial word.
 const MAX_PREFIX_EXPANSIONS: usize = 16;
 /// Multiplier for a tool whose name pairs a query verb with a query object.
@@ -137,7 +144,7 @@ const FIELD_COUNT: usize = 6;
 /// `(weight, length-normalisation b)` per field. Names and groups are short labels, so
 /// their length says little about relevance; prose fields get the usual b = 0.75.
 const FIELDS: [(f64, f64); FIELD_COUNT] = [
-    (4.0, 0.3),  // name
+    (5.0, 0.3),  // name
     (3.0, 0.0),  // group
     (1.5, 0.3),  // tags
     (1.0, 0.75), // description
@@ -247,11 +254,28 @@ const THESAURUS: &[(Kind, &[&str])] = &[
 pub fn analyze(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     for_each_word(text, |word| {
-        if let Some(term) = normalize_word(word) {
+        if let Some((term, _)) = normalize_word(word) {
             out.push(term);
         }
     });
     out
+}
+
+/// The prefix that keeps a word's surface form (lower-cased, not stemmed) apart from
+/// the stems in one vocabulary; [`analyze`] never yields it.
+const SURFACE_MARK: char = '=';
+
+/// [`analyze`] into `stems`, and into `surfaces` the surface form (marked with
+/// [`SURFACE_MARK`]) of every word the stemmer changed.
+fn analyze_into(text: &str, stems: &mut Vec<String>, surfaces: &mut Vec<String>) {
+    for_each_word(text, |word| {
+        if let Some((term, surface)) = normalize_word(word) {
+            if let Some(surface) = surface {
+                surfaces.push(surface);
+            }
+            stems.push(term);
+        }
+    });
 }
 
 /// Calls `f` with every raw word of `text`: maximal runs of letters and digits, further
@@ -291,8 +315,9 @@ fn for_each_word(text: &str, mut f: impl FnMut(&str)) {
     }
 }
 
-/// Lower-cases and stems one word; `None` for stop words, single characters and numbers.
-fn normalize_word(word: &str) -> Option<String> {
+/// Lower-cases and stems one word, with its marked surface form when stemming changed
+/// it; `None` for stop words, single characters and numbers.
+fn normalize_word(word: &str) -> Option<(String, Option<String>)> {
     let lower = word.to_lowercase();
     if lower.chars().count() < 2 || lower.chars().all(|c| c.is_ascii_digit()) {
         return None;
@@ -300,7 +325,9 @@ fn normalize_word(word: &str) -> Option<String> {
     if STOP_WORDS.binary_search(&lower.as_str()).is_ok() {
         return None;
     }
-    Some(stem(lower))
+    let stemmed = stem(lower.clone());
+    let surface = (stemmed != lower).then(|| format!("{SURFACE_MARK}{lower}"));
+    Some((stemmed, surface))
 }
 
 /// Words ending in "-er" that are not "someone who does": stripping would make them
@@ -480,22 +507,31 @@ impl std::fmt::Debug for SearchIndex {
 /// The normalised fields of one definition.
 struct DocFields {
     fields: [Vec<String>; FIELD_COUNT],
+    /// Per field, the marked surface forms of the words stemming changed (see
+    /// [`SURFACE_WEIGHT`]); they share their field's weight and length norm.
+    surfaces: [Vec<String>; FIELD_COUNT],
     /// The tool's own name terms in order, aliases excluded.
     name: Vec<String>,
 }
 
 fn doc_fields(def: &ToolDefinition) -> DocFields {
     let mut fields: [Vec<String>; FIELD_COUNT] = Default::default();
+    let mut surfaces: [Vec<String>; FIELD_COUNT] = Default::default();
     // `mcp__server__tool`: the last segment is the tool's own name, the rest is
     // namespace and belongs with the group.
     let (namespace, own) = match def.name.rsplit_once("__") {
         Some((ns, own)) if !own.is_empty() => (ns, own),
         _ => ("", def.name.as_str()),
     };
-    let name = analyze(own);
+    let mut name = Vec::new();
+    analyze_into(own, &mut name, &mut surfaces[Field::Name as usize]);
     fields[Field::Name as usize].extend(name.iter().cloned());
     for alias in &def.aliases {
-        fields[Field::Name as usize].extend(analyze(alias));
+        analyze_into(
+            alias,
+            &mut fields[Field::Name as usize],
+            &mut surfaces[Field::Name as usize],
+        );
     }
     let group = &mut fields[Field::Group as usize];
     for term in analyze(&def.group).into_iter().chain(analyze(namespace)) {
@@ -505,19 +541,43 @@ fn doc_fields(def: &ToolDefinition) -> DocFields {
         }
     }
     for tag in def.tags() {
-        fields[Field::Tags as usize].extend(analyze(tag));
+        analyze_into(
+            tag,
+            &mut fields[Field::Tags as usize],
+            &mut surfaces[Field::Tags as usize],
+        );
     }
-    fields[Field::Description as usize] = analyze(&def.description);
-    let (mut arg_names, mut arg_descriptions) = (Vec::new(), Vec::new());
-    collect_schema(&def.input_schema, &mut arg_names, &mut arg_descriptions, 0);
-    fields[Field::ArgName as usize] = arg_names;
-    fields[Field::ArgDescription as usize] = arg_descriptions;
-    DocFields { fields, name }
+    analyze_into(
+        &def.description,
+        &mut fields[Field::Description as usize],
+        &mut surfaces[Field::Description as usize],
+    );
+    let mut schema = SchemaText::default();
+    collect_schema(&def.input_schema, &mut schema, 0);
+    fields[Field::ArgName as usize] = schema.names;
+    surfaces[Field::ArgName as usize] = schema.name_surfaces;
+    fields[Field::ArgDescription as usize] = schema.descriptions;
+    surfaces[Field::ArgDescription as usize] = schema.description_surfaces;
+    DocFields {
+        fields,
+        surfaces,
+        name,
+    }
+}
+
+/// Where [`collect_schema`] puts what it reads: argument names and descriptions, and
+/// their surface forms.
+#[derive(Default)]
+struct SchemaText {
+    names: Vec<String>,
+    name_surfaces: Vec<String>,
+    descriptions: Vec<String>,
+    description_surfaces: Vec<String>,
 }
 
 /// Collects property names and descriptions from a JSON Schema, recursing through
 /// nested objects, array items, combinators and local definitions.
-fn collect_schema(schema: &Value, names: &mut Vec<String>, descs: &mut Vec<String>, depth: usize) {
+fn collect_schema(schema: &Value, out: &mut SchemaText, depth: usize) {
     if depth > MAX_SCHEMA_DEPTH {
         return;
     }
@@ -526,18 +586,18 @@ fn collect_schema(schema: &Value, names: &mut Vec<String>, descs: &mut Vec<Strin
     };
     if let Some(Value::Object(props)) = obj.get("properties") {
         for (key, sub) in props {
-            names.extend(analyze(key));
+            analyze_into(key, &mut out.names, &mut out.name_surfaces);
             if let Some(Value::String(d)) = sub.get("description") {
-                descs.extend(analyze(d));
+                analyze_into(d, &mut out.descriptions, &mut out.description_surfaces);
             }
-            collect_schema(sub, names, descs, depth + 1);
+            collect_schema(sub, out, depth + 1);
         }
     }
     match obj.get("items") {
-        Some(items @ Value::Object(_)) => collect_schema(items, names, descs, depth + 1),
+        Some(items @ Value::Object(_)) => collect_schema(items, out, depth + 1),
         Some(Value::Array(items)) => {
             for item in items {
-                collect_schema(item, names, descs, depth + 1);
+                collect_schema(item, out, depth + 1);
             }
         }
         _ => {}
@@ -545,14 +605,14 @@ fn collect_schema(schema: &Value, names: &mut Vec<String>, descs: &mut Vec<Strin
     for key in ["anyOf", "oneOf", "allOf"] {
         if let Some(Value::Array(options)) = obj.get(key) {
             for option in options {
-                collect_schema(option, names, descs, depth + 1);
+                collect_schema(option, out, depth + 1);
             }
         }
     }
     for key in ["$defs", "definitions"] {
         if let Some(Value::Object(defs)) = obj.get(key) {
             for sub in defs.values() {
-                collect_schema(sub, names, descs, depth + 1);
+                collect_schema(sub, out, depth + 1);
             }
         }
     }
@@ -619,7 +679,7 @@ impl SearchIndex {
                 } else {
                     1.0
                 };
-                for term in terms {
+                for term in terms.iter().chain(&doc.surfaces[f]) {
                     let id = intern(term, &mut vocabulary);
                     per_doc.push((id, weight / norm));
                 }
@@ -666,6 +726,7 @@ impl SearchIndex {
 
         let mut sorted_terms: Vec<(Box<str>, u32)> = vocabulary
             .iter()
+            .filter(|(term, _)| !term.starts_with(SURFACE_MARK))
             .map(|(term, &id)| (term.as_str().into(), id))
             .collect();
         sorted_terms.sort();
@@ -767,7 +828,8 @@ impl SearchIndex {
 
     fn query_terms(&self, query: &str) -> Vec<QueryTerm<'_>> {
         let thesaurus = thesaurus();
-        let mut words = analyze(query);
+        let (mut words, mut surfaces) = (Vec::new(), Vec::new());
+        analyze_into(query, &mut words, &mut surfaces);
         let mut seen = Vec::with_capacity(words.len());
         words.retain(|w| {
             let fresh = !seen.contains(w);
@@ -778,7 +840,7 @@ impl SearchIndex {
         });
         words.truncate(MAX_QUERY_TERMS);
 
-        words
+        let mut terms: Vec<QueryTerm<'_>> = words
             .iter()
             .map(|word| {
                 let entry = self.vocabulary.get(word);
@@ -825,7 +887,30 @@ impl SearchIndex {
                     object,
                 }
             })
-            .collect()
+            .collect();
+        // A word the stemmer changed also counts as typed, on top of its stem, where a
+        // tool has that very form: "buckets" favours "List all buckets" over "Create a
+        // bucket". It is neither verb nor object, and never a tool-name word.
+        let mut seen_surfaces: Vec<u32> = Vec::new();
+        for surface in &surfaces {
+            if terms.len() >= MAX_QUERY_TERMS {
+                break;
+            }
+            let Some(id) = self.vocabulary.get(surface) else {
+                continue;
+            };
+            if seen_surfaces.contains(id) {
+                continue;
+            }
+            seen_surfaces.push(*id);
+            terms.push(QueryTerm {
+                alternatives: vec![(std::slice::from_ref(id), SURFACE_WEIGHT)],
+                verb_groups: Vec::new(),
+                id: Some(*id),
+                object: false,
+            });
+        }
+        terms
     }
 
     /// Whether the doc's name pairs a verb and an object of the query, through two

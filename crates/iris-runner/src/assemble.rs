@@ -389,10 +389,13 @@ async fn assemble(
     }
 
     let mut decision_evaluator = None;
+    let mut search_tool = None;
     if config.context_policy.deferred_tools {
         let (search, evaluator) = tool_search(loaded, host, decision.as_ref(), &registry)?;
         decision_evaluator = evaluator;
-        register("context_policy.deferred_tools".into(), Arc::new(search))?;
+        let search = Arc::new(search);
+        register("context_policy.deferred_tools".into(), search.clone())?;
+        search_tool = Some(search);
     }
 
     let mcp = match load_mcp(loaded)? {
@@ -450,6 +453,22 @@ async fn assemble(
                 key: "tools.builtin".into(),
                 message: format!("{}: {e}", e.code()),
             })?;
+    }
+    // The backend's per-catalog work, once every deferred tool is registered (the
+    // hybrid backend embeds each tool and caches the vectors by catalog identity), so
+    // the first search pays only for its query. A failure is not fatal: searches
+    // retry it and report the backend's error themselves.
+    let searching = only_for.is_none_or(|t| t == iris_discovery::TOOL_SEARCH_NAME);
+    if let Some(search) = search_tool.filter(|_| searching) {
+        let prepared = tokio::task::spawn_blocking(move || search.prepare()).await;
+        match prepared {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => notes.push(format!(
+                "context_policy.discovery: {}: {}; tool_search retries on its first search",
+                e.code, e.message
+            )),
+            Err(e) => notes.push(format!("context_policy.discovery: preparing failed: {e}")),
+        }
     }
 
     Ok(ToolEnvironment {

@@ -120,7 +120,7 @@ fn hybrid_index_finds_paraphrases_the_lexical_ranking_misses() {
     let top = |query: &str| {
         let v = model.embed(&[query]).unwrap().pop().unwrap();
         let hits = index.search(query, &v, 3);
-        assert!(hits.windows(2).all(|w| w[0].score >= w[1].score));
+        assert!(hits.windows(2).all(|w| w[0].fused >= w[1].fused));
         defs[hits[0].index].name.clone()
     };
     // No query word occurs in the right tool's metadata.
