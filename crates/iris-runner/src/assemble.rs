@@ -435,6 +435,18 @@ async fn assemble(
         None => None,
     };
 
+    // A name `tools.script.callable` lists that no tool has (checked once every
+    // server published its tools) is said, not silently ignored.
+    if only_for.is_none() {
+        for (i, name) in config.tools.script.callable.iter().enumerate() {
+            if registry.get(name).is_err() {
+                notes.push(format!(
+                    "tools.script.callable[{i}]: no tool is named `{name}`; scripts cannot \
+                     call it"
+                ));
+            }
+        }
+    }
     // Clients that take a new key at run time (the web tools', the decision model's,
     // MCP servers'):
     // `store_secret` (system use, answered by the run loop) lets a run heal them.
