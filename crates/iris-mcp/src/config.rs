@@ -194,6 +194,28 @@ impl ServerConfig {
             .map(|(transport, _)| transport)
     }
 
+    /// The host variables an HTTP server's credentials come from: its
+    /// `bearer_token_env_var`, the variables of `env_http_headers`, and those the
+    /// `headers` values and the URL read (`${VAR}`). Empty for a stdio server. A
+    /// host that gets a new value for one of them ([`MCPManager::set_secret`](crate::MCPManager::set_secret))
+    /// reconnects the server with it.
+    pub fn credential_vars(&self) -> Vec<String> {
+        let http = match &self.transport {
+            ServerTransport::StreamableHttp(http) | ServerTransport::Sse(http) => http,
+            ServerTransport::Stdio(_) => return Vec::new(),
+        };
+        let mut names: Vec<String> = Vec::new();
+        names.extend(http.bearer_token_env_var.iter().cloned());
+        names.extend(http.env_http_headers.values().cloned());
+        for value in http.headers.values() {
+            names.extend(env::referenced_vars(value));
+        }
+        names.extend(env::referenced_vars(&http.url));
+        let mut seen = std::collections::BTreeSet::new();
+        names.retain(|n| seen.insert(n.clone()));
+        names
+    }
+
     /// [`ServerConfig::resolve`], plus the values that must never be printed: what
     /// expressions took from the host, passed-through variables, `envFile` values,
     /// literal `env` values under secret-looking names, header values and the URL's

@@ -481,6 +481,32 @@ pub(crate) fn dropped_answer(e: &ServiceError) -> Option<(&'static str, String)>
     }
 }
 
+/// The HTTP status of a request the server refused for its credentials (401 or
+/// 403, with or without a `WWW-Authenticate` challenge), or `None`.
+pub(crate) fn auth_rejected(e: &ServiceError) -> Option<u16> {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    let ServiceError::TransportSend(t) = e else {
+        return None;
+    };
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(t.error.as_ref());
+    while let Some(current) = cause {
+        match current.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+            Some(StreamableHttpError::AuthRequired(_)) => return Some(401),
+            Some(StreamableHttpError::InsufficientScope(_)) => return Some(403),
+            Some(StreamableHttpError::UnexpectedServerResponse(m)) => {
+                for status in [401, 403] {
+                    if m.starts_with(&format!("HTTP {status}")) {
+                        return Some(status);
+                    }
+                }
+            }
+            _ => {}
+        }
+        cause = current.source();
+    }
+    None
+}
+
 /// Why a request failed without reaching the server (streamable HTTP could not
 /// connect), or `None` when it may have been delivered.
 pub(crate) fn undelivered(e: &ServiceError) -> Option<String> {

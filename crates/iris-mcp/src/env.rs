@@ -139,6 +139,29 @@ pub(crate) fn expand_recording(
     Ok(out)
 }
 
+/// The host variables the expressions in `raw` read, in order (`${VAR}`,
+/// `${env:VAR}`, `${VAR:-default}`; other clients' placeholders are not variables).
+pub(crate) fn referenced_vars(raw: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut rest = raw;
+    while let Some(start) = rest.find("${") {
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            break;
+        };
+        let inner = &after[..end];
+        let name = inner
+            .strip_prefix("env:")
+            .or_else(|| inner.split_once(":-").map(|(n, _)| n))
+            .unwrap_or(inner);
+        if is_var_name(name) && !CLIENT_PLACEHOLDERS.contains(&name) {
+            names.push(name.to_owned());
+        }
+        rest = &after[end + 1..];
+    }
+    names
+}
+
 /// The value of one `${inner}` and whether it is a host variable's (worth keeping
 /// secret), or `None` to leave it as written.
 fn expand_one(inner: &str, host: &HostEnv) -> Result<Option<(String, bool)>, String> {
@@ -239,4 +262,19 @@ fn unescape(body: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn referenced_variables_are_found() {
+        assert_eq!(
+            referenced_vars(
+                "Bearer ${TOKEN} ${env:OTHER} ${A:-x} ${workspaceFolder} ${input:y} ${"
+            ),
+            ["TOKEN", "OTHER", "A"]
+        );
+    }
 }

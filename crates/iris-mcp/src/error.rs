@@ -44,6 +44,10 @@ pub mod codes {
     pub const MCP_TOOL_REMOVED: &str = "MCP_TOOL_REMOVED";
     /// The server answered the request with a JSON-RPC error or an unexpected reply.
     pub const MCP_REQUEST_FAILED: &str = "MCP_REQUEST_FAILED";
+    /// An HTTP server rejected the credentials (401, 403): the call did not run.
+    /// `details.secret` names the host variable the credentials come from, when the
+    /// server's config reads one (see `ServerConfig::credential_vars`).
+    pub const MCP_AUTH_REQUIRED: &str = "MCP_AUTH_REQUIRED";
     /// The server sent something that is not valid MCP (a non-JSON stdout line, an
     /// oversized message); it was ignored and the session went on.
     pub const MCP_PROTOCOL_WARNING: &str = "MCP_PROTOCOL_WARNING";

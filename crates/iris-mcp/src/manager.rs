@@ -230,6 +230,11 @@ pub struct MCPManager {
     generation: Arc<AtomicU64>,
     state: tokio::sync::Mutex<State>,
     snapshot: RwLock<Option<Arc<MCPCatalogSnapshot>>>,
+    /// The started servers whose credentials come from host variables, for
+    /// [`MCPManager::set_secret`] (which cannot wait for `state`).
+    credentialed: RwLock<Vec<(ServerConfig, Arc<Server>)>>,
+    /// Host variables a host supplied at run time; they win over the environment.
+    secrets: RwLock<BTreeMap<String, String>>,
 }
 
 struct Started {
@@ -258,6 +263,8 @@ impl MCPManager {
             generation: Arc::default(),
             state: tokio::sync::Mutex::new(State::Idle),
             snapshot: RwLock::new(None),
+            credentialed: RwLock::new(Vec::new()),
+            secrets: RwLock::new(BTreeMap::new()),
         }
     }
 
@@ -367,7 +374,7 @@ impl MCPManager {
             }
             State::Idle => {}
         }
-        let host = self.host_env.clone().unwrap_or_else(HostEnv::capture);
+        let host = self.host();
         let mut tasks = JoinSet::new();
         for server in self.config.enabled_servers() {
             let server = server.clone();
@@ -459,6 +466,14 @@ impl MCPManager {
             close_all(ready.iter().map(|(l, _)| Arc::clone(&l.server)).collect()).await;
             return Err(McpError::Registry(e));
         }
+        *self
+            .credentialed
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = ready
+            .iter()
+            .filter(|(l, _)| !l.config.credential_vars().is_empty())
+            .map(|(l, _)| (l.config.clone(), Arc::clone(&l.server)))
+            .collect();
         let prepared = Prepared {
             servers: ready.into_iter().map(|(l, _)| l).collect(),
             catalog,
@@ -468,6 +483,75 @@ impl MCPManager {
         let snapshot = self.publish_snapshot(&prepared, self.catalog_generation());
         *state = State::Prepared(prepared);
         Ok(snapshot)
+    }
+
+    /// The host variables servers read: the configured [`HostEnv`] (else the
+    /// process's), with the values [`MCPManager::set_secret`] supplied on top.
+    fn host(&self) -> HostEnv {
+        let mut host = self.host_env.clone().unwrap_or_else(HostEnv::capture);
+        for (name, value) in self
+            .secrets
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+        {
+            host.set(name.clone(), value.clone());
+        }
+        host
+    }
+
+    /// The host variables the started HTTP servers' credentials come from
+    /// ([`ServerConfig::credential_vars`]), sorted: the names a tool's
+    /// `MCP_AUTH_REQUIRED` error gives as `details.secret`.
+    pub fn secret_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .credentialed
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .flat_map(|(config, _)| config.credential_vars())
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    /// Uses `value` for the host variable `name` from now on (credential auto-heal):
+    /// every started server whose credentials read it gets its connection settings
+    /// resolved again, and its next call ends the session on the old credentials and
+    /// starts a new one. The value is redacted from everything the servers' errors
+    /// and diagnostics say. Returns the servers it applies to.
+    pub fn set_secret(&self, name: &str, value: &str) -> Vec<String> {
+        self.secrets
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(name.to_owned(), value.to_owned());
+        let host = self.host();
+        let mut applied = Vec::new();
+        for (config, server) in self
+            .credentialed
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+        {
+            if !config.credential_vars().iter().any(|n| n == name) {
+                continue;
+            }
+            match config.resolve_with_secrets(&self.workspace_root, &host) {
+                Ok((transport, mut secrets)) => {
+                    secrets.push(value.to_owned());
+                    server.replace_transport(transport, secrets);
+                    applied.push(config.name.clone());
+                }
+                Err(e) => {
+                    server.diagnostics.push_coded(
+                        codes::MCP_INVALID_CONFIG,
+                        &format!("the new value of `{name}` does not apply: {e}"),
+                    );
+                }
+            }
+        }
+        applied
     }
 
     /// Re-reads the tool list of every server that reported a change since the last
@@ -872,6 +956,7 @@ async fn start_one(
         .map(|(conn, tools)| {
             let spec = ServerSpec {
                 name: server.name.clone(),
+                credential_vars: server.credential_vars(),
                 transport,
                 max_message_bytes,
                 startup_timeout: timeout,

@@ -16,7 +16,7 @@
 //! would turn "exit status: 1" into nonsense); the second pass still covers them
 //! inside URLs.
 
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 
 /// What a secret is replaced with.
 pub(crate) const REDACTED: &str = "<redacted>";
@@ -24,11 +24,13 @@ pub(crate) const REDACTED: &str = "<redacted>";
 /// Known values shorter than this are left to the URL pass.
 pub(crate) const MIN_SECRET_CHARS: usize = 6;
 
-/// Replaces known secrets and the secret parts of URLs in text. Cheap to clone.
+/// Replaces known secrets and the secret parts of URLs in text. Cheap to clone; the
+/// clones share one list, so a secret [added](Redactor::add) later (a token a host
+/// supplied at run time) is covered by every holder.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Redactor {
     /// Longest first, so a secret that contains another is replaced whole.
-    secrets: Arc<[String]>,
+    secrets: Arc<RwLock<Vec<String>>>,
 }
 
 impl Redactor {
@@ -41,14 +43,27 @@ impl Redactor {
         secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         secrets.dedup();
         Self {
-            secrets: secrets.into(),
+            secrets: Arc::new(RwLock::new(secrets)),
         }
+    }
+
+    /// Covers these values too, for this redactor and every clone of it.
+    pub(crate) fn add(&self, values: impl IntoIterator<Item = String>) {
+        let mut secrets = self.secrets.write().unwrap_or_else(PoisonError::into_inner);
+        secrets.extend(
+            values
+                .into_iter()
+                .filter(|v| v.chars().count() >= MIN_SECRET_CHARS),
+        );
+        secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        secrets.dedup();
     }
 
     /// `text` with every known secret and every URL's secret parts replaced.
     pub(crate) fn redact(&self, text: &str) -> String {
         let mut out = text.to_owned();
-        for secret in self.secrets.iter() {
+        let secrets = self.secrets.read().unwrap_or_else(PoisonError::into_inner);
+        for secret in secrets.iter() {
             if out.contains(secret.as_str()) {
                 out = out.replace(secret.as_str(), REDACTED);
             }
@@ -276,6 +291,10 @@ mod tests {
             r.redact("got token-abcdef and abcdef, exit status: 1"),
             "got <redacted> and <redacted>, exit status: 1"
         );
+        // A value added later reaches every clone.
+        let clone = r.clone();
+        r.add(["tok-added-999".to_owned(), "2".to_owned()]);
+        assert_eq!(clone.redact("tok-added-999, 2"), "<redacted>, 2");
         assert_eq!(
             header_secrets("Bearer tok-123456"),
             ["Bearer tok-123456", "tok-123456"]

@@ -43,7 +43,14 @@ struct RestartState {
 pub(crate) struct Server {
     pub(crate) name: String,
     pub(crate) kind: TransportKind,
-    transport: ResolvedTransport,
+    /// The host variables its credentials come from.
+    pub(crate) credential_vars: Vec<String>,
+    /// How a session is started; a host's new credentials replace it
+    /// ([`Server::replace_transport`]).
+    transport: RwLock<ResolvedTransport>,
+    /// Set when the transport was replaced: the current session (on the old
+    /// credentials) is ended and a new one started on the next call.
+    stale: AtomicBool,
     max_message_bytes: usize,
     startup_timeout: Duration,
     pub(crate) events: ServerEvents,
@@ -61,6 +68,7 @@ pub(crate) struct Server {
 #[derive(Debug)]
 pub(crate) struct ServerSpec {
     pub(crate) name: String,
+    pub(crate) credential_vars: Vec<String>,
     pub(crate) transport: ResolvedTransport,
     pub(crate) max_message_bytes: usize,
     pub(crate) startup_timeout: Duration,
@@ -73,8 +81,10 @@ impl Server {
     pub(crate) fn new(spec: ServerSpec, connection: Arc<Connection>, listed: Vec<Value>) -> Self {
         Self {
             name: spec.name,
+            credential_vars: spec.credential_vars,
             kind: connection.kind,
-            transport: spec.transport,
+            transport: RwLock::new(spec.transport),
+            stale: AtomicBool::new(false),
             max_message_bytes: spec.max_message_bytes,
             startup_timeout: spec.startup_timeout,
             events: spec.events,
@@ -121,7 +131,7 @@ impl Server {
             return Err("the MCP manager was closed".into());
         }
         let current = self.current();
-        if current.is_alive() {
+        if current.is_alive() && !self.stale.load(Ordering::Acquire) {
             return Ok(current);
         }
         let mut state = self.restart.lock().await;
@@ -129,7 +139,12 @@ impl Server {
             return Err("the MCP manager was closed".into());
         }
         let current = self.current();
-        if current.is_alive() {
+        // New credentials: the session on the old ones ends, and the backoff of
+        // failed restarts (a rejected token) does not hold the new one back.
+        if self.stale.swap(false, Ordering::AcqRel) {
+            *state = RestartState::default();
+            current.close().await;
+        } else if current.is_alive() {
             return Ok(current); // another call restarted it meanwhile
         }
         if let Some(at) = state.retry_at {
@@ -185,9 +200,14 @@ impl Server {
     async fn start_again(&self) -> Result<(Connection, Vec<Value>), StartupError> {
         let attempt = Attempt::with_diagnostics(self.diagnostics.clone());
         let run = async {
+            let transport = self
+                .transport
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
             let conn = connection::connect(
                 &self.name,
-                self.transport.clone(),
+                transport,
                 self.max_message_bytes,
                 &attempt,
                 &self.events,
@@ -226,6 +246,18 @@ impl Server {
             process.shutdown().await;
         }
         outcome
+    }
+
+    /// Starts sessions with `transport` from now on (new credentials a host
+    /// supplied); `secrets` are what it carries that must never be printed. The
+    /// current session ends at the next call, which starts a new one at once.
+    pub(crate) fn replace_transport(&self, transport: ResolvedTransport, secrets: Vec<String>) {
+        self.diagnostics.redactor().add(secrets);
+        *self
+            .transport
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = transport;
+        self.stale.store(true, Ordering::Release);
     }
 
     /// Ends the current session (and its process group); no restart follows.

@@ -36,7 +36,9 @@ use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 
 use crate::client::{InFlight, Progress};
-use crate::connection::{CancelMode, Connection, dropped_answer, transport_failure, undelivered};
+use crate::connection::{
+    CancelMode, Connection, auth_rejected, dropped_answer, transport_failure, undelivered,
+};
 use crate::elicitation::{
     self, ElicitationAnswer, ElicitationRequest, InputRequired, McpElicitation, McpInputResume,
     McpInputResumes,
@@ -904,6 +906,9 @@ impl McpTool {
                 if let Some(why) = undelivered(&e) {
                     return Attempt::Unreachable(conn.redactor().redact(&why));
                 }
+                if let Some(status) = auth_rejected(&e) {
+                    return Attempt::Done(self.auth_required(status, conn));
+                }
                 if dropped_answer(&e).is_none()
                     && matches!(
                         e,
@@ -950,6 +955,33 @@ impl McpTool {
     /// the model or the user).
     fn failed(&self, code: &str, message: &str, conn: &Connection) -> ToolErrorInfo {
         ToolErrorInfo::new(code, conn.redactor().redact(message))
+    }
+
+    /// The server refused the credentials: the call did not run. The error names the
+    /// host variable they come from (`details.secret`), so a host can supply a new
+    /// value ([`crate::MCPManager::set_secret`]) and the call can be made again.
+    fn auth_required(&self, status: u16, conn: &Connection) -> ToolOutput {
+        let vars = &self.server.credential_vars;
+        let source = match vars.as_slice() {
+            [] => "its configuration holds them literally".to_owned(),
+            [one] => format!("they come from the host variable `{one}`"),
+            many => format!("they come from the host variables {}", many.join(", ")),
+        };
+        let mut info = self
+            .failed(
+                codes::MCP_AUTH_REQUIRED,
+                &format!(
+                    "MCP server `{}` rejected the credentials of the call to `{}` (HTTP {status}; missing, invalid or expired); the call did not run; {source}",
+                    self.server.name, self.wire_name
+                ),
+                conn,
+            )
+            .with_detail("server", self.server.name.clone())
+            .with_detail("status", status);
+        if let Some(first) = vars.first() {
+            info = info.with_detail("secret", first.clone());
+        }
+        ToolOutput::error(info)
     }
 
     /// No session to call on: closed, or a restart failed.

@@ -435,7 +435,20 @@ async fn assemble(
         None => None,
     };
 
-    // Clients that take a new key at run time (the web tools', the decision model's):
+    // A name `tools.script.callable` lists that no tool has (checked once every
+    // server published its tools) is said, not silently ignored.
+    if only_for.is_none() {
+        for (i, name) in config.tools.script.callable.iter().enumerate() {
+            if registry.get(name).is_err() {
+                notes.push(format!(
+                    "tools.script.callable[{i}]: no tool is named `{name}`; scripts cannot \
+                     call it"
+                ));
+            }
+        }
+    }
+    // Clients that take a new key at run time (the web tools', the decision model's,
+    // MCP servers'):
     // `store_secret` (system use, answered by the run loop) lets a run heal them.
     let mut secret_targets: Vec<Arc<dyn SecretTarget>> = Vec::new();
     if let Some(client) = web_client {
@@ -445,6 +458,13 @@ async fn assemble(
         && let EvaluatorHandle::Owned(client) = &**handle
     {
         secret_targets.push(Arc::clone(client) as Arc<dyn SecretTarget>);
+    }
+    // MCP servers whose HTTP credentials come from host variables: a new value
+    // reconnects them.
+    if let Some(manager) = &mcp
+        && !manager.secret_names().is_empty()
+    {
+        secret_targets.push(Arc::clone(manager) as Arc<dyn SecretTarget>);
     }
     if !secret_targets.is_empty() && registry.get(crate::secret::STORE_SECRET).is_err() {
         registry

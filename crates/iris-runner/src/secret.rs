@@ -17,7 +17,8 @@
 //!    [`Answer::Secret`](crate::Answer::Secret) (`iris resume RUN --secret-stdin`);
 //! 3. hands the value to the host's [`SecretStore`] and to every target that declared
 //!    the name (the Tavily client of `web_search`/`web_fetch`, the decision model's
-//!    client behind `tool_search`), then tells the model
+//!    client behind `tool_search`, MCP servers whose HTTP credentials read the
+//!    variable), then tells the model
 //!    the secret is stored — never the value.
 //!
 //! The value is a [`SecretValue`]: its `Debug` and `Serialize` are redacted and it has
@@ -30,6 +31,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use iris_decision::JevClient;
+use iris_mcp::MCPManager;
 use iris_tools_core::ToolDefinition;
 use iris_web::{ApiKey, TavilyClient};
 use serde::{Deserialize, Serialize};
@@ -143,6 +145,20 @@ impl SecretTarget for JevClient {
             // and the next call's auth error says so.
             let _ = self.set_api_key(value.expose());
         }
+    }
+}
+
+/// The MCP servers of an agent: they declare the host variables their HTTP
+/// credentials come from (`bearer_token_env_var`, `env_http_headers`, `${VAR}` in
+/// `headers` or the URL), which `MCP_AUTH_REQUIRED` errors name; a new value
+/// reconnects the servers that read it ([`MCPManager::set_secret`]).
+impl SecretTarget for MCPManager {
+    fn secret_names(&self) -> Vec<String> {
+        MCPManager::secret_names(self)
+    }
+
+    fn set_secret(&self, name: &str, value: &SecretValue) {
+        MCPManager::set_secret(self, name, value.expose());
     }
 }
 

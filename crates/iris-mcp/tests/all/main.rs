@@ -7,6 +7,7 @@
 mod calls;
 mod catalog;
 mod config;
+mod credentials;
 mod elicitation;
 mod executor;
 mod faults;

@@ -437,3 +437,25 @@ async fn context_policy_discovery_chooses_the_tool_search_backend() {
         "{err}"
     );
 }
+
+/// A `tools.script.callable` name no tool has is said in the notes (`iris check`
+/// prints them), not silently ignored; a real one is not.
+#[tokio::test]
+async fn unknown_script_callable_names_are_noted() {
+    let fx = Fixture::new(
+        "tools:\n  builtin: [exec.tool_script, file.write]\n  script: {callable: [write_file, wirte_file]}\n",
+        &[],
+    );
+    let calls = Arc::new(AtomicUsize::new(0));
+    let env = build(&fx, &host(&calls)).await.unwrap();
+    let noted: Vec<&String> = env
+        .notes
+        .iter()
+        .filter(|n| n.starts_with("tools.script.callable"))
+        .collect();
+    assert_eq!(
+        noted,
+        ["tools.script.callable[1]: no tool is named `wirte_file`; scripts cannot call it"]
+    );
+    env.close().await.unwrap();
+}

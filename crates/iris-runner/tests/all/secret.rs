@@ -617,3 +617,113 @@ model:
     assert_eq!(jev.bearers(), ["sk-stale", GOOD_KEY]);
     runner.close().await.unwrap();
 }
+
+/// An MCP server behind a bearer check, its token from `${FIXTURE_TOKEN:-…}`: the
+/// token expires while the run is going, the call fails with `MCP_AUTH_REQUIRED`
+/// naming `FIXTURE_TOKEN`, `store_secret` supplies the new one, and the retried call
+/// reaches the reconnected server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_servers_expired_token_is_healed() {
+    const OLD: &str = "tok-old-5c6d7e8f";
+    const NEW: &str = "tok-new-9a0b1c2d";
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, format!("{OLD}\n")).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let _server = KillOnDrop(
+        std::process::Command::new(crate::support::python())
+            .arg(crate::support::mcp_fixtures().join("sdk_server.py"))
+            .args([
+                "--transport",
+                "streamable-http",
+                "--port",
+                &port.to_string(),
+            ])
+            .args(["--bearer-file", tokens.to_str().unwrap()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let started = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(started.elapsed() < std::time::Duration::from_secs(30));
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let mcp = json!({"mcpServers": {"secure": {
+        "url": format!("http://127.0.0.1:{port}/mcp"),
+        "headers": {"Authorization": format!("Bearer ${{FIXTURE_TOKEN:-{OLD}}}")},
+    }}});
+    let fx = Fixture::new(
+        r#"mcp: {path: mcp.json, overrides: {secure: {trust_annotations: true}}}
+run_store: {kind: memory}
+model:
+  provider: scripted
+  script:
+    - tool_calls: [{name: mcp__secure__echo, arguments: {text: hello}}]
+    - expect_tool_results: 1
+      tool_calls: [{name: store_secret, arguments: {key: FIXTURE_TOKEN}}]
+    - expect_tool_results: 1
+      tool_calls: [{name: mcp__secure__echo, arguments: {text: hello again}}]
+    - {expect_tool_results: 1, text: done}
+"#,
+        &[("mcp.json", &mcp.to_string())],
+    );
+    let loaded = AgentConfig::load_with_env(fx.file(), false).unwrap();
+    let handler = Arc::new(Secrets {
+        values: Mutex::new(vec![NEW.into()]),
+        ..Secrets::default()
+    });
+    let runner = AgentRunner::builder_from_loaded(&loaded, &HostRegistry::new(), None)
+        .await
+        .unwrap()
+        .approval_handler(ArcHandler(Arc::clone(&handler)))
+        .build();
+    // The server expires the old token before the run's first call.
+    std::fs::write(&tokens, format!("{NEW}\n")).unwrap();
+    let mut stream = runner.run_streamed("echo");
+    let mut results = Vec::new();
+    let mut outcome = None;
+    while let Some(event) = stream.next().await {
+        match event {
+            RunEvent::ToolCallFinished { result, .. } => results.push(result),
+            RunEvent::Finished { outcome: o } => outcome = Some(o),
+            _ => {}
+        }
+    }
+    let outcome = outcome.unwrap();
+    assert_eq!(outcome.output(), Some("done"), "{outcome:?}");
+    assert_eq!(
+        results[0].error_code(),
+        Some("MCP_AUTH_REQUIRED"),
+        "{:?}",
+        results[0]
+    );
+    assert!(results[0].model_content().contains("call `store_secret`"));
+    assert_eq!(handler.asked.lock().unwrap()[0].key, "FIXTURE_TOKEN");
+    assert_eq!(results[2].error_code(), None, "{:?}", results[2]);
+    assert!(results[2].model_content().contains("hello again"));
+    let RunOutcome::Completed { history, .. } = &outcome else {
+        panic!()
+    };
+    let text = serde_json::to_string(history).unwrap();
+    assert!(
+        !text.contains(NEW) && !text.contains(OLD),
+        "a token leaked: {text}"
+    );
+    runner.close().await.unwrap();
+}
+
+/// A child process killed (and reaped) when the test ends, also when it fails.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
