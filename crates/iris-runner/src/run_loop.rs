@@ -482,12 +482,7 @@ impl AgentRunner {
                         format!("call `{}` has unusable arguments and cannot run", call.id),
                     ));
                 };
-                sink.emit(RunEvent::ToolCallStarted {
-                    turn: turn.turn,
-                    call_id: tool_use.id.clone(),
-                    tool_name: tool_use.name.clone(),
-                    arguments: tool_use.input.clone(),
-                });
+                sink.emit(started_use(turn.turn, &tool_use));
                 let approved = match interaction {
                     Interaction::Approval(a) => Some(&a.arguments),
                     _ => None,
@@ -875,12 +870,7 @@ impl AgentRunner {
                     })
                 } else if def.name == STORE_SECRET {
                     announced = true;
-                    sink.emit(RunEvent::ToolCallStarted {
-                        turn: turn.turn,
-                        call_id: call.id.clone(),
-                        tool_name: call.name.clone(),
-                        arguments: call.arguments.clone(),
-                    });
+                    sink.emit(started(turn.turn, call));
                     match self.secret_call(state, call).await {
                         Ok(result) => Some(result),
                         Err(request) => {
@@ -898,12 +888,7 @@ impl AgentRunner {
                         ),
                         Ok((question, options)) => {
                             announced = true;
-                            sink.emit(RunEvent::ToolCallStarted {
-                                turn: turn.turn,
-                                call_id: call.id.clone(),
-                                tool_name: call.name.clone(),
-                                arguments: call.arguments.clone(),
-                            });
+                            sink.emit(started(turn.turn, call));
                             let request = QuestionRequest {
                                 id: interaction_id(&state.record.run_id, &call.id),
                                 run_id: state.record.run_id.clone(),
@@ -941,12 +926,7 @@ impl AgentRunner {
             match refused {
                 Some(result) => {
                     if !announced {
-                        sink.emit(RunEvent::ToolCallStarted {
-                            turn: turn.turn,
-                            call_id: call.id.clone(),
-                            tool_name: call.name.clone(),
-                            arguments: call.arguments.clone(),
-                        });
+                        sink.emit(started(turn.turn, call));
                     }
                     sink.emit(RunEvent::ToolCallFinished {
                         turn: turn.turn,
@@ -967,12 +947,7 @@ impl AgentRunner {
                         .is_ok_and(|t| t.definition().background)
                     {
                         let result = self.start_background(state, &tool_use, &ctx, turn.turn);
-                        sink.emit(RunEvent::ToolCallStarted {
-                            turn: turn.turn,
-                            call_id: call.id.clone(),
-                            tool_name: call.name.clone(),
-                            arguments: call.arguments.clone(),
-                        });
+                        sink.emit(started(turn.turn, call));
                         sink.emit(RunEvent::ToolCallFinished {
                             turn: turn.turn,
                             result: result.clone(),
@@ -995,12 +970,7 @@ impl AgentRunner {
             let batch_uses = &uses[batch.indices()];
             for (offset, u) in batch_uses.iter().enumerate() {
                 let slot = runnable[batch.indices().start + offset].0;
-                sink.emit(RunEvent::ToolCallStarted {
-                    turn: turn.turn,
-                    call_id: u.id.clone(),
-                    tool_name: u.name.clone(),
-                    arguments: u.input.clone(),
-                });
+                sink.emit(started_use(turn.turn, u));
                 self.journal(state, slot, &turn.calls[slot], CallState::Started, None)
                     .await?;
             }
@@ -1644,6 +1614,26 @@ impl AgentRunner {
                 r.model_content()
             )));
         }
+    }
+}
+
+/// `ToolCallStarted` for a call of the model's turn.
+pub(crate) fn started(turn: u32, call: &ModelToolCall) -> RunEvent {
+    RunEvent::ToolCallStarted {
+        turn,
+        call_id: call.id.clone(),
+        tool_name: call.name.clone(),
+        arguments: call.arguments.clone(),
+    }
+}
+
+/// `ToolCallStarted` for a call about to run through the executor.
+fn started_use(turn: u32, tool_use: &ToolUse) -> RunEvent {
+    RunEvent::ToolCallStarted {
+        turn,
+        call_id: tool_use.id.clone(),
+        tool_name: tool_use.name.clone(),
+        arguments: tool_use.input.clone(),
     }
 }
 

@@ -543,12 +543,7 @@ impl AgentRunner {
         call: &ModelToolCall,
         sink: &mut Sink,
     ) -> std::result::Result<ToolResult, Stop> {
-        sink.emit(RunEvent::ToolCallStarted {
-            turn,
-            call_id: call.id.clone(),
-            tool_name: call.name.clone(),
-            arguments: call.arguments.clone(),
-        });
+        sink.emit(crate::run_loop::started(turn, call));
         let (prompt, selector) = match parse_input(&call.arguments) {
             Ok(input) => input,
             Err(message) => {
@@ -692,12 +687,7 @@ impl AgentRunner {
     ) -> std::result::Result<std::result::Result<ToolResult, Stop>, RunError> {
         let selector = request.agent_selector.as_str();
         let child_run_id = request.child_run_id.as_str();
-        sink.emit(RunEvent::ToolCallStarted {
-            turn,
-            call_id: call.id.clone(),
-            tool_name: call.name.clone(),
-            arguments: call.arguments.clone(),
-        });
+        sink.emit(crate::run_loop::started(turn, call));
         // A child that already ended (its parent's process died after the child's
         // end was saved, before its own): its recorded end is the call's result.
         if let Some(outcome) = self.ended_child(child_run_id).await? {
