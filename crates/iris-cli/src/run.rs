@@ -418,25 +418,11 @@ pub(crate) fn answer_commands(iris: &str, run_id: &str, interaction: &Interactio
 
 /// A form's answer to fill in: `{"field": "<type>", …}`, the fields in schema order.
 fn form_template(request: &ElicitationRequest) -> String {
-    let ElicitationKind::Form { requested_schema } = &request.kind else {
-        return "{}".into();
-    };
-    let fields: serde_json::Map<String, Value> = requested_schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .map(|props| {
-            props
-                .iter()
-                .map(|(name, field)| {
-                    let kind = field
-                        .get("type")
-                        .and_then(Value::as_str)
-                        .unwrap_or("string");
-                    (name.clone(), Value::String(format!("<{kind}>")))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let fields: serde_json::Map<String, Value> = request
+        .form_fields()
+        .into_iter()
+        .map(|(name, kind)| (name, Value::String(format!("<{kind}>"))))
+        .collect();
     Value::Object(fields).to_string()
 }
 

@@ -76,6 +76,40 @@ pub struct ElicitationRequest {
 }
 
 impl ElicitationRequest {
+    /// A form's fields as `(name, JSON type)` in schema order (`string` when the
+    /// schema gives no type); empty for a URL request.
+    ///
+    /// ```
+    /// use iris_mcp::ElicitationRequest;
+    /// let request: ElicitationRequest = serde_json::from_value(serde_json::json!({
+    ///     "server": "s", "tool": "mcp__s__t", "call_id": "c", "message": "m",
+    ///     "mode": "form",
+    ///     "requested_schema": {"type": "object", "properties": {"n": {"type": "integer"}, "x": {}}}
+    /// })).unwrap();
+    /// assert_eq!(request.form_fields(), [("n".to_owned(), "integer".to_owned()), ("x".to_owned(), "string".to_owned())]);
+    /// ```
+    pub fn form_fields(&self) -> Vec<(String, String)> {
+        let ElicitationKind::Form { requested_schema } = &self.kind else {
+            return Vec::new();
+        };
+        requested_schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|props| {
+                props
+                    .iter()
+                    .map(|(name, field)| {
+                        let kind = field
+                            .get("type")
+                            .and_then(Value::as_str)
+                            .unwrap_or("string");
+                        (name.clone(), kind.to_owned())
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// The mode's wire name: `form` or `url`.
     pub fn mode(&self) -> &'static str {
         match self.kind {

@@ -342,26 +342,12 @@ impl Interaction {
 
 /// The fields of a form request, `name (type)` each, comma-separated.
 fn form_fields(request: &ElicitationRequest) -> String {
-    let ElicitationKind::Form { requested_schema } = &request.kind else {
-        return String::new();
-    };
-    requested_schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .map(|props| {
-            props
-                .iter()
-                .map(|(name, field)| {
-                    let kind = field
-                        .get("type")
-                        .and_then(Value::as_str)
-                        .unwrap_or("string");
-                    format!("{name} ({kind})")
-                })
-                .collect::<Vec<_>>()
-                .join(", ")
-        })
-        .unwrap_or_default()
+    request
+        .form_fields()
+        .iter()
+        .map(|(name, kind)| format!("{name} ({kind})"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// An answer to a waiting run's interaction
