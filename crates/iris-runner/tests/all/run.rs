@@ -12,46 +12,11 @@ use iris_runner::{
     AgentRunner, ApprovalDecision, ApprovalRequest, Interaction, RunEvent, RunInput, RunOutcome,
 };
 use iris_tools_core::{
-    FnTool, ToolCapability, ToolDefinition, ToolOutput, ToolRegistry, ToolResult, ViewFilter,
+    FnTool, ToolCapability, ToolDefinition, ToolOutput, ToolRegistry, ViewFilter,
 };
 use serde_json::json;
 
-use crate::support::Fixture;
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-/// Every event of a streamed run, in order (the last is `Finished`).
-async fn events(runner: &AgentRunner, input: impl Into<RunInput>) -> Vec<RunEvent> {
-    let mut stream = runner.run_streamed(input);
-    let mut all = Vec::new();
-    while let Some(event) = stream.next().await {
-        all.push(event);
-    }
-    all
-}
-
-fn outcome(events: &[RunEvent]) -> &RunOutcome {
-    match events.last() {
-        Some(RunEvent::Finished { outcome }) => outcome,
-        other => panic!("the last event is not Finished: {other:?}"),
-    }
-}
-
-fn finished(events: &[RunEvent]) -> Vec<&ToolResult> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            RunEvent::ToolCallFinished { result, .. } => Some(result),
-            _ => None,
-        })
-        .collect()
-}
+use crate::support::{Fixture, events, finished, outcome, runtime};
 
 /// A read-only tool that sleeps and records how many of its calls overlapped.
 fn sleeper(

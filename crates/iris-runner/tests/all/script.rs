@@ -1,16 +1,8 @@
 //! Code mode in the run loop: `run_tool_script` from the agent YAML, approvals of inner
 //! calls that wait and resume, and the context a script saves against direct calls.
 
-use crate::support::Fixture;
+use crate::support::{Fixture, runtime};
 use iris_runner::{AgentRunner, Answer, Interaction, RunEvent, RunOutcome};
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 /// A script that lists the workspace, writes a note and prints what it did.
 const WRITE_SCRIPT: &str = r#"

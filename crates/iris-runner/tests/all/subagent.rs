@@ -14,15 +14,7 @@ use iris_runner::{
 };
 use iris_tools_core::ToolResult;
 
-use crate::support::Fixture;
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
+use crate::support::{Fixture, events, finished, outcome, runtime};
 
 /// A parent agent (file and command tools, everything allowed, `tools.subagent:
 /// agents.yaml`) with `script`, a `docs/` folder, and one child YAML per
@@ -63,33 +55,6 @@ fn family_with(extra: &str, script: &str, children: &[(&str, &str)]) -> Fixture 
 fn indent(text: &str, by: usize) -> String {
     text.lines()
         .map(|l| format!("{}{l}\n", " ".repeat(by)))
-        .collect()
-}
-
-async fn events(runner: &AgentRunner, prompt: &str) -> Vec<RunEvent> {
-    let mut stream = runner.run_streamed(prompt);
-    let mut all = Vec::new();
-    while let Some(event) = stream.next().await {
-        all.push(event);
-    }
-    all
-}
-
-fn outcome(events: &[RunEvent]) -> &RunOutcome {
-    match events.last() {
-        Some(RunEvent::Finished { outcome }) => outcome,
-        other => panic!("the last event is not Finished: {other:?}"),
-    }
-}
-
-/// The parent's own finished calls.
-fn finished(events: &[RunEvent]) -> Vec<&ToolResult> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            RunEvent::ToolCallFinished { result, .. } => Some(result),
-            _ => None,
-        })
         .collect()
 }
 

@@ -76,3 +76,44 @@ pub(crate) fn running(pid: u32) -> bool {
         .and_then(|i| stat[i + 2..].chars().next())
         .is_some_and(|s| s != 'Z')
 }
+
+/// A multi-thread runtime with two workers, for tests that are not `#[tokio::test]`.
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Every event of a streamed run, in order (the last is `Finished`).
+pub(crate) async fn events(
+    runner: &iris_runner::AgentRunner,
+    input: impl Into<iris_runner::RunInput>,
+) -> Vec<iris_runner::RunEvent> {
+    let mut stream = runner.run_streamed(input);
+    let mut all = Vec::new();
+    while let Some(event) = stream.next().await {
+        all.push(event);
+    }
+    all
+}
+
+/// The outcome a stream of events ended with.
+pub(crate) fn outcome(events: &[iris_runner::RunEvent]) -> &iris_runner::RunOutcome {
+    match events.last() {
+        Some(iris_runner::RunEvent::Finished { outcome }) => outcome,
+        other => panic!("the last event is not Finished: {other:?}"),
+    }
+}
+
+/// The results of the finished calls, in order.
+pub(crate) fn finished(events: &[iris_runner::RunEvent]) -> Vec<&iris_tools_core::ToolResult> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            iris_runner::RunEvent::ToolCallFinished { result, .. } => Some(result),
+            _ => None,
+        })
+        .collect()
+}
