@@ -15,7 +15,7 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use crate::support::Fixture;
+use crate::support::{Fixture, events, finished, outcome};
 
 /// The value the fake server accepts; every test checks it leaks nowhere.
 const GOOD_KEY: &str = "tvly-good-7f3a9c1e5b";
@@ -584,17 +584,9 @@ model:
         .unwrap()
         .approval_handler(ArcHandler(Arc::clone(&handler)))
         .build();
-    let mut stream = runner.run_streamed("bill them");
-    let mut results = Vec::new();
-    let mut outcome = None;
-    while let Some(event) = stream.next().await {
-        match event {
-            RunEvent::ToolCallFinished { result, .. } => results.push(result),
-            RunEvent::Finished { outcome: o } => outcome = Some(o),
-            _ => {}
-        }
-    }
-    assert_eq!(outcome.unwrap().output(), Some("found it"));
+    let all = events(&runner, "bill them").await;
+    let results = finished(&all);
+    assert_eq!(outcome(&all).output(), Some("found it"));
     assert_eq!(
         results[0].error_code(),
         Some("DECISION_AUTH"),
@@ -685,17 +677,9 @@ model:
         .build();
     // The server expires the old token before the run's first call.
     std::fs::write(&tokens, format!("{NEW}\n")).unwrap();
-    let mut stream = runner.run_streamed("echo");
-    let mut results = Vec::new();
-    let mut outcome = None;
-    while let Some(event) = stream.next().await {
-        match event {
-            RunEvent::ToolCallFinished { result, .. } => results.push(result),
-            RunEvent::Finished { outcome: o } => outcome = Some(o),
-            _ => {}
-        }
-    }
-    let outcome = outcome.unwrap();
+    let all = events(&runner, "echo").await;
+    let results = finished(&all);
+    let outcome = outcome(&all);
     assert_eq!(outcome.output(), Some("done"), "{outcome:?}");
     assert_eq!(
         results[0].error_code(),
