@@ -2,7 +2,8 @@
 //!
 //! Commands:
 //! - `ci [--no-setup]`: everything CI runs — `.ci/setup` (Docker engine, offline command
-//!   image, MCP test venv), formatting, `tidy`, clippy with `-D warnings`, every test (unit,
+//!   image, MCP test venv, MCP Inspector, PostgreSQL cluster), formatting, `tidy`, clippy with `-D warnings`, the API docs with
+//!   rustdoc's lints as errors, every test (unit,
 //!   integration, doctests, trybuild, snapshot checks) of the whole workspace, the fuzz
 //!   smoke run (`fuzz --smoke`), and the quickstart with its milestones checked.
 //! - `tidy`: fast text-only checks of the workspace's structural rules (core's dependency
@@ -31,7 +32,8 @@ usage: cargo xtask <command>
 
 commands:
   ci [--no-setup]    .ci/setup (unless --no-setup), fmt --check, tidy, clippy -D warnings,
-                     every test, the fuzz smoke run, then the quickstart with its milestones
+                     cargo doc -D warnings, every test, the fuzz smoke run, then the
+                     quickstart with its milestones
   tidy               structural checks: core's dependency allow-list (tokio: sync only),
                      no fs/process/net in core, core's non-test line budget, an
                      architecture invariant per crate, the exact iris-tools-macros pin,
@@ -143,11 +145,27 @@ fn ci(setup: bool) -> Result<(), String> {
         ]);
         run(clippy)?;
     }
+    docs()?;
     test()?;
     // About 2.5 minutes from a cold target dir on two cores: the unoptimized fuzz build
     // (~1.5 min) plus 20 s per target, two at a time.
     fuzz::fuzz(&["--smoke".to_owned()])?;
     quickstart()
+}
+
+/// The API docs with rustdoc's lints as errors (broken or ambiguous intra-doc links, a
+/// doc comment's bad HTML): the libraries, then the `iris` binary on its own, because it
+/// and the `iris` library would write the same output file (cargo#6313).
+fn docs() -> Result<(), String> {
+    for args in [
+        &["doc", "--workspace", "--no-deps", "--lib"][..],
+        &["doc", "-p", "iris-cli", "--no-deps", "--bin", "iris"][..],
+    ] {
+        let mut doc = cargo();
+        doc.args(args).env("RUSTDOCFLAGS", "-D warnings");
+        run(doc)?;
+    }
+    Ok(())
 }
 
 /// Runs the README's main command and checks the agent run reached its milestones, in
