@@ -9,9 +9,9 @@
 //! [`FUSION_DEPTH`] hits of [`SearchIndex::search`]). The two rankings are fused by
 //! reciprocal rank: a tool at rank `r` (from 1) of a list earns `1 / (RRF_K + r)`
 //! from it, and the tools are ordered by the sum; two tools the lists rank in swapped
-//! places tie exactly, and the higher mixed score (below) wins, then candidate order. Ranks
-//! need no common scale, and a tool both lists agree on beats one only either list
-//! likes. The fusion (RRF with the customary `k` = 60 and equal weights, over a
+//! places tie exactly, and the higher similarity wins, then the higher mixed score
+//! (below), then candidate order. Ranks need no common scale, and a tool both lists
+//! agree on beats one only either list likes. The fusion (RRF with the customary `k` = 60 and equal weights, over a
 //! linear mix of the scores and a min–max normalised one) and the embedded text were
 //! chosen on the tune halves of the evaluation sets only.
 //!
@@ -21,9 +21,14 @@
 //! is its *mixed score*: `similarity + LEXICAL_WEIGHT · min(relevance, RELEVANCE_CAP)`
 //! with the tool's catalog-independent lexical [`relevance`] (0 when outside the
 //! lexical top [`FUSION_DEPTH`]); both scales mean the same in every catalog. The top
-//! hit is selected only when its mixed score reaches [`DEFAULT_MIN_SCORE`], calibrated
-//! like the local threshold: the smallest score at which, in each tune set, at least
-//! 60 % of the questions that no tool serves get "no tool".
+//! hit is selected only when its mixed score reaches [`DEFAULT_MIN_SCORE`]. The weight,
+//! the cap and the threshold were calibrated like the local threshold, on the tune
+//! halves only: the choice whose worse tune set is closest to (or furthest past) the
+//! target, none-precision 0.8 at none-recall 0.6 (the largest smallest slack
+//! `min(precision − 0.8, recall − 0.6)` over the tune sets; the bench prints the
+//! sweep). A weight of 0.1 let a strong lexical match with a low similarity fall under
+//! the threshold, nulling real hits of short queries over a large catalog; from 0.3 on
+//! (0.1–0.4 swept, caps 1–5) that no longer happens.
 //!
 //! # Cost
 //!
@@ -31,10 +36,10 @@
 //! index of each candidate set it saw (by the identity of the candidates, up to four
 //! sets) and every tool vector by its text, so a catalog that only grows embeds only
 //! its new tools (the runner prepares the backend at assembly, so even the first search
-//! embeds only its query). A query costs one embedding (7–13 ms for a short query on
-//! a shared 2-core CPU, the model's forward pass), one dot product per tool over one
-//! contiguous matrix, the lexical ranking and the fusion (under 1 ms together at 10,000
-//! tools; `docs/benchmarks.md`).
+//! embeds only its query). A query costs one embedding (about 2 ms for a short query
+//! on a 2-core CPU with the quantised forward pass of [`crate::embed`]), one dot
+//! product per tool over one contiguous matrix, the lexical ranking and the fusion
+//! (under 1 ms together at 10,000 tools; `docs/benchmarks.md`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -53,10 +58,10 @@ pub const FUSION_DEPTH: usize = 50;
 /// The reciprocal-rank constant: rank `r` (from 1) earns `1 / (RRF_K + r)`.
 pub const RRF_K: f64 = 60.0;
 /// The weight of the lexical relevance in the mixed score (the similarity's is 1).
-pub const LEXICAL_WEIGHT: f64 = 0.1;
+pub const LEXICAL_WEIGHT: f64 = 0.3;
 /// Lexical relevance above this counts as this much: one strong word match must not
 /// outweigh what the embedding says.
-pub const RELEVANCE_CAP: f64 = 3.0;
+pub const RELEVANCE_CAP: f64 = 2.0;
 /// The default minimum mixed score of the selected tool.
 pub const DEFAULT_MIN_SCORE: f64 = 0.42;
 
@@ -264,10 +269,12 @@ impl HybridIndex {
                 }
             })
             .collect();
-        // Two tools the lists rank in swapped places tie exactly; the evidence decides.
+        // Two tools the lists rank in swapped places tie exactly; the meaning decides
+        // (the similarity), then the mixed score.
         hits.sort_unstable_by(|a, b| {
             b.fused
                 .total_cmp(&a.fused)
+                .then(b.similarity.total_cmp(&a.similarity))
                 .then(b.score.total_cmp(&a.score))
                 .then(a.index.cmp(&b.index))
         });

@@ -91,6 +91,8 @@
 extern crate self as iris_discovery;
 
 mod backend;
+#[cfg(feature = "embed")]
+mod bert;
 mod config;
 #[cfg(feature = "embed")]
 pub mod embed;

@@ -110,6 +110,37 @@ fn long_texts_are_truncated_not_refused() {
     assert_eq!(v[0].len(), 384);
 }
 
+/// The "no tool" evidence of every hit is its similarity plus the weighted, capped
+/// lexical relevance, and a strong name match counts even where the similarity is low.
+#[test]
+fn mixed_score_weighs_capped_relevance_into_the_similarity() {
+    use iris_discovery::hybrid::{LEXICAL_WEIGHT, RELEVANCE_CAP};
+    let model = model();
+    let defs = catalog();
+    let index = HybridIndex::new(&defs, &model).unwrap();
+    for query in [
+        "call get_alerts for Paris",
+        "how much money is in my account",
+        "knit a wool scarf",
+    ] {
+        let v = model.embed(&[query]).unwrap().pop().unwrap();
+        let hits = index.search(query, &v, defs.len());
+        assert!(!hits.is_empty(), "{query:?}");
+        for hit in &hits {
+            let expect =
+                f64::from(hit.similarity) + LEXICAL_WEIGHT * hit.relevance.min(RELEVANCE_CAP);
+            assert!((hit.score - expect).abs() < 1e-12, "{query:?} {hit:?}");
+        }
+    }
+    // A tool named outright has a relevance past the cap: the lexical part of its
+    // evidence is the whole capped weight, and the tool is selected.
+    let v = model.embed(&["get_alerts"]).unwrap().pop().unwrap();
+    let top = index.search("get_alerts", &v, 1)[0];
+    assert_eq!(defs[top.index].name, "mcp__weather__get_alerts");
+    assert!(top.relevance > RELEVANCE_CAP, "{top:?}");
+    assert!(top.score >= DEFAULT_MIN_SCORE, "{top:?}");
+}
+
 #[test]
 fn hybrid_index_finds_paraphrases_the_lexical_ranking_misses() {
     let model = model();

@@ -5,5 +5,7 @@ mod discovery;
 #[path = "../eval/mod.rs"]
 mod eval;
 #[cfg(feature = "embed")]
+mod fast_embed;
+#[cfg(feature = "embed")]
 mod hybrid;
 mod search;
