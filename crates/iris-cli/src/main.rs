@@ -1,5 +1,5 @@
 //! `iris`: list, inspect, call and check the tools an agent YAML describes, and run the
-//! agent (`iris run`, `iris resume`, see [`run`]; `iris runs`, see [`runs`]).
+//! agent (`iris run`, `iris resume`, see [`mod@run`]; `iris runs`, see [`mod@runs`]).
 //!
 //! Exit codes (also in `iris --help` and docs/configuration.md):
 //! - 0: success (`iris run` / `iris resume`: the run completed);
@@ -555,6 +555,12 @@ async fn run(cli: &Cli, signals: &mut Signals) -> Result<u8, Failure> {
     };
     // `mcp serve`'s flags are checked before anything starts.
     let serving = serve_plan(&cli.command)?;
+    // `resume --secret-stdin` reads its line before anything starts: no MCP server or
+    // command service runs while a person types.
+    let mut answer = match &cli.command {
+        Command::Resume { .. } => resume_answer(&cli.command),
+        _ => None,
+    };
     let env = interruptible(signals, assemble(cli, &loaded)).await?;
     let cancel = CancellationSignal::new();
     let iris = iris_prefix(cli);
@@ -572,7 +578,7 @@ async fn run(cli: &Cli, signals: &mut Signals) -> Result<u8, Failure> {
             (Command::Resume { run_id, .. }, Some(model)) => {
                 let options = run::ResumeOptions {
                     run_id,
-                    answer: resume_answer(&cli.command),
+                    answer: answer.take(),
                     json: cli.json,
                     iris: &iris,
                 };
@@ -621,12 +627,11 @@ async fn dispatch(
         Command::Mcp {
             command: McpCommand::List,
         } => mcp_list(cli, env),
-        // Served by `serve` instead.
+        // Handled before the environment is dispatched to (`mcp serve` by `serve`).
         Command::Mcp {
             command: McpCommand::Serve { .. },
-        } => Ok(0),
-        // Handled before the environment is dispatched to.
-        Command::Run { .. }
+        }
+        | Command::Run { .. }
         | Command::Resume { .. }
         | Command::Runs { .. }
         | Command::Check

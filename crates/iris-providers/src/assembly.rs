@@ -57,6 +57,14 @@ impl Draft {
         out.push_back(Ok(StreamEvent::Usage(usage)));
     }
 
+    /// The usage so far, announced only when it differs from what was (a stream that
+    /// repeats it in every chunk).
+    pub(crate) fn usage_changed(&mut self, usage: Usage, out: &mut VecDeque<Item>) {
+        if self.usage != usage {
+            self.usage(usage, out);
+        }
+    }
+
     /// The finished turn (the draft is left empty).
     pub(crate) fn finish(
         &mut self,

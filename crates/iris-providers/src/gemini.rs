@@ -470,8 +470,6 @@ pub(crate) struct Turn {
     draft: Draft,
     calls: Vec<ModelToolCall>,
     finish: Option<String>,
-    /// The last usage announced.
-    usage: Option<Usage>,
 }
 
 impl Turn {
@@ -487,7 +485,6 @@ impl Turn {
             draft: Draft::default(),
             calls: Vec::new(),
             finish: None,
-            usage: None,
         }
     }
 
@@ -549,10 +546,8 @@ impl Turn {
                 count("promptTokenCount").saturating_add(count("toolUsePromptTokenCount")),
                 count("candidatesTokenCount").saturating_add(count("thoughtsTokenCount")),
             );
-            if self.usage != Some(usage) {
-                self.usage = Some(usage);
-                out.push_back(Ok(StreamEvent::Usage(usage)));
-            }
+            // Every chunk repeats the usage so far: announce it when it moved.
+            self.draft.usage_changed(usage, out);
         }
         Ok(())
     }
@@ -611,7 +606,6 @@ impl Turn {
             "MAX_TOKENS" => StopReason::MaxTokens,
             other => StopReason::Other(other.to_owned()),
         };
-        self.draft.usage = self.usage.unwrap_or_default();
         Ok(self.draft.finish(calls, stop))
     }
 }

@@ -4,7 +4,6 @@
 //! the key is asked without echo. The key appears in no output and no stored byte.
 
 use std::path::Path;
-use std::process::Stdio;
 
 use serde_json::{Value, json};
 
@@ -157,17 +156,11 @@ fn a_terminal_is_asked_for_the_key_without_echo() {
     let (dir, config) = example();
     let url = server.url();
     let mut pty = Pty::open();
-    let mut command = super::command(
+    let child = pty.spawn_iris(
         dir.path(),
         &["--config", &config, "run", "Which runtime?"],
         &[("IRIS_WEB__BASE_URL", url.as_str())],
     );
-    command
-        .stdin(pty.slave())
-        .stderr(pty.slave())
-        .stdout(Stdio::piped());
-    let child = command.spawn().unwrap();
-    drop(command);
     pty.until("Value (typing is hidden; empty leaves the run waiting): ");
     assert!(
         pty.seen_text().contains(
