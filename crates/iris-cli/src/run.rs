@@ -1078,9 +1078,49 @@ struct Call {
     progress: Option<String>,
 }
 
+/// A call running in the background (an MCP task), whose progress shows as plain
+/// lines: it is no longer on the status line.
+#[derive(Debug)]
+struct BackgroundCall {
+    id: String,
+    name: String,
+    /// The message of the last progress line, and when it was written.
+    shown: Option<(Option<String>, Instant)>,
+}
+
+/// How often a background call's progress gets a line when only its value moved
+/// (a new message always gets one).
+const BACKGROUND_PROGRESS_EVERY: Duration = Duration::from_secs(5);
+
+/// Whether a background call's progress report gets a line: the first one, one
+/// with a new message, or one [`BACKGROUND_PROGRESS_EVERY`] after the last line.
+fn background_line_due(shown: Option<&(Option<String>, Instant)>, message: Option<&str>) -> bool {
+    match shown {
+        None => true,
+        Some((shown, at)) => {
+            shown.as_deref() != message || at.elapsed() >= BACKGROUND_PROGRESS_EVERY
+        }
+    }
+}
+
+/// `3/8 step 3 of 8`: an MCP progress report as shown.
+fn progress_text(progress: f64, total: Option<f64>, message: Option<&str>) -> String {
+    let mut text = match total {
+        Some(total) => format!("{progress}/{total}"),
+        None => format!("{progress}"),
+    };
+    if let Some(message) = message {
+        text.push(' ');
+        text.push_str(message);
+    }
+    text
+}
+
 /// The tool calls on stderr. On a terminal the calls in flight share one status line
 /// (a spinner, the calls, the time), replaced by a plain line per call as it finishes;
-/// otherwise only the plain lines. An approval prompt pauses the status line.
+/// otherwise only the plain lines. A background call's progress is a plain line
+/// whenever its message changes (at most every few seconds when only the value
+/// moves). An approval prompt pauses the status line.
 #[derive(Debug)]
 struct Screen {
     tty: bool,
@@ -1088,6 +1128,7 @@ struct Screen {
     drawn: bool,
     frame: usize,
     calls: Vec<Call>,
+    background: Vec<BackgroundCall>,
 }
 
 impl Screen {
@@ -1098,6 +1139,7 @@ impl Screen {
             drawn: false,
             frame: 0,
             calls: Vec::new(),
+            background: Vec::new(),
         }
     }
 
@@ -1121,21 +1163,25 @@ impl Screen {
         self.draw();
     }
 
-    /// An MCP progress report of a call in flight: the status line shows it.
+    /// An MCP progress report: a call in flight shows it on the status line, a
+    /// background call on a line of its own (a new message, or a while since the
+    /// last line).
     fn progress(&mut self, id: &str, progress: f64, total: Option<f64>, message: Option<&str>) {
-        let Some(call) = self.calls.iter_mut().find(|c| c.id == id) else {
+        let text = progress_text(progress, total, message);
+        if let Some(call) = self.calls.iter_mut().find(|c| c.id == id) {
+            call.progress = Some(text);
+            self.draw();
+            return;
+        }
+        let Some(call) = self.background.iter_mut().find(|c| c.id == id) else {
             return;
         };
-        let mut text = match total {
-            Some(total) => format!("{progress}/{total}"),
-            None => format!("{progress}"),
-        };
-        if let Some(message) = message {
-            text.push(' ');
-            text.push_str(message);
+        if !background_line_due(call.shown.as_ref(), message) {
+            return;
         }
-        call.progress = Some(text);
-        self.draw();
+        call.shown = Some((message.map(str::to_owned), Instant::now()));
+        let (name, id) = (call.name.clone(), call.id.clone());
+        self.line(&name, &id, &format!("background: {text}"), None);
     }
 
     fn finish(&mut self, result: &ToolResult) {
@@ -1144,6 +1190,11 @@ impl Screen {
         let name = call.as_ref().map_or(result.tool_name.as_str(), |c| &c.name);
         let status = match result.error_code() {
             None if result.output.data.contains_key("background") => {
+                self.background.push(BackgroundCall {
+                    id: result.tool_use_id.clone(),
+                    name: name.to_owned(),
+                    shown: None,
+                });
                 "running in the background".to_owned()
             }
             None if result.approved => "ok (approved)".to_owned(),
@@ -1175,6 +1226,7 @@ impl Screen {
 
     /// A background call finished (its receipt's line came when it started).
     fn background(&mut self, result: &ToolResult) {
+        self.background.retain(|c| c.id != result.tool_use_id);
         let status = match result.error_code() {
             None => "background call finished ok".to_owned(),
             Some(code) => format!("background call finished error[{code}]"),
@@ -1269,6 +1321,23 @@ impl Screen {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_background_call_gets_a_progress_line_per_new_message_or_a_while() {
+        assert!(background_line_due(None, None));
+        let now = Instant::now();
+        let recent = (Some("step 1".to_owned()), now);
+        assert!(!background_line_due(Some(&recent), Some("step 1")));
+        assert!(background_line_due(Some(&recent), Some("step 2")));
+        assert!(background_line_due(Some(&recent), None));
+        let old = now - BACKGROUND_PROGRESS_EVERY;
+        assert!(background_line_due(
+            Some(&(Some("step 1".to_owned()), old)),
+            Some("step 1")
+        ));
+        assert_eq!(progress_text(2.0, Some(3.0), Some("x")), "2/3 x");
+        assert_eq!(progress_text(0.0, None, None), "0");
+    }
 
     #[test]
     fn shell_words_survive_a_shell() {

@@ -14,9 +14,10 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use serde_json::Value;
 
-use crate::elicitation::{self, ElicitationHandler, ElicitationRequest};
+use crate::elicitation::{self, ElicitationHandler, ElicitationRequest, McpElicitation};
 use crate::error::codes;
 use crate::transport::Diagnostics;
+use iris_tools_core::ToolExecutionContext;
 use tokio::sync::mpsc;
 
 /// One progress notification, as the call waiting for it sees it.
@@ -56,6 +57,38 @@ pub(crate) struct InFlight {
     pub(crate) humans: AtomicUsize,
     /// What was asked and answered, for the call's result.
     pub(crate) notes: Mutex<Vec<Value>>,
+}
+
+/// An elicitation being answered for a call: its timers wait while one lives, and
+/// dropping it (the answer came, or the wait was abandoned) lets them go on.
+pub(crate) struct Answering<'a>(&'a AtomicUsize);
+
+impl Drop for Answering<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl InFlight {
+    /// Marks an elicitation of this call as being answered until the guard drops.
+    pub(crate) fn answering(&self) -> Answering<'_> {
+        self.humans.fetch_add(1, Ordering::AcqRel);
+        Answering(&self.humans)
+    }
+
+    /// A call of Iris tool `tool` in `ctx`, with the context's elicitation answerer.
+    pub(crate) fn new(tool: &str, ctx: &ToolExecutionContext) -> Self {
+        Self {
+            tool: tool.to_owned(),
+            call_id: ctx.call_id.clone(),
+            handler: ctx
+                .extensions
+                .get::<McpElicitation>()
+                .map(|e| Arc::clone(&e.0)),
+            humans: AtomicUsize::new(0),
+            notes: Mutex::default(),
+        }
+    }
 }
 
 impl std::fmt::Debug for InFlight {
@@ -157,12 +190,13 @@ impl ServerEvents {
                 routes.early.push_back((t, p));
             }
         }
-        routes.calls.insert(token.clone(), tx);
+        routes.calls.insert(token.clone(), tx.clone());
         drop(routes);
         (
             ProgressWatch {
                 events: self.clone(),
                 token,
+                tx,
             },
             rx,
         )
@@ -230,21 +264,36 @@ impl Drop for CallGuard {
     }
 }
 
-/// Removes a call's progress route when the call ends, however it ends.
+/// Removes a call's progress route when the call ends, however it ends (its own
+/// route only: a newer watch of the same token keeps its own).
 #[derive(Debug)]
 pub(crate) struct ProgressWatch {
     events: ServerEvents,
     token: ProgressToken,
+    tx: mpsc::Sender<Progress>,
+}
+
+impl ProgressWatch {
+    /// The token whose notifications this watch routes.
+    pub(crate) fn token(&self) -> &ProgressToken {
+        &self.token
+    }
 }
 
 impl Drop for ProgressWatch {
     fn drop(&mut self) {
-        self.events
+        let mut routes = self
+            .events
             .progress
             .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+            .unwrap_or_else(PoisonError::into_inner);
+        if routes
             .calls
-            .remove(&self.token);
+            .get(&self.token)
+            .is_some_and(|tx| tx.same_channel(&self.tx))
+        {
+            routes.calls.remove(&self.token);
+        }
     }
 }
 
@@ -269,13 +318,9 @@ impl IrisClient {
             .unwrap_or_default();
         let request = ElicitationRequest::from_params(&self.server, &tool, &call_id, params);
         let handler = call.as_ref().and_then(|c| c.handler.clone());
-        if let Some(c) = &call {
-            c.humans.fetch_add(1, Ordering::AcqRel);
-        }
+        let answering = call.as_deref().map(InFlight::answering);
         let (answer, note) = elicitation::ask(handler.as_ref(), &request, false).await;
-        if let Some(c) = &call {
-            c.humans.fetch_sub(1, Ordering::AcqRel);
-        }
+        drop(answering);
         record(&self.diagnostics, &request, &answer, handler.is_none());
         if let Some(c) = &call {
             c.note(note);
@@ -378,5 +423,13 @@ mod tests {
         // Unwatched again: it waits among the early ones instead.
         events.progress(params(7, 1.0));
         assert!(rx.try_recv().is_err());
+
+        // A newer watch of a token outlives an older one dropped after it.
+        let token = ProgressToken(NumberOrString::Number(9));
+        let (old, _old_rx) = events.watch_progress(token.clone());
+        let (_new, mut new_rx) = events.watch_progress(token);
+        drop(old);
+        events.progress(params(9, 0.5));
+        assert_eq!(new_rx.try_recv().map(|p| p.progress), Ok(0.5));
     }
 }

@@ -29,5 +29,5 @@ pub use manager::{
     DiagnosticSeverity, MCP_GROUP, MCPCatalogSnapshot, MCPManager, McpDiagnostic,
     McpServerSnapshot, McpToolDescriptor, ServerStatus,
 };
-pub use tool::{McpProgress, McpProgressSink, McpTool};
+pub use tool::{McpProgress, McpProgressSink, McpTaskRef, McpTool};
 pub use transport::DEFAULT_MAX_MESSAGE_BYTES;

@@ -854,6 +854,18 @@ impl MCPManager {
         Some((descriptor, tool))
     }
 
+    /// The published tool `wire_name` of `server`, when the catalog has it (to
+    /// follow one of its tasks again: [`McpTool::follow`]).
+    pub async fn tool(&self, server: &str, wire_name: &str) -> Option<Arc<McpTool>> {
+        match &*self.state.lock().await {
+            State::Prepared(p) => p
+                .catalog
+                .find(server, wire_name)
+                .map(|(_, t)| Arc::clone(t)),
+            _ => None,
+        }
+    }
+
     /// Ends every connection and stdio process group (stdin closed, then SIGTERM,
     /// then SIGKILL; every process reaped), restarted ones included; no restart
     /// follows. Idempotent; `prepare` is refused after.

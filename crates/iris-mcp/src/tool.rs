@@ -11,19 +11,26 @@
 //! exchange has its response stream closed, and the result's `cancellation` detail
 //! says which.
 //!
+//! A call the server makes a task (the tasks extension) is polled with
+//! `tasks/get`, in place or handed off to the run loop as background work, and
+//! keeps its heartbeat: the server's progress notifications for the call's token,
+//! and each new `statusMessage` of the task, reach the same tracing event and
+//! sink (see [`McpProgress`]).
+//!
 //! A session that broke mid-call is replaced by the server's next session; the
 //! call is sent again only when the tool is safe to repeat (trusted `readOnlyHint`
 //! or `idempotentHint`), otherwise it fails with `MCP_CONNECTION_LOST` ("may have
 //! run").
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use iris_executor::ToolArtifactStore;
 use iris_tools_core::{
-    BoxFuture, ContentBlock, Tool, ToolDefinition, ToolErrorInfo, ToolExecutionContext, ToolInput,
-    ToolOutput, ToolTimeoutOwner, codes as core_codes,
+    BackgroundHandoff, BackgroundWork, BoxFuture, ContentBlock, Tool, ToolDefinition,
+    ToolErrorInfo, ToolExecutionContext, ToolInput, ToolOutput, ToolTimeoutOwner,
+    codes as core_codes,
 };
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelTaskParams, ClientRequest, CreateTaskResult,
@@ -32,16 +39,16 @@ use rmcp::model::{
 };
 use rmcp::service::{PeerRequestOptions, RequestHandle};
 use rmcp::{RoleClient, ServiceError};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 
-use crate::client::{InFlight, Progress};
+use crate::client::{InFlight, Progress, ProgressWatch};
 use crate::connection::{
     CancelMode, Connection, auth_rejected, dropped_answer, transport_failure, undelivered,
 };
 use crate::elicitation::{
-    self, ElicitationAnswer, ElicitationRequest, InputRequired, McpElicitation, McpInputResume,
-    McpInputResumes,
+    self, ElicitationAnswer, ElicitationRequest, InputRequired, McpInputResume, McpInputResumes,
 };
 use crate::error::codes;
 use crate::server::Server;
@@ -109,6 +116,12 @@ fn with_notes(mut output: ToolOutput, call: &InFlight) -> ToolOutput {
 pub const TRACING_TARGET: &str = "iris::mcp";
 
 /// One progress notification of a running MCP call: the call's heartbeat.
+///
+/// A call the server runs as a task reports the same way while it is followed:
+/// each `notifications/progress` for the call's token, and each new
+/// `statusMessage` a `tasks/get` answers, reported with the last progress value
+/// and total seen (`0` and none before any notification) and the status message
+/// as `message`.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct McpProgress {
@@ -118,16 +131,20 @@ pub struct McpProgress {
     pub server: String,
     /// The call id from the context (empty outside the executor).
     pub call_id: String,
-    /// The server's progress value (grows with each notification).
+    /// The server's progress value (grows with each notification; a task's status
+    /// message repeats the last one).
     pub progress: f64,
     /// The total, when the server knows it.
     pub total: Option<f64>,
-    /// The server's message, redacted and cut to one line.
+    /// The server's message (or a task's status message), redacted and cut to one
+    /// line.
     pub message: Option<String>,
     /// How long the call has run.
     pub elapsed: Duration,
     /// How much longer the call may now wait for its answer or the next progress
-    /// notification (the idle timeout, or what is left of the cap).
+    /// notification (the idle timeout, or what is left of the cap). For a task:
+    /// how long the `tasks/get` under way may still take, or between polls what
+    /// is left of the cap.
     pub remaining: Duration,
 }
 
@@ -157,6 +174,53 @@ impl std::fmt::Debug for McpProgressSink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpProgressSink").finish_non_exhaustive()
     }
+}
+
+/// An MCP task a call became, as a host keeps it to follow the task again by id
+/// (`tasks/get`) after a restart: the [`BackgroundWork::reference`] of a handed-off
+/// task, as JSON with `"kind": "mcp_task"`.
+///
+/// ```
+/// use iris_mcp::McpTaskRef;
+/// let r = McpTaskRef::from_reference(&serde_json::json!({
+///     "kind": "mcp_task", "server": "build", "tool": "compile",
+///     "task_id": "7f3a", "started_at_ms": 1_700_000_000_000u64,
+/// })).unwrap();
+/// assert_eq!((r.server.as_str(), r.task_id.as_str()), ("build", "7f3a"));
+/// assert_eq!(r.to_reference()["kind"], "mcp_task");
+/// assert!(McpTaskRef::from_reference(&serde_json::json!({"kind": "other"})).is_none());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename = "mcp_task")]
+#[non_exhaustive]
+pub struct McpTaskRef {
+    /// The raw server name.
+    pub server: String,
+    /// The raw tool name the server knows.
+    pub tool: String,
+    /// The server's task id.
+    pub task_id: String,
+    /// When the call began, milliseconds since the Unix epoch: the tool's cap
+    /// (`tool_max_sec`) counts from it in every process that follows the task.
+    pub started_at_ms: u64,
+}
+
+impl McpTaskRef {
+    /// The reference in `value`, when it names an MCP task.
+    pub fn from_reference(value: &Value) -> Option<Self> {
+        serde_json::from_value(value.clone()).ok()
+    }
+
+    /// The reference as JSON (what [`BackgroundWork::reference`] carries).
+    pub fn to_reference(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// A tool of an MCP server, published under its Iris name and called by its raw wire
@@ -194,8 +258,9 @@ enum Attempt {
     Done(ToolOutput),
     /// The server needs answers first (SEP-2322): ask, then send the call again.
     InputRequired(Box<InputRequiredResult>),
-    /// The server runs the call as a task (the tasks extension): poll it.
-    Task(Box<CreateTaskResult>),
+    /// The server runs the call as a task (the tasks extension): poll it, with the
+    /// call's progress route (filled in by [`McpTool::attempt`]).
+    Task(Box<CreateTaskResult>, Option<TaskProgress>),
     /// The request never left: the session was already gone.
     NotSent,
     /// The session broke after the request was sent: the server may have run it.
@@ -203,6 +268,55 @@ enum Attempt {
     Lost(Option<String>),
     /// The request could not reach the server (a refused connection): it did not run.
     Unreachable(String),
+}
+
+/// The progress route of a call the server made a task, kept for the follow-up:
+/// the server may go on sending `notifications/progress` with the `tools/call`
+/// request's token while the task runs (the 2025-11-25 tasks utility keeps that
+/// token valid for the task's lifetime; the 2026 tasks extension does not say).
+struct TaskProgress {
+    watch: ProgressWatch,
+    rx: tokio::sync::mpsc::Receiver<Progress>,
+    /// The last progress value and total seen for the call.
+    last: Option<(f64, Option<f64>)>,
+}
+
+impl TaskProgress {
+    /// The next progress notification; never, once the route is gone.
+    async fn next(route: &mut Option<Self>) -> Option<Progress> {
+        match route {
+            Some(r) => r.rx.recv().await,
+            None => std::future::pending().await,
+        }
+    }
+}
+
+/// A task to follow: what the server said when it made the task, and the call's
+/// progress route when this process sent the call.
+struct Followed {
+    task_id: String,
+    poll_interval_ms: Option<u64>,
+    status_message: Option<String>,
+    progress: Option<TaskProgress>,
+}
+
+impl Followed {
+    fn new(task: &rmcp::model::Task, progress: Option<TaskProgress>) -> Self {
+        Self {
+            task_id: task.task_id.clone(),
+            poll_interval_ms: task.poll_interval_ms,
+            status_message: task.status_message.clone(),
+            progress,
+        }
+    }
+}
+
+/// What woke a task's follow-up.
+enum TaskWake<T> {
+    Done(T),
+    Progress(Option<Progress>),
+    Deadline,
+    Cancelled,
 }
 
 /// What the request's responder delivered.
@@ -356,16 +470,7 @@ impl McpTool {
         let mut unsent = false;
         let mut rounds = 0usize;
         let mut state_only_rounds = 0u32;
-        let call = Arc::new(InFlight {
-            tool: self.definition.name.clone(),
-            call_id: ctx.call_id.clone(),
-            handler: ctx
-                .extensions
-                .get::<McpElicitation>()
-                .map(|e| Arc::clone(&e.0)),
-            humans: AtomicUsize::new(0),
-            notes: Mutex::default(),
-        });
+        let call = Arc::new(InFlight::new(&self.definition.name, ctx));
         let _listed = self.server.events.register_call(Arc::clone(&call));
         let mut params = CallToolRequestParams::new(self.wire_name.clone());
         if let Some(arguments) = &arguments {
@@ -428,9 +533,14 @@ impl McpTool {
                     params.input_responses = (!responses.is_empty()).then_some(responses);
                     params.request_state = request_state;
                 }
-                Attempt::Task(task) => {
+                Attempt::Task(task, progress) => {
+                    let progress = match self.hand_off(ctx, &task.task, started, progress) {
+                        Ok(receipt) => return with_notes(receipt, &call),
+                        Err(progress) => progress,
+                    };
+                    let followed = Followed::new(&task.task, progress);
                     let output = self
-                        .follow_task(&conn, *task, ctx, started, idle, cap, &call)
+                        .follow_task(&conn, followed, ctx, started, idle, cap, &call)
                         .await;
                     return with_notes(output, &call);
                 }
@@ -509,9 +619,9 @@ impl McpTool {
     ) -> (ElicitationAnswer, ElicitationRequest) {
         let request =
             ElicitationRequest::from_params(&self.server.name, &call.tool, &call.call_id, params);
-        call.humans.fetch_add(1, Ordering::AcqRel);
+        let answering = call.answering();
         let (answer, note) = elicitation::ask(call.handler.as_ref(), &request, can_wait).await;
-        call.humans.fetch_sub(1, Ordering::AcqRel);
+        drop(answering);
         crate::client::record(
             &self.server.diagnostics,
             &request,
@@ -522,48 +632,301 @@ impl McpTool {
         (answer, request)
     }
 
+    /// A copy of this tool that the follow-up of a handed-off task owns (the
+    /// registry keeps the original).
+    fn detached(&self) -> Self {
+        Self {
+            definition: self.definition.clone(),
+            wire_name: self.wire_name.clone(),
+            read_only: self.read_only,
+            replay_safe: self.replay_safe,
+            idle_timeout: self.idle_timeout,
+            max_duration: self.max_duration,
+            server: Arc::clone(&self.server),
+            output_schema: self.output_schema.clone(),
+            removed: AtomicBool::new(false),
+        }
+    }
+
+    /// Hands the rest of a call the server made a task to the run loop, when the
+    /// call runs inside one ([`BackgroundHandoff`] in the context, and not as an
+    /// inner call of another tool): `Ok(receipt)`, the call's answer now, the
+    /// follow-up taking the call's progress route along. `Err` gives the route
+    /// back when the call follows the task itself.
+    fn hand_off(
+        &self,
+        ctx: &ToolExecutionContext,
+        task: &rmcp::model::Task,
+        started: Instant,
+        progress: Option<TaskProgress>,
+    ) -> Result<ToolOutput, Option<TaskProgress>> {
+        let task_id = task.task_id.as_str();
+        if ctx.parent_call_id.is_some() {
+            return Err(progress);
+        }
+        let Some(handoff) = ctx.extensions.get::<BackgroundHandoff>() else {
+            return Err(progress);
+        };
+        let reference = McpTaskRef {
+            server: self.server.name.clone(),
+            tool: self.wire_name.clone(),
+            task_id: task_id.to_owned(),
+            started_at_ms: now_ms()
+                .saturating_sub(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)),
+        };
+        // A refused handoff drops the route with the work: watched again, the
+        // token's notifications in between wait among the early ones (the old
+        // watch removes only its own route).
+        let token = progress.as_ref().map(|p| p.watch.token().clone());
+        let last = progress.as_ref().and_then(|p| p.last);
+        let followed = Followed::new(task, progress);
+        let work = Arc::new(self.detached()).follow_detached(followed, ctx, started);
+        let work = BackgroundWork::new(
+            ctx.call_id.clone(),
+            self.definition.name.clone(),
+            Some(reference.to_reference()),
+            work,
+        );
+        if handoff.hand_off(work).is_err() {
+            return Err(token.map(|token| {
+                let (watch, rx) = self.server.events.watch_progress(token);
+                TaskProgress { watch, rx, last }
+            }));
+        }
+        tracing::info!(target: TRACING_TARGET, server = %self.server.name, tool = %self.wire_name, task = %task_id, "the call runs as an MCP task; the run follows it in the background");
+        let receipt = json!({
+            "task_id": ctx.call_id,
+            "status": "running",
+            "mcp_task": {
+                "server": self.server.name,
+                "task_id": task_id,
+                "status": task.status,
+            },
+        });
+        let mut output = ToolOutput::text(format!(
+            "{receipt}\nMCP server `{}` runs the call as task `{task_id}`; its result arrives in a later message.",
+            self.server.name
+        ))
+        .with_data("background", receipt);
+        output.metadata.insert(
+            "mcp".into(),
+            json!({"server": self.server.name, "tool": self.wire_name, "task_id": task_id}),
+        );
+        Ok(output)
+    }
+
+    /// Follows MCP task `task` again by id (`tasks/get`) with `ctx`, as a call
+    /// handed off to a run loop is followed: the work a resumed run re-attaches to
+    /// after the process that started the call died. The cap (`tool_max_sec`)
+    /// counts from the call's start ([`McpTaskRef::started_at_ms`]); `ctx`'s
+    /// cancellation makes it send `tasks/cancel`.
+    pub fn follow(
+        self: &Arc<Self>,
+        task: &McpTaskRef,
+        ctx: &ToolExecutionContext,
+    ) -> BoxFuture<'static, ToolOutput> {
+        let ran = Duration::from_millis(now_ms().saturating_sub(task.started_at_ms));
+        let now = Instant::now();
+        let started = now.checked_sub(ran).unwrap_or(now);
+        let mut ctx = ctx.clone();
+        ctx.extensions.remove::<BackgroundHandoff>();
+        // A new session: the call's progress token ended with the old one.
+        let followed = Followed {
+            task_id: task.task_id.clone(),
+            poll_interval_ms: None,
+            status_message: None,
+            progress: None,
+        };
+        Arc::clone(self).follow_owned(followed, ctx, started)
+    }
+
+    /// The follow-up of a handed-off task: owned, under the handoff's cancellation.
+    fn follow_detached(
+        self: Arc<Self>,
+        followed: Followed,
+        ctx: &ToolExecutionContext,
+        started: Instant,
+    ) -> BoxFuture<'static, ToolOutput> {
+        let mut ctx = ctx.clone();
+        if let Some(handoff) = ctx.extensions.get::<BackgroundHandoff>() {
+            ctx.cancellation = Some(handoff.cancellation().clone());
+        }
+        ctx.extensions.remove::<BackgroundHandoff>();
+        // The call's deadline bounded the call; the follow-up has the tool's cap.
+        ctx.tool_timeout = None;
+        self.follow_owned(followed, ctx, started)
+    }
+
+    fn follow_owned(
+        self: Arc<Self>,
+        followed: Followed,
+        ctx: ToolExecutionContext,
+        started: Instant,
+    ) -> BoxFuture<'static, ToolOutput> {
+        Box::pin(async move {
+            let cap = self.max_duration;
+            let idle = self.idle_timeout.min(cap);
+            let call = Arc::new(InFlight::new(&self.definition.name, &ctx));
+            let _listed = self.server.events.register_call(Arc::clone(&call));
+            let conn = match self.server.connection().await {
+                Ok(conn) => conn,
+                Err(why) => return with_notes(self.unavailable(&why), &call),
+            };
+            let output = self
+                .follow_task(&conn, followed, &ctx, started, idle, cap, &call)
+                .await;
+            self.bounded(with_notes(output, &call), &ctx).await
+        })
+    }
+
+    /// Bounds a follow-up's result as the executor bounds a call's: a model body
+    /// longer than the definition's `max_result_chars` is saved in the session's
+    /// artifacts and replaced by its preview and a reference (the follow-up's
+    /// result does not pass through the executor).
+    async fn bounded(&self, output: ToolOutput, ctx: &ToolExecutionContext) -> ToolOutput {
+        let def = &self.definition;
+        let body = output.model_content();
+        if body.chars().count() <= def.max_result_chars {
+            return output;
+        }
+        let store = ToolArtifactStore::for_session(ctx.workspace(), &ctx.session_id).with_preview(
+            def.preview_chars.min(def.max_result_chars),
+            def.preview_mode,
+        );
+        let saving = {
+            let (store, call_id) = (store.clone(), ctx.call_id.clone());
+            tokio::task::spawn_blocking(move || {
+                let saved = store.save_body(&call_id, &body);
+                (body, saved)
+            })
+        };
+        match saving.await {
+            Ok((body, Ok(saved))) => store.replace_with_preview(output, &body, saved),
+            Ok((_, Err(e))) => {
+                tracing::warn!(target: TRACING_TARGET, server = %self.server.name, tool = %self.wire_name, error = %e, "keeping the whole task result: saving it failed");
+                output
+            }
+            Err(e) => {
+                tracing::warn!(target: TRACING_TARGET, server = %self.server.name, tool = %self.wire_name, error = %e, "keeping the whole task result: saving it failed");
+                output
+            }
+        }
+    }
+
     /// Polls a task the server made of the call (`tasks/get`, at the server's
     /// suggested interval) until it ends, within the call's cap; answers its
     /// elicitations (`tasks/update`); sends `tasks/cancel` when the cap passes or
     /// the host cancels.
+    ///
+    /// The task reports progress as a call does, through [`McpTool::heartbeat`]:
+    /// each `notifications/progress` for the call's token, and each new
+    /// `statusMessage` from `tasks/get` (as the last progress value and total
+    /// seen, `0` before any, with the status message as its message). A
+    /// notification restarts the idle timeout of a `tasks/get` under way (the
+    /// server is alive) but never moves the next poll: the poll is how the result
+    /// arrives.
     #[allow(clippy::too_many_arguments)]
     async fn follow_task(
         &self,
         conn: &Arc<Connection>,
-        created: CreateTaskResult,
+        followed: Followed,
         ctx: &ToolExecutionContext,
         mut started: Instant,
         idle: Duration,
         cap: Duration,
         call: &InFlight,
     ) -> ToolOutput {
-        let task_id = created.task.task_id.clone();
-        let mut interval = poll_interval(created.task.poll_interval_ms);
+        let Followed {
+            task_id,
+            poll_interval_ms,
+            status_message,
+            progress: mut route,
+        } = followed;
+        let mut interval = poll_interval(poll_interval_ms);
         let polls = AtomicU64::new(0);
+        let mut last = route.as_ref().and_then(|r| r.last);
+        let mut shown: Option<String> = None;
         tracing::info!(target: TRACING_TARGET, server = %self.server.name, tool = %self.wire_name, task = %task_id, "the call runs as an MCP task; polling it");
         let task_detail = |info: ToolErrorInfo| {
             info.with_detail("task_id", task_id.clone())
                 .with_detail("task_polls", polls.load(Ordering::Relaxed))
         };
+        let beat = |p: &Progress,
+                    started: Instant,
+                    remaining: Duration,
+                    last: &mut Option<(f64, Option<f64>)>| {
+            *last = Some((p.progress, p.total));
+            self.heartbeat(ctx, p, started, remaining, conn, Some(&task_id));
+        };
+        let status = |message: Option<String>,
+                      shown: &mut Option<String>,
+                      last: Option<(f64, Option<f64>)>,
+                      started: Instant,
+                      remaining: Duration| {
+            let Some(message) = message.filter(|m| !m.trim().is_empty()) else {
+                return;
+            };
+            if shown.as_deref() == Some(message.as_str()) {
+                return;
+            }
+            let (progress, total) = last.unwrap_or((0.0, None));
+            let p = Progress {
+                progress,
+                total,
+                message: Some(message.clone()),
+            };
+            self.heartbeat(ctx, &p, started, remaining, conn, Some(&task_id));
+            *shown = Some(message);
+        };
+        status(
+            status_message,
+            &mut shown,
+            last,
+            started,
+            cap.saturating_sub(started.elapsed()),
+        );
+        let cancelled = async {
+            match &ctx.cancellation {
+                Some(signal) => signal.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(cancelled);
+        let cancelled_output = || {
+            ToolOutput::error(task_detail(
+                ToolErrorInfo::new(
+                    core_codes::CANCELLED,
+                    format!("the call was cancelled; the MCP server was told to cancel task `{task_id}` (tasks/cancel)"),
+                )
+                .with_detail("cancellation", "tasks/cancel"),
+            ))
+        };
         loop {
             let cap_at = started + cap;
             let wake = (Instant::now() + interval).min(cap_at);
-            let cancelled = async {
-                match &ctx.cancellation {
-                    Some(signal) => signal.cancelled().await,
-                    None => std::future::pending().await,
+            loop {
+                let woke = tokio::select! {
+                    biased;
+                    () = &mut cancelled => TaskWake::Cancelled,
+                    p = TaskProgress::next(&mut route) => TaskWake::Progress(p),
+                    () = tokio::time::sleep_until(wake) => TaskWake::Done(()),
+                };
+                match woke {
+                    TaskWake::Cancelled => {
+                        self.cancel_task(conn, &task_id).await;
+                        return cancelled_output();
+                    }
+                    TaskWake::Progress(Some(p)) => {
+                        beat(
+                            &p,
+                            started,
+                            cap_at.saturating_duration_since(Instant::now()),
+                            &mut last,
+                        );
+                    }
+                    TaskWake::Progress(None) => route = None,
+                    TaskWake::Done(()) | TaskWake::Deadline => break,
                 }
-            };
-            tokio::select! {
-                biased;
-                () = cancelled => {
-                    self.cancel_task(conn, &task_id).await;
-                    return ToolOutput::error(task_detail(ToolErrorInfo::new(
-                        core_codes::CANCELLED,
-                        format!("the call was cancelled; the MCP server was told to cancel task `{task_id}` (tasks/cancel)"),
-                    ).with_detail("cancellation", "tasks/cancel")));
-                }
-                () = tokio::time::sleep_until(wake) => {}
             }
             let left = cap_at.saturating_duration_since(Instant::now());
             let capped = |this: &Self| {
@@ -586,14 +949,38 @@ impl McpTool {
                 return capped(self);
             }
             polls.fetch_add(1, Ordering::Relaxed);
-            let got = tokio::time::timeout(
-                idle.min(left),
-                conn.peer.get_task(GetTaskParams::new(task_id.clone())),
-            )
-            .await;
+            let get = conn.peer.get_task(GetTaskParams::new(task_id.clone()));
+            tokio::pin!(get);
+            let mut poll_deadline = (Instant::now() + idle).min(cap_at);
+            let got = loop {
+                let woke = tokio::select! {
+                    biased;
+                    () = &mut cancelled => TaskWake::Cancelled,
+                    got = &mut get => TaskWake::Done(got),
+                    p = TaskProgress::next(&mut route) => TaskWake::Progress(p),
+                    () = tokio::time::sleep_until(poll_deadline) => TaskWake::Deadline,
+                };
+                match woke {
+                    TaskWake::Done(got) => break Some(got),
+                    TaskWake::Progress(Some(p)) => {
+                        // The server is alive: the answer may take another idle window.
+                        poll_deadline = (Instant::now() + idle).min(cap_at);
+                        beat(&p, started, poll_deadline - Instant::now(), &mut last);
+                    }
+                    TaskWake::Progress(None) => route = None,
+                    TaskWake::Deadline => break None,
+                    // A cancel while `tasks/get` is out is a cancel, not an idle timeout.
+                    TaskWake::Cancelled => {
+                        self.cancel_task(conn, &task_id).await;
+                        return cancelled_output();
+                    }
+                }
+            };
             let got = match got {
-                Ok(Ok(got)) => got,
-                Ok(Err(e)) => {
+                Some(Ok(got)) => got,
+                Some(Err(e)) => {
+                    // Best effort: a task nobody follows any more should not run on.
+                    self.cancel_task(conn, &task_id).await;
                     return ToolOutput::error(task_detail(self.failed(
                         codes::MCP_TASK_FAILED,
                         &format!(
@@ -605,11 +992,11 @@ impl McpTool {
                         conn,
                     )));
                 }
-                Err(_) if left < idle => {
+                None if poll_deadline >= cap_at => {
                     self.cancel_task(conn, &task_id).await;
                     return capped(self);
                 }
-                Err(_) => {
+                None => {
                     self.cancel_task(conn, &task_id).await;
                     return ToolOutput::error(task_detail(
                         ToolErrorInfo::new(
@@ -630,6 +1017,13 @@ impl McpTool {
                     .task
                     .poll_interval_ms
                     .or(Some(interval.as_millis() as u64)),
+            );
+            status(
+                got.task.task.status_message.clone(),
+                &mut shown,
+                last,
+                started,
+                cap_at.saturating_duration_since(Instant::now()),
             );
             match got.task.payload {
                 TaskPayload::Completed { result } => {
@@ -684,7 +1078,12 @@ impl McpTool {
                         .update_task(UpdateTaskParams::new(task_id.clone(), responses))
                         .await
                     {
-                        return self.service_error(&e, conn);
+                        self.cancel_task(conn, &task_id).await;
+                        let mut out = self.service_error(&e, conn);
+                        if let iris_tools_core::Outcome::Failed(info) = &mut out.outcome {
+                            **info = task_detail((**info).clone());
+                        }
+                        return out;
                     }
                 }
                 // Working, or a status this version does not know: poll again.
@@ -732,7 +1131,7 @@ impl McpTool {
             Ok(handle) => handle,
             Err(_) => return Attempt::NotSent,
         };
-        let (_watch, mut progress) = self
+        let (watch, mut progress) = self
             .server
             .events
             .watch_progress(handle.progress_token.clone());
@@ -744,6 +1143,7 @@ impl McpTool {
         let mut human_seen = false;
         let mut deadline = (last_reset + idle).min(cap_at);
         let mut beats = 0u64;
+        let mut last = None;
         let mut progress_open = true;
         let cancelled = async {
             match &ctx.cancellation {
@@ -763,7 +1163,18 @@ impl McpTool {
             match wake {
                 Wake::Answer(answer) => {
                     pending.disarm();
-                    return self.answered(*answer, ctx, conn);
+                    return match self.answered(*answer, ctx, conn) {
+                        // The task's follow-up keeps the call's progress route.
+                        Attempt::Task(task, _) => Attempt::Task(
+                            task,
+                            Some(TaskProgress {
+                                watch,
+                                rx: progress,
+                                last,
+                            }),
+                        ),
+                        other => other,
+                    };
                 }
                 Wake::Cancelled => {
                     let mode = conn.cancel_mode();
@@ -783,9 +1194,10 @@ impl McpTool {
                     beats += 1;
                     last_reset = Instant::now();
                     deadline = (last_reset + idle).min(cap_at);
-                    self.heartbeat(ctx, &p, started, deadline - last_reset, conn);
+                    last = Some((p.progress, p.total));
+                    self.heartbeat(ctx, &p, started, deadline - last_reset, conn, None);
                 }
-                // `_watch` holds the route, so this does not happen; if it did, the
+                // `watch` holds the route, so this does not happen; if it did, the
                 // wait goes on without progress.
                 Wake::Progress(None) => progress_open = false,
                 // A person is answering the server's elicitation: the bounds wait.
@@ -857,7 +1269,8 @@ impl McpTool {
         )
     }
 
-    /// Reports one progress notification: a tracing event and the host's sink.
+    /// Reports one progress notification (or a task's new status message): a
+    /// tracing event and the host's sink.
     fn heartbeat(
         &self,
         ctx: &ToolExecutionContext,
@@ -865,6 +1278,7 @@ impl McpTool {
         started: Instant,
         remaining: Duration,
         conn: &Connection,
+        task: Option<&str>,
     ) {
         let message = p
             .message
@@ -880,6 +1294,7 @@ impl McpTool {
             elapsed_seconds = elapsed.as_secs(),
             progress = p.progress,
             total = p.total,
+            task,
             "running name={name} elapsed={}s progress={}{of}{}",
             elapsed.as_secs(),
             p.progress,
@@ -930,7 +1345,7 @@ impl McpTool {
             // A result with nothing in it is a call that returned nothing.
             ServerResult::EmptyResult(_) => Ok(json!({"content": []})),
             ServerResult::InputRequiredResult(r) => return Attempt::InputRequired(Box::new(r)),
-            ServerResult::CreateTaskResult(t) => return Attempt::Task(Box::new(t)),
+            ServerResult::CreateTaskResult(t) => return Attempt::Task(Box::new(t), None),
             _ => {
                 return Attempt::Done(ToolOutput::error(self.failed(
                     codes::MCP_REQUEST_FAILED,

@@ -455,8 +455,9 @@ pub enum RunEvent {
         /// The call's deadline in seconds.
         deadline_seconds: f64,
     },
-    /// An MCP call reported progress (`notifications/progress`); each one also
-    /// restarts the call's idle timeout.
+    /// An MCP call reported progress: a `notifications/progress` for its token (which
+    /// also restarts the call's idle timeout), or, while the call runs as an MCP task,
+    /// a new status message from `tasks/get` (with the last progress value seen).
     Progress {
         /// The turn.
         turn: u32,

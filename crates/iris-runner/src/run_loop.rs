@@ -16,8 +16,8 @@ use iris_providers::chat::{
 };
 use iris_providers::{CompletionProvider, ProviderError, Strict, StrictModeCall, next};
 use iris_tools_core::{
-    ApprovalGrant, CancellationSignal, ToolErrorInfo, ToolExecutionContext, ToolOutput, ToolResult,
-    ToolUse, codes as core_codes,
+    ApprovalGrant, BackgroundHandoff, BackgroundWork, BoxFuture, CancellationSignal, ToolErrorInfo,
+    ToolExecutionContext, ToolOutput, ToolResult, ToolUse, codes as core_codes,
 };
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -35,8 +35,8 @@ use crate::outcome::{
 use crate::runner::{AgentRunner, ApprovalDecision, Inner, RunInput, TRACING_TARGET};
 use crate::secret::{self, MAX_SECRET_ROUNDS, STORE_SECRET, SecretValue};
 use crate::store::{
-    BackgroundResult, CallState, JournalEntry, PendingInteraction, PendingTurn, RunRecord,
-    RunStatus, RunStore, StoreError, now_ms,
+    BackgroundResult, BackgroundRunning, CallState, JournalEntry, PendingInteraction, PendingTurn,
+    RunRecord, RunStatus, RunStore, StoreError, now_ms,
 };
 use crate::subagent::SUBAGENT;
 
@@ -52,6 +52,18 @@ pub(crate) struct RunState {
     pub(crate) renewer: Option<tokio::task::JoinHandle<()>>,
     /// Background calls in flight (dropping the set aborts them).
     pub(crate) background: tokio::task::JoinSet<BackgroundResult>,
+    /// What background work watches instead of the run's signal: cancelled when the
+    /// run gives that work up (cancelled, or ended without waiting for it). A
+    /// process that dies cancels nothing, so a server-side task outlives it and a
+    /// recovered run follows it again.
+    pub(crate) background_cancel: CancellationSignal,
+    /// Work calls handed to the loop ([`BackgroundHandoff`]: an MCP task), with the
+    /// turn of the call; moved into `background` by [`take_handoffs`].
+    pub(crate) handoff_tx: mpsc::UnboundedSender<(u32, BackgroundWork)>,
+    handoff_rx: mpsc::UnboundedReceiver<(u32, BackgroundWork)>,
+    /// The background work noted in `record.background_running`, by call id: what a
+    /// waiting run stops following (without cancelling it) to follow again on resume.
+    followed: BTreeMap<String, tokio::task::AbortHandle>,
     /// Answers to MCP calls that stopped for input, by call id, for their next run.
     pub(crate) resumes: iris_mcp::McpInputResumes,
 }
@@ -188,6 +200,7 @@ impl AgentRunner {
             history.push(Message::user(prompt.clone()));
         }
         let now = now_ms();
+        let (handoff_tx, handoff_rx) = mpsc::unbounded_channel();
         RunState {
             record: RunRecord {
                 run_id,
@@ -212,6 +225,7 @@ impl AgentRunner {
                     .unwrap_or_default(),
                 goal_report: None,
                 background_done: Vec::new(),
+                background_running: Vec::new(),
                 secrets_asked: BTreeMap::new(),
                 secret_rounds: BTreeMap::new(),
                 parent: input.child.as_ref().map(|c| c.parent.clone()),
@@ -222,6 +236,10 @@ impl AgentRunner {
             owner: new_owner(),
             renewer: None,
             background: tokio::task::JoinSet::new(),
+            background_cancel: CancellationSignal::new(),
+            handoff_tx,
+            handoff_rx,
+            followed: BTreeMap::new(),
             resumes: iris_mcp::McpInputResumes::default(),
         }
     }
@@ -233,6 +251,7 @@ impl AgentRunner {
         cancel: CancellationSignal,
         owner: String,
     ) -> RunState {
+        let (handoff_tx, handoff_rx) = mpsc::unbounded_channel();
         RunState {
             disclosure: DisclosureState::from_revealed(record.revealed.clone()),
             read_state: Arc::new(ReadState::restore(record.read_state.clone())),
@@ -241,6 +260,10 @@ impl AgentRunner {
             owner,
             renewer: None,
             background: tokio::task::JoinSet::new(),
+            background_cancel: CancellationSignal::new(),
+            handoff_tx,
+            handoff_rx,
+            followed: BTreeMap::new(),
             resumes: iris_mcp::McpInputResumes::default(),
         }
     }
@@ -318,7 +341,10 @@ impl AgentRunner {
         let outcome = async {
             let outcome = match waiting {
                 Some(waiting) => waiting,
-                None => self.drive(&mut state, sink).await,
+                None => {
+                    self.reattach_background(&mut state, sink).await;
+                    self.drive(&mut state, sink).await
+                }
             };
             self.end(&mut state, &outcome).await
         }
@@ -348,6 +374,7 @@ impl AgentRunner {
             if let Err(stop) = self.settle_journal(&mut state).await {
                 return self.end(&mut state, &stop).await;
             }
+            self.reattach_background(&mut state, sink).await;
             let outcome = self.drive(&mut state, sink).await;
             self.end(&mut state, &outcome).await
         }
@@ -585,6 +612,7 @@ impl AgentRunner {
         if let Some(p) = state.record.pending.as_mut() {
             p.results[index] = Some(result);
         }
+        take_handoffs(state);
         state.record.interaction = None;
         state.record.status = RunStatus::Running;
         self.save(state).await.map(|()| None).map_err(outcome_error)
@@ -747,7 +775,7 @@ impl AgentRunner {
                         () = state.cancel.cancelled() => return RunOutcome::Cancelled,
                         joined = state.background.join_next() => {
                             if let Some(joined) = joined {
-                                push_joined(state, sink, joined);
+                                push_joined(state, Some(sink), joined);
                             }
                         }
                     }
@@ -756,7 +784,7 @@ impl AgentRunner {
                     }
                     continue;
                 }
-                state.background.abort_all();
+                stop_background(state, Some(sink)).await;
             }
             if response.tool_calls.is_empty() {
                 return RunOutcome::Completed {
@@ -1055,6 +1083,11 @@ impl AgentRunner {
                     p.results[slot] = Some(result);
                 }
             }
+            // A call that became a server-side task: followed from now on, and
+            // saved at once so that a crash does not lose it.
+            if take_handoffs(state) {
+                self.save(state).await?;
+            }
         }
 
         let Some(done) = state.record.pending.take() else {
@@ -1245,16 +1278,40 @@ impl AgentRunner {
     ) -> Stop {
         // Background calls do not outlive this process's part of the run: they finish
         // (or are cancelled with the run) and their results wait in the record for
-        // the next turn boundary.
+        // the next turn boundary. Work the record can name (an MCP task) is not
+        // waited for when the run is stored: it stays on its server, and the run
+        // follows it again when it resumes.
+        take_handoffs(state);
+        let mut left_running = Vec::new();
+        if self.store().is_some() {
+            for (call_id, handle) in std::mem::take(&mut state.followed) {
+                handle.abort();
+                left_running.push(call_id);
+            }
+        }
         while let Some(joined) = tokio::select! {
             biased;
             () = state.cancel.cancelled() => None,
             joined = state.background.join_next() => joined,
         } {
-            let finished = joined_result(joined);
-            state.record.background_done.push(finished);
+            match joined {
+                // Stopped following above; it runs on.
+                Err(e) if e.is_cancelled() => {}
+                joined => push_joined(state, None, joined),
+            }
         }
-        state.background.abort_all();
+        if state.cancel.requested() {
+            // The rest is cancelled with the run; what was left running stays noted.
+            let noted: Vec<BackgroundRunning> = state
+                .record
+                .background_running
+                .iter()
+                .filter(|r| left_running.contains(&r.call_id))
+                .cloned()
+                .collect();
+            stop_background(state, None).await;
+            state.record.background_running = noted;
+        }
         let run_id = state.record.run_id.clone();
         state.record.status = RunStatus::Waiting;
         state.record.interaction = Some(PendingInteraction {
@@ -1274,6 +1331,16 @@ impl AgentRunner {
     /// Records how the run ended, releases the lease and fires `run.finished`.
     async fn end(&self, state: &mut RunState, outcome: &RunOutcome) -> RunOutcome {
         let mut outcome = outcome.clone();
+        // A lost lease: another process drives the run now (and may follow its
+        // tasks); this one lets go of its background work without cancelling it.
+        let lost = matches!(&outcome, RunOutcome::Failed { error } if error.code == crate::store::codes::RUN_LEASE_LOST);
+        if lost {
+            state.background.abort_all();
+        } else if !matches!(outcome, RunOutcome::Waiting { .. }) {
+            // The run is over: what still runs in the background is given up (an
+            // MCP task is sent `tasks/cancel`), nothing is left running.
+            stop_background(state, None).await;
+        }
         match &outcome {
             RunOutcome::Completed { output, .. } => {
                 state.record.status = RunStatus::Completed;
@@ -1290,7 +1357,6 @@ impl AgentRunner {
             task.abort();
         }
         // A waiting run was saved by `wait`; a lost lease must not be written over.
-        let lost = matches!(&outcome, RunOutcome::Failed { error } if error.code == crate::store::codes::RUN_LEASE_LOST);
         if !matches!(outcome, RunOutcome::Waiting { .. })
             && !lost
             && let Err(RunOutcome::Failed { error }) = self.save(state).await
@@ -1363,6 +1429,12 @@ impl AgentRunner {
         // run_tool_script's inner calls run through this run's executor.
         ctx = iris_script::ScriptHost::attach(ctx, &inner.executor);
         ctx.extensions.insert_arc(Arc::clone(&state.read_state));
+        // A call the server makes a task is followed in the background.
+        let handoffs = state.handoff_tx.clone();
+        ctx.extensions.insert(BackgroundHandoff::new(
+            state.background_cancel.clone(),
+            move |work| handoffs.send((turn, work)).map_err(|e| e.0.1),
+        ));
         if let Sink::Channel(tx) = sink {
             let tx = tx.clone();
             ctx.extensions.insert(HeartbeatListener::new(move |beat| {
@@ -1556,15 +1628,90 @@ fn joined_result(joined: Result<BackgroundResult, tokio::task::JoinError>) -> Ba
 
 fn push_joined(
     state: &mut RunState,
-    sink: &mut Sink,
+    sink: Option<&mut Sink>,
     joined: Result<BackgroundResult, tokio::task::JoinError>,
 ) {
-    let finished = joined_result(joined);
-    sink.emit(RunEvent::BackgroundFinished {
-        turn: finished.turn,
-        result: finished.result.clone(),
-    });
+    push_finished(state, sink, joined_result(joined));
+}
+
+fn push_finished(state: &mut RunState, sink: Option<&mut Sink>, finished: BackgroundResult) {
+    if let Some(sink) = sink {
+        sink.emit(RunEvent::BackgroundFinished {
+            turn: finished.turn,
+            result: finished.result.clone(),
+        });
+    }
+    let id = &finished.result.tool_use_id;
+    state.record.background_running.retain(|r| &r.call_id != id);
+    state.followed.remove(id);
     state.record.background_done.push(finished);
+}
+
+/// How long a run that gives its background work up waits for that work to wind
+/// down (an MCP task's `tasks/cancel` is bounded at 5 s) before aborting it.
+const BACKGROUND_STOP_GRACE: Duration = Duration::from_secs(10);
+
+/// Runs `work` of call `call_id` on the run's background set.
+fn spawn_work(
+    state: &mut RunState,
+    turn: u32,
+    call_id: String,
+    tool_name: String,
+    work: BoxFuture<'static, ToolOutput>,
+) -> tokio::task::AbortHandle {
+    state.background.spawn(async move {
+        BackgroundResult {
+            turn,
+            result: work.await.into_result(&call_id, &tool_name),
+        }
+    })
+}
+
+/// Moves the work calls handed to the loop onto its background set; the work a
+/// later process can follow again is noted in the record. `true` when the record
+/// gained such a note (the caller saves it).
+fn take_handoffs(state: &mut RunState) -> bool {
+    let mut noted = false;
+    while let Ok((turn, work)) = state.handoff_rx.try_recv() {
+        if let Some(reference) = work.reference {
+            state.record.background_running.push(BackgroundRunning {
+                turn,
+                call_id: work.call_id.clone(),
+                tool_name: work.tool_name.clone(),
+                reference,
+            });
+            noted = true;
+            let call_id = work.call_id.clone();
+            let handle = spawn_work(state, turn, work.call_id, work.tool_name, work.work);
+            state.followed.insert(call_id, handle);
+        } else {
+            spawn_work(state, turn, work.call_id, work.tool_name, work.work);
+        }
+    }
+    noted
+}
+
+/// Gives the run's background work up: cancels it (its own signal, so an MCP task
+/// is sent `tasks/cancel`), collects what ends within [`BACKGROUND_STOP_GRACE`],
+/// aborts the rest. Nothing is left to follow again.
+async fn stop_background(state: &mut RunState, mut sink: Option<&mut Sink>) {
+    take_handoffs(state);
+    if !state.background.is_empty() {
+        state.background_cancel.cancel();
+        let until = tokio::time::Instant::now() + BACKGROUND_STOP_GRACE;
+        loop {
+            match tokio::time::timeout_at(until, state.background.join_next()).await {
+                Ok(Some(joined)) => push_joined(state, sink.as_deref_mut(), joined),
+                Ok(None) => break,
+                Err(_) => {
+                    state.background.abort_all();
+                    break;
+                }
+            }
+        }
+    }
+    state.record.background_running.clear();
+    state.followed.clear();
 }
 
 impl AgentRunner {
@@ -1577,7 +1724,11 @@ impl AgentRunner {
         turn: u32,
     ) -> ToolResult {
         let executor = self.inner.executor.clone();
-        let (tool_use, ctx) = (tool_use.clone(), ctx.clone());
+        let (tool_use, mut ctx) = (tool_use.clone(), ctx.clone());
+        // It is the background call already: it finishes its work itself, and
+        // answers to the loop's background signal.
+        ctx.extensions.remove::<BackgroundHandoff>();
+        ctx.cancellation = Some(state.background_cancel.clone());
         let receipt = json!({"task_id": tool_use.id, "status": "running"});
         let result = ToolOutput::text(format!(
             "{receipt}\nThe call runs in the background; its result arrives in a later message."
@@ -1593,8 +1744,67 @@ impl AgentRunner {
 
     /// Moves finished background calls into the record (without waiting).
     fn collect_background(&self, state: &mut RunState, sink: &mut Sink) {
+        take_handoffs(state);
         while let Some(joined) = state.background.try_join_next() {
-            push_joined(state, sink, joined);
+            push_joined(state, Some(sink), joined);
+        }
+    }
+
+    /// Follows again the background work an earlier process of this run left in
+    /// flight ([`RunRecord::background_running`]): an MCP task by its id, on the
+    /// runner's MCP manager. Work that cannot be followed here finishes at once
+    /// with `MCP_TASK_FAILED`, saying why.
+    async fn reattach_background(&self, state: &mut RunState, sink: &mut Sink) {
+        // A call of this process's part of the run (the answer's call) is followed
+        // already.
+        let running: Vec<BackgroundRunning> = state
+            .record
+            .background_running
+            .iter()
+            .filter(|r| !state.followed.contains_key(&r.call_id))
+            .cloned()
+            .collect();
+        for entry in running {
+            let mut ctx = self.turn_context(state, entry.turn, sink);
+            ctx.call_id.clone_from(&entry.call_id);
+            ctx.tool_name.clone_from(&entry.tool_name);
+            ctx.cancellation = Some(state.background_cancel.clone());
+            let task = iris_mcp::McpTaskRef::from_reference(&entry.reference);
+            let tool = match (&task, self.inner.mcp.as_deref()) {
+                (Some(task), Some(mcp)) => mcp.tool(&task.server, &task.tool).await,
+                _ => None,
+            };
+            match (task, tool) {
+                (Some(task), Some(tool)) => {
+                    tracing::info!(target: TRACING_TARGET, server = %task.server, task = %task.task_id, call_id = %entry.call_id, "following the run's MCP task again");
+                    let work = tool.follow(&task, &ctx);
+                    let call_id = entry.call_id.clone();
+                    let handle =
+                        spawn_work(state, entry.turn, entry.call_id, entry.tool_name, work);
+                    state.followed.insert(call_id, handle);
+                }
+                (task, _) => {
+                    let what = task.map_or_else(
+                        || format!("background work {}", entry.reference),
+                        |t| {
+                            format!(
+                                "MCP task `{}` of tool `{}` on server `{}` (this runner has no such MCP tool)",
+                                t.task_id, t.tool, t.server
+                            )
+                        },
+                    );
+                    let result = ToolOutput::err(
+                        iris_mcp::codes::MCP_TASK_FAILED,
+                        format!("this run cannot follow {what} again; its result is lost"),
+                    )
+                    .into_result(&entry.call_id, &entry.tool_name);
+                    let finished = BackgroundResult {
+                        turn: entry.turn,
+                        result,
+                    };
+                    push_finished(state, Some(sink), finished);
+                }
+            }
         }
     }
 

@@ -104,7 +104,7 @@ pub trait ApprovalHandler: Send + Sync {
 
     /// The value of a secret a tool needs (`store_secret`, [`crate::secret`]), asked
     /// without echo; `None` (the default) makes the run wait for
-    /// [`AgentRunner::resume`] with [`Answer::Secret`](crate::Answer::Secret).
+    /// [`AgentRunner::resume`] with [`Answer::Secret`].
     fn secret<'a>(&'a self, request: &'a SecretRequest) -> BoxFuture<'a, Option<SecretValue>> {
         let _ = request;
         Box::pin(async { None })
@@ -125,7 +125,8 @@ pub trait ApprovalHandler: Send + Sync {
 pub const ELICITATION_NOT_HANDLED: &str =
     "the run's host does not answer MCP elicitations (its approval handler has no elicit)";
 
-/// Why an elicitation is declined when the run has no [`ApprovalHandler`] at all.
+/// Why an elicitation is not answered when the run has no [`ApprovalHandler`] at all:
+/// the run waits for it (a 2026-07-28 session) or it is declined (an older one).
 pub const ELICITATION_NO_HOST: &str =
     "nobody can answer during this run (it has no approval handler: a non-interactive run)";
 
@@ -776,8 +777,8 @@ impl AgentRunnerBuilder {
     }
 
     /// Answers approvals (and questions, secrets and MCP elicitations) during a run;
-    /// without one, a call that needs a human makes the run wait, and an
-    /// elicitation is declined with [`ELICITATION_NO_HOST`].
+    /// without one, a call that needs a human makes the run wait, an elicitation too
+    /// (a 2026-07-28 session; an older one declines it with [`ELICITATION_NO_HOST`]).
     #[must_use]
     pub fn approval_handler(mut self, handler: impl ApprovalHandler + 'static) -> Self {
         self.approvals = Some(Arc::new(handler));
@@ -876,7 +877,8 @@ impl AgentRunnerBuilder {
     pub(crate) fn for_child(mut self, parent: &Inner, env: ToolEnvironment) -> Self {
         self.store.clone_from(&parent.store);
         self.approvals.clone_from(&parent.approvals);
-        // One secret store: what a human gave the parent heals the child and back.
+        // One secret store: the child reads what a human gave the parent; a value given
+        // inside the child reaches the store and the child's own targets.
         self.secret_store = Some(parent.secrets.store());
         self.lease_ttl = parent.lease_ttl;
         self.subagents = None;

@@ -626,10 +626,6 @@ impl AgentRunner {
         })
     }
 
-    /// Resumes the waiting child of a `subagent` call with `answer` (which fits the
-    /// child's interaction). `Ok(Ok)`: the call's result; `Ok(Err)`: the child waits
-    /// again, and so does the parent; `Err`: the child could not be resumed (busy,
-    /// gone) and the parent still waits.
     /// The recorded end of a child run that completed, failed or was cancelled;
     /// `None` while it waits (or runs).
     async fn ended_child(
@@ -659,6 +655,10 @@ impl AgentRunner {
         })
     }
 
+    /// Resumes the waiting child of a `subagent` call with `answer` (which fits the
+    /// child's interaction). `Ok(Ok)`: the call's result; `Ok(Err)`: the child waits
+    /// again, and so does the parent; `Err`: the child could not be resumed (busy,
+    /// gone) and the parent still waits.
     /// Boxed like [`AgentRunner::call_subagent`].
     #[allow(clippy::too_many_arguments)] // The pieces of one resumed call, all used.
     pub(crate) fn resume_subagent<'a>(

@@ -11,6 +11,8 @@ use serde_json::{Map, Value};
 use tokio::sync::Notify;
 
 use crate::error::{ToolErrorInfo, codes};
+use crate::result::ToolOutput;
+use crate::tool::BoxFuture;
 
 /// A cooperative cancellation flag shared by the host and running calls.
 ///
@@ -99,6 +101,10 @@ impl CancellationSignal {
 /// let copy = ext.clone();
 /// assert_eq!(copy.get::<ReadState>(), Some(&ReadState(7)));
 /// assert!(copy.get::<String>().is_none());
+/// let mut without = copy.clone();
+/// without.remove::<ReadState>();
+/// assert!(without.get::<ReadState>().is_none());
+/// assert!(copy.get::<ReadState>().is_some(), "the clone keeps it");
 /// ```
 #[derive(Clone, Default)]
 pub struct Extensions {
@@ -128,6 +134,14 @@ impl Extensions {
         self.map
             .get(&TypeId::of::<T>())
             .and_then(|v| v.downcast_ref())
+    }
+
+    /// Removes the value of type `T`, when one is stored (a layer that must not pass
+    /// an extension on to the work it starts).
+    pub fn remove<T: Any + Send + Sync>(&mut self) {
+        if self.map.contains_key(&TypeId::of::<T>()) {
+            Arc::make_mut(&mut self.map).remove(&TypeId::of::<T>());
+        }
     }
 
     /// Number of stored values.
@@ -286,5 +300,114 @@ impl ToolExecutionContext {
         self.cancellation
             .as_ref()
             .is_some_and(CancellationSignal::requested)
+    }
+}
+
+/// The rest of a call that a tool hands to its host to finish in the background
+/// (see [`BackgroundHandoff`]): the call answers with a receipt now, and `work`'s
+/// output is the call's real result, delivered later.
+#[non_exhaustive]
+pub struct BackgroundWork {
+    /// The call the work belongs to (the context's `call_id`).
+    pub call_id: String,
+    /// The call's canonical tool name (the context's `tool_name`).
+    pub tool_name: String,
+    /// What the work follows, as JSON a host can persist and hand back to the tool's
+    /// layer to follow it again after a restart (an MCP task's server, tool and task
+    /// id); `None` when the work cannot be re-attached.
+    pub reference: Option<Value>,
+    /// The work; it resolves to the call's final output. It watches the context's
+    /// cancellation itself (nothing races it), and dropping it abandons the work.
+    pub work: BoxFuture<'static, ToolOutput>,
+}
+
+impl BackgroundWork {
+    /// Work for call `call_id` of `tool_name`.
+    pub fn new(
+        call_id: impl Into<String>,
+        tool_name: impl Into<String>,
+        reference: Option<Value>,
+        work: BoxFuture<'static, ToolOutput>,
+    ) -> Self {
+        Self {
+            call_id: call_id.into(),
+            tool_name: tool_name.into(),
+            reference,
+            work,
+        }
+    }
+}
+
+impl std::fmt::Debug for BackgroundWork {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BackgroundWork")
+            .field("call_id", &self.call_id)
+            .field("tool_name", &self.tool_name)
+            .field("reference", &self.reference)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A host that takes background work, put into [`ToolExecutionContext::extensions`]
+/// by a run loop: a tool that learns mid-call that its work will go on for long (an
+/// MCP server that made the call a task) hands the rest to it and answers with a
+/// receipt. Without one (a call made on its own, outside a run loop) the tool
+/// finishes the work within the call.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use iris_tools_core::{
+///     BackgroundHandoff, BackgroundWork, CancellationSignal, ToolExecutionContext, ToolOutput,
+/// };
+/// let taken = Arc::new(Mutex::new(Vec::new()));
+/// let sink = Arc::clone(&taken);
+/// let handoff = BackgroundHandoff::new(CancellationSignal::new(), move |work: BackgroundWork| {
+///     sink.lock().unwrap().push(work);
+///     Ok(())
+/// });
+/// let ctx = ToolExecutionContext::new("/srv/ws").with_extension(handoff);
+/// let work = BackgroundWork::new("c1", "slow", None, Box::pin(async { ToolOutput::text("done") }));
+/// assert!(ctx.extensions.get::<BackgroundHandoff>().unwrap().hand_off(work).is_ok());
+/// assert_eq!(taken.lock().unwrap()[0].call_id, "c1");
+/// ```
+#[derive(Clone)]
+pub struct BackgroundHandoff {
+    take: Arc<HandoffFn>,
+    cancellation: CancellationSignal,
+}
+
+type HandoffFn = dyn Fn(BackgroundWork) -> Result<(), BackgroundWork> + Send + Sync;
+
+impl BackgroundHandoff {
+    /// A host calling `take` with each piece of work; `take` gives the work back
+    /// (`Err`) when it cannot take it, and the tool then finishes it in the call.
+    /// `cancellation` is what the host cancels when it gives its background work up
+    /// (the run was cancelled, or ended without waiting for it).
+    pub fn new(
+        cancellation: CancellationSignal,
+        take: impl Fn(BackgroundWork) -> Result<(), BackgroundWork> + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            take: Arc::new(take),
+            cancellation,
+        }
+    }
+
+    /// Hands `work` to the host: `Err(work)` when the host did not take it.
+    pub fn hand_off(&self, work: BackgroundWork) -> Result<(), BackgroundWork> {
+        (self.take)(work)
+    }
+
+    /// The signal background work watches instead of its call's: the host cancels
+    /// it when it gives the work up. A process that dies cancels nothing, so work a
+    /// server keeps (an MCP task) outlives it and can be followed again.
+    pub fn cancellation(&self) -> &CancellationSignal {
+        &self.cancellation
+    }
+}
+
+impl std::fmt::Debug for BackgroundHandoff {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BackgroundHandoff").finish_non_exhaustive()
     }
 }

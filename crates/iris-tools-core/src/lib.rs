@@ -10,7 +10,9 @@ pub mod spec;
 pub mod tool;
 pub mod typed;
 
-pub use context::{CancellationSignal, Extensions, ToolExecutionContext};
+pub use context::{
+    BackgroundHandoff, BackgroundWork, CancellationSignal, Extensions, ToolExecutionContext,
+};
 pub use definition::{ContextRetention, PreviewMode, ToolCapability, ToolDefinition};
 pub use error::{Error, Result, ToolErrorInfo, codes};
 pub use fn_tool::FnTool;

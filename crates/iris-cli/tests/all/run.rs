@@ -630,6 +630,22 @@ impl Pty {
         }
     }
 
+    /// `iris args…` in `cwd` with this terminal as its stdin and stderr, stdout piped.
+    pub(crate) fn spawn_iris(
+        &self,
+        cwd: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> std::process::Child {
+        let mut command = super::command(cwd, args, env);
+        command
+            .stdin(self.slave())
+            .stderr(self.slave())
+            .stdout(Stdio::piped());
+        // The parent's copies of the slave go with the command when it returns.
+        command.spawn().unwrap()
+    }
+
     /// The slave end, opened once more for one of the child's streams.
     pub(crate) fn slave(&self) -> Stdio {
         let fd = rustix::fs::open(
@@ -700,18 +716,11 @@ fn a_terminal_is_asked_and_shows_a_status_line() {
     ] {
         let _ = std::fs::remove_file(&marker);
         let mut pty = Pty::open();
-        let mut command = super::command(
+        let child = pty.spawn_iris(
             dir.path(),
             &["--config", &config, "run", "Write the marker"],
             &[],
         );
-        command
-            .stdin(pty.slave())
-            .stderr(pty.slave())
-            .stdout(Stdio::piped());
-        let child = command.spawn().unwrap();
-        // The parent's copies of the slave go with the command.
-        drop(command);
         pty.until("Run it? [y/N] ");
         pty.type_line(answer);
         let out = child.wait_with_output().unwrap();
@@ -748,12 +757,7 @@ fn on_terminal(dir: &Path, config: &str, args: &[&str]) -> (Pty, std::process::C
     let pty = Pty::open();
     let mut all = vec!["--config", config];
     all.extend_from_slice(args);
-    let mut command = super::command(dir, &all, &[]);
-    command
-        .stdin(pty.slave())
-        .stderr(pty.slave())
-        .stdout(Stdio::piped());
-    let child = command.spawn().unwrap();
+    let child = pty.spawn_iris(dir, &all, &[]);
     (pty, child)
 }
 
@@ -888,17 +892,11 @@ fn a_subagents_approval_is_asked_on_the_terminal() {
 fn a_terminal_answers_mcp_elicitations() {
     let dir = super::mcp::agent_with("", &["--extra-tools"]);
     let mut pty = Pty::open();
-    let mut command = super::command(
+    let child = pty.spawn_iris(
         dir.path(),
         &["--trust", "call", "mcp__fixture__ask_form"],
         &[],
     );
-    command
-        .stdin(pty.slave())
-        .stderr(pty.slave())
-        .stdout(Stdio::piped());
-    let child = command.spawn().unwrap();
-    drop(command);
     pty.until("asks for input during mcp__fixture__ask_form");
     pty.until("Answer it? [Y/n] ");
     pty.type_line("y\n");
@@ -915,13 +913,7 @@ fn a_terminal_answers_mcp_elicitations() {
     let script = "model:\n  provider: scripted\n  script:\n    - tool_calls: [{name: mcp__fixture__ask_url}]\n    - {expect_tool_results: 1, text: Signed in.}\n";
     let dir = super::mcp::agent_with(script, &["--extra-tools"]);
     let mut pty = Pty::open();
-    let mut command = super::command(dir.path(), &["--trust", "run", "--yes", "Sign in"], &[]);
-    command
-        .stdin(pty.slave())
-        .stderr(pty.slave())
-        .stdout(Stdio::piped());
-    let child = command.spawn().unwrap();
-    drop(command);
+    let child = pty.spawn_iris(dir.path(), &["--trust", "run", "--yes", "Sign in"], &[]);
     pty.until("open: http://127.0.0.1:9/signin");
     pty.until("Did you open it and finish there? [y/N] ");
     pty.type_line("y\n");
@@ -962,15 +954,92 @@ fn mcp_progress_shows_on_the_status_line_and_in_json() {
     assert_eq!(progress[3]["message"], "step 4 of 4");
 
     let mut pty = Pty::open();
-    let mut command = super::command(dir.path(), &["--trust", "run", "--yes", "go"], &[]);
-    command
-        .stdin(pty.slave())
-        .stderr(pty.slave())
-        .stdout(Stdio::piped());
-    let child = command.spawn().unwrap();
-    drop(command);
+    let child = pty.spawn_iris(dir.path(), &["--trust", "run", "--yes", "go"], &[]);
     pty.until("tool mcp__fixture__progress (call_1_1) 2/4 step 2 of 4");
     let out = child.wait_with_output().unwrap();
     let screen = pty.rest().to_owned();
     assert_eq!(out.status.code(), Some(0), "{screen}");
+}
+
+/// A call the MCP server makes a task: `iris run` shows it running in the
+/// background, the model goes on, the task's progress and status messages show as
+/// lines while it runs, and its result is shown when it finishes (in `--json`:
+/// `progress` events for the call, then a `background_finished` event naming it).
+#[test]
+fn an_mcp_task_runs_in_the_background_of_iris_run() {
+    let script = "model:\n  provider: scripted\n  script:\n    - tool_calls: [{name: mcp__fixture__slow_task, arguments: {seconds: 1.0, steps: 2}}]\n    - {expect_tool_results: 1, text: Waiting for the task.}\n    - {text: The task is done.}\n";
+    let dir = super::mcp::agent_with(script, &["--extra-tools"]);
+    let text = iris(dir.path(), &["--trust", "run", "--yes", "go"], &[], "");
+    assert_eq!(text.code, 0, "{text:?}");
+    assert_eq!(
+        text.stdout, "Waiting for the task.\nThe task is done.\n",
+        "{text:?}"
+    );
+    for line in [
+        "tool mcp__fixture__slow_task (call_1_1) ... running in the background",
+        "tool mcp__fixture__slow_task (call_1_1) ... background: 0 queued",
+        "tool mcp__fixture__slow_task (call_1_1) ... background: 1/2 step 1 of 2",
+        "tool mcp__fixture__slow_task (call_1_1) ... background: 2/2 step 2 of 2",
+        "tool mcp__fixture__slow_task (call_1_1) ... background call finished ok",
+    ] {
+        assert!(text.stderr.contains(line), "{line:?} in {text:?}");
+    }
+    let lines: Vec<&str> = text.stderr.lines().collect();
+    let at = |want: &str| lines.iter().position(|l| l.contains(want)).unwrap();
+    let (started, ended) = (at("running in the background"), at("finished ok"));
+    for want in ["step 1 of 2", "phase 1 of 2", "step 2 of 2", "phase 2 of 2"] {
+        let i = at(want);
+        assert!(started < i && i < ended, "{want:?} in order in {text:?}");
+        assert!(lines[i].contains("... background: "), "{}", lines[i]);
+    }
+    let json = iris(
+        dir.path(),
+        &["--trust", "--json", "run", "--yes", "go"],
+        &[],
+        "",
+    );
+    assert_eq!(json.code, 0, "{json:?}");
+    let events = json_lines(&json.stdout);
+    let receipt = events
+        .iter()
+        .find(|e| e["type"] == "tool_call_finished")
+        .unwrap();
+    assert_eq!(
+        receipt["result"]["data"]["background"]["mcp_task"]["server"], "fixture",
+        "{receipt}"
+    );
+    let done = events
+        .iter()
+        .find(|e| e["type"] == "background_finished")
+        .unwrap_or_else(|| panic!("{events:#?}"));
+    assert_eq!(done["result"]["tool_use_id"], "call_1_1", "{done}");
+    let progress: Vec<&serde_json::Value> =
+        events.iter().filter(|e| e["type"] == "progress").collect();
+    assert_eq!(progress.len(), 5, "{events:#?}");
+    assert!(
+        progress
+            .iter()
+            .all(|p| p["call_id"] == "call_1_1" && p["tool_name"] == "mcp__fixture__slow_task"),
+        "{progress:#?}"
+    );
+    assert_eq!(
+        done["result"]["content"][0]["text"], "task done after 1.0s",
+        "{done}"
+    );
+
+    // `iris call` has no run loop: the task is polled to its end within the call.
+    let call = iris(
+        dir.path(),
+        &[
+            "--trust",
+            "call",
+            "--yes",
+            "mcp__fixture__slow_task",
+            "{\"seconds\": 0.2}",
+        ],
+        &[],
+        "",
+    );
+    assert_eq!(call.code, 0, "{call:?}");
+    assert_eq!(call.stdout, "task done after 0.2s\n", "{call:?}");
 }

@@ -259,6 +259,28 @@ fn deferred_tools_stay_deferred_until_tool_search_reveals_them() {
     assert_eq!(names(&fresh["results"][0]), ["tool_search"], "{fresh}");
 }
 
+/// `iris mcp serve --http 127.0.0.1:0` (plus `extra`) on `dir`'s `iris.yaml`, and the
+/// URL it printed.
+fn serve_http(
+    dir: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (super::signals::Spawned, String) {
+    let config = dir.join("iris.yaml");
+    let mut args = vec![
+        "--config",
+        config.to_str().unwrap(),
+        "mcp",
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+    ];
+    args.extend_from_slice(extra);
+    let iris = spawn(dir, &args, env);
+    let url = served_url(&iris);
+    (iris, url)
+}
+
 /// The URL `iris mcp serve --http` printed on stderr.
 fn served_url(iris: &super::signals::Spawned) -> String {
     let lines = iris.stderr_until("iris: serving MCP on http://");
@@ -301,22 +323,11 @@ fn post_status(url: &str, authorization: Option<&str>) -> u16 {
 fn http_with_a_bearer_token() {
     let dir = super::mcp::agent("tools:\n  builtin: [file.read, file.write]\n");
     let token = "t0ken-that-must-never-be-printed";
-    let config = dir.path().join("iris.yaml");
-    let mut iris = spawn(
+    let (mut iris, url) = serve_http(
         dir.path(),
-        &[
-            "--config",
-            config.to_str().unwrap(),
-            "mcp",
-            "serve",
-            "--http",
-            "127.0.0.1:0",
-            "--token-env",
-            "IRIS_TEST_MCP_TOKEN",
-        ],
+        &["--token-env", "IRIS_TEST_MCP_TOKEN"],
         &[("IRIS_TEST_MCP_TOKEN", token)],
     );
-    let url = served_url(&iris);
     assert!(
         url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
         "{url}"
@@ -524,20 +535,7 @@ fn the_mcp_inspector_cli_lists_and_calls() {
 #[test]
 fn sigterm_during_a_served_call_stops_its_processes() {
     let dir = agent("permissions:\n  execute_mode: allow\n");
-    let config = dir.path().join("iris.yaml");
-    let mut iris = spawn(
-        dir.path(),
-        &[
-            "--config",
-            config.to_str().unwrap(),
-            "mcp",
-            "serve",
-            "--http",
-            "127.0.0.1:0",
-        ],
-        &[],
-    );
-    let url = served_url(&iris);
+    let (mut iris, url) = serve_http(dir.path(), &[], &[]);
     let pidfile = dir.path().join("sleep.pid");
     let command = format!("sleep 300 & echo $! > {}; wait", pidfile.display());
     let script = json!({
@@ -580,20 +578,7 @@ fn sigterm_during_a_served_call_stops_its_processes() {
 #[test]
 fn stateless_http_clients_share_reveals_and_sessions_keep_their_own() {
     let dir = super::mcp::agent("context_policy:\n  deferred_tools: true\n");
-    let config = dir.path().join("iris.yaml");
-    let mut iris = spawn(
-        dir.path(),
-        &[
-            "--config",
-            config.to_str().unwrap(),
-            "mcp",
-            "serve",
-            "--http",
-            "127.0.0.1:0",
-        ],
-        &[],
-    );
-    let url = served_url(&iris);
+    let (mut iris, url) = serve_http(dir.path(), &[], &[]);
     let run = |mode: &str, steps: Value| {
         client(&json!({"http": {"url": url}, "mode": mode, "elicit": null, "steps": steps}))
     };
@@ -650,20 +635,7 @@ fn served_calls_run_the_yaml_hooks() {
 #[test]
 fn a_call_the_client_gives_up_on_is_cancelled() {
     let dir = agent("permissions:\n  execute_mode: allow\n");
-    let config = dir.path().join("iris.yaml");
-    let mut iris = spawn(
-        dir.path(),
-        &[
-            "--config",
-            config.to_str().unwrap(),
-            "mcp",
-            "serve",
-            "--http",
-            "127.0.0.1:0",
-        ],
-        &[],
-    );
-    let url = served_url(&iris);
+    let (mut iris, url) = serve_http(dir.path(), &[], &[]);
     for mode in MODES {
         let pidfile = dir.path().join(format!("sleep-{mode}.pid"));
         let command = format!("sleep 300 & echo $! > {}; wait", pidfile.display());

@@ -25,6 +25,7 @@ use iris_files::Observation;
 use iris_providers::chat::{Message, ModelToolCall, Usage};
 use iris_tools_core::{BoxFuture, ToolResult};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::goal::GoalReport;
 use crate::outcome::{Interaction, RunError};
@@ -227,6 +228,11 @@ pub struct RunRecord {
     /// the conversation.
     #[serde(default)]
     pub background_done: Vec<BackgroundResult>,
+    /// Background calls in flight whose work the server keeps (an MCP task a call
+    /// became): a run recovered or resumed in another process follows each again
+    /// by its reference (`tasks/get` by task id) instead of losing it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub background_running: Vec<BackgroundRunning>,
     /// Secrets that auth failures of this run asked for, with the tools that failed
     /// (names only, never values): `store_secret` is offered while this is not empty.
     #[serde(default)]
@@ -261,6 +267,21 @@ pub struct BackgroundResult {
     pub turn: u32,
     /// The result.
     pub result: ToolResult,
+}
+
+/// A background call in flight whose work can be followed again after a restart
+/// ([`RunRecord::background_running`]); removed when its result arrives.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BackgroundRunning {
+    /// The turn that started it.
+    pub turn: u32,
+    /// The model's call id.
+    pub call_id: String,
+    /// The call's canonical tool name.
+    pub tool_name: String,
+    /// What the work follows, as the tool's layer wrote it (an MCP task:
+    /// [`iris_mcp::McpTaskRef`]).
+    pub reference: Value,
 }
 
 /// One line of `iris runs`.

@@ -131,6 +131,7 @@ fn record(run_id: &str, status: RunStatus) -> RunRecord {
         goal: String::new(),
         goal_report: None,
         background_done: Vec::new(),
+        background_running: Vec::new(),
         secrets_asked: Default::default(),
         secret_rounds: Default::default(),
         parent: None,

@@ -3,8 +3,9 @@
 
 use iris_mcp::{ElicitationAnswer, ElicitationKind, ElicitationRequest};
 use iris_runner::{
-    AgentConfig, AgentRunner, Answer, ApprovalDecision, ApprovalHandler, ApprovalRequest,
-    HostRegistry, Interaction, RunEvent, RunOutcome, ToolEnvironment, build_tool_registry,
+    AgentConfig, AgentRunner, AgentRunnerBuilder, Answer, ApprovalDecision, ApprovalHandler,
+    ApprovalRequest, HostRegistry, Interaction, RunEvent, RunOutcome, ToolEnvironment,
+    build_tool_registry,
 };
 use iris_tools_core::{BoxFuture, ToolExecutionContext, ToolUse};
 use serde_json::{Value, json};
@@ -301,13 +302,32 @@ impl ApprovalHandler for Host {
     }
 }
 
-/// A streamed run of `yaml` (with `mcp.json` = the extra tools) and its events.
-async fn streamed(yaml: &str, host: Option<Host>) -> Vec<RunEvent> {
+/// A runner builder for `yaml` with `mcp.json` = the extra tools (the fixture keeps
+/// the files).
+async fn extra_tools_builder(yaml: &str) -> (Fixture, AgentRunnerBuilder) {
     let fx = Fixture::new(yaml, &[("mcp.json", &extra_tools_json())]);
     let loaded = AgentConfig::load_with_env(fx.file(), false).unwrap();
-    let mut builder = AgentRunner::builder_from_loaded(&loaded, &HostRegistry::new(), None)
+    let builder = AgentRunner::builder_from_loaded(&loaded, &HostRegistry::new(), None)
         .await
         .unwrap();
+    (fx, builder)
+}
+
+/// The history of a completed run as JSON text, after checking its output.
+fn completed_text(outcome: &RunOutcome, expected: &str) -> String {
+    let RunOutcome::Completed {
+        output, history, ..
+    } = outcome
+    else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(output, expected);
+    serde_json::to_string(history).unwrap()
+}
+
+/// A streamed run of `yaml` (with `mcp.json` = the extra tools) and its events.
+async fn streamed(yaml: &str, host: Option<Host>) -> Vec<RunEvent> {
+    let (_fx, mut builder) = extra_tools_builder(yaml).await;
     if let Some(host) = host {
         builder = builder.approval_handler(host);
     }
@@ -420,12 +440,8 @@ async fn an_elicitation_nobody_answers_makes_the_run_wait_for_resume() {
     let yaml = run_yaml(
         "    - tool_calls: [{name: mcp__fx__ask_form}]\n    - {expect_tool_results: 1, text: done}\n",
     );
-    let fx = Fixture::new(&yaml, &[("mcp.json", &extra_tools_json())]);
-    let loaded = AgentConfig::load_with_env(fx.file(), false).unwrap();
-    let runner = AgentRunner::builder_from_loaded(&loaded, &HostRegistry::new(), None)
-        .await
-        .unwrap()
-        .build();
+    let (_fx, builder) = extra_tools_builder(&yaml).await;
+    let runner = builder.build();
     let outcome = runner.run("go").await;
     let RunOutcome::Waiting {
         run_id,
@@ -510,4 +526,414 @@ fn outcome_text(events: &[RunEvent]) -> Option<&str> {
         Some(RunEvent::Finished { outcome }) => outcome.output(),
         _ => None,
     }
+}
+
+/// The background results of a run's events, in order.
+fn background_finished(events: &[RunEvent]) -> Vec<&iris_tools_core::ToolResult> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            RunEvent::BackgroundFinished { result, .. } => Some(result),
+            _ => None,
+        })
+        .collect()
+}
+
+fn completed_history(events: &[RunEvent]) -> String {
+    match events.last() {
+        Some(RunEvent::Finished {
+            outcome: RunOutcome::Completed { history, .. },
+        }) => serde_json::to_string(history).unwrap(),
+        other => panic!("not completed: {other:?}"),
+    }
+}
+
+/// A call the MCP server makes a task answers with a receipt naming the task; the
+/// loop goes on (another model turn, another call) while the task runs, and its
+/// result arrives as a later message, with `RunEvent::BackgroundFinished` naming the
+/// call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_task_becomes_a_background_call_of_the_run() {
+    let yaml = run_yaml(
+        "    - tool_calls: [{name: mcp__fx__slow_task, arguments: {seconds: 3.0}}]\n    - expect_tool_results: 1\n      tool_calls: [{name: mcp__fx__echo, arguments: {text: meanwhile}}]\n    - {expect_tool_results: 1, text: waiting for the task}\n    - {text: the task is done}\n",
+    );
+    let all = streamed(&yaml, Some(Host { colour: "red" })).await;
+    assert_eq!(outcome_text(&all), Some("the task is done"), "{all:#?}");
+    let results = crate::support::finished(&all);
+    let receipt = results[0];
+    assert_eq!(receipt.tool_use_id, "call_1_1");
+    assert_eq!(receipt.tool_name, "mcp__fx__slow_task");
+    assert!(!receipt.is_error(), "{receipt:?}");
+    let background = &receipt.output.data["background"];
+    assert_eq!(background["status"], "running");
+    assert_eq!(background["mcp_task"]["server"], "fx");
+    let task_id = background["mcp_task"]["task_id"].as_str().unwrap();
+    assert!(!task_id.is_empty());
+    assert_eq!(results[1].model_content(), "meanwhile");
+
+    let done = background_finished(&all);
+    assert_eq!(done.len(), 1, "{all:#?}");
+    assert_eq!(done[0].tool_use_id, "call_1_1");
+    assert_eq!(done[0].tool_name, "mcp__fx__slow_task");
+    assert_eq!(done[0].model_content(), "task done after 3.0s");
+    assert_eq!(done[0].output.metadata["mcp"]["task_id"], task_id);
+    // The task finished after the second turn's call did.
+    let at = |want: &dyn Fn(&RunEvent) -> bool| all.iter().position(want).unwrap();
+    let echoed = at(
+        &|e| matches!(e, RunEvent::ToolCallFinished { result, .. } if result.tool_use_id == "call_2_1"),
+    );
+    let finished_at = at(&|e| matches!(e, RunEvent::BackgroundFinished { .. }));
+    assert!(echoed < finished_at, "{all:#?}");
+    let history = completed_history(&all);
+    assert!(
+        history.contains(
+            "[background call call_1_1 (mcp__fx__slow_task) started in turn 1 finished]\\ntask done after 3.0s"
+        ),
+        "{history}"
+    );
+}
+
+/// A background MCP task keeps its heartbeat: its progress notifications and its
+/// status messages arrive as `RunEvent::Progress` for the call's id and tool,
+/// after the receipt and before `RunEvent::BackgroundFinished`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_mcp_task_reports_progress_until_it_finishes() {
+    let yaml = run_yaml(
+        "    - tool_calls: [{name: mcp__fx__slow_task, arguments: {seconds: 1.5, steps: 3}}]\n    - {expect_tool_results: 1, text: waiting}\n    - {text: it finished}\n",
+    );
+    let all = streamed(&yaml, Some(Host { colour: "red" })).await;
+    assert_eq!(outcome_text(&all), Some("it finished"), "{all:#?}");
+    let at = |want: &dyn Fn(&RunEvent) -> bool| all.iter().position(want).unwrap();
+    let receipt = at(
+        &|e| matches!(e, RunEvent::ToolCallFinished { result, .. } if result.tool_use_id == "call_1_1"),
+    );
+    let finished = at(&|e| matches!(e, RunEvent::BackgroundFinished { .. }));
+    let progress: Vec<(usize, f64, Option<f64>, &str)> = all
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| match e {
+            RunEvent::Progress {
+                turn,
+                call_id,
+                tool_name,
+                progress,
+                total,
+                message,
+            } => {
+                assert_eq!(
+                    (*turn, call_id.as_str(), tool_name.as_str()),
+                    (1, "call_1_1", "mcp__fx__slow_task")
+                );
+                Some((i, *progress, *total, message.as_deref().unwrap_or("")))
+            }
+            _ => None,
+        })
+        .collect();
+    for step in 1..=3 {
+        let note = format!("step {step} of 3");
+        let beat = progress.iter().find(|p| p.3 == note);
+        assert_eq!(
+            beat.map(|p| (p.1, p.2)),
+            Some((f64::from(step), Some(3.0))),
+            "{progress:?}"
+        );
+        let phase = format!("phase {step} of 3");
+        assert_eq!(
+            progress.iter().filter(|p| p.3 == phase).count(),
+            1,
+            "{progress:?}"
+        );
+    }
+    assert_eq!(
+        progress[0].3, "queued",
+        "the task's first status: {progress:?}"
+    );
+    assert_eq!(progress.len(), 7, "{progress:?}");
+    assert!(
+        progress.iter().all(|p| receipt < p.0 && p.0 < finished),
+        "between the receipt ({receipt}) and the end ({finished}): {progress:?}"
+    );
+    let done = background_finished(&all);
+    assert_eq!(done[0].model_content(), "task done after 1.5s");
+}
+
+/// A task that fails arrives like any failed background call: its typed code
+/// (`MCP_TASK_FAILED`) and the server's message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_mcp_task_arrives_as_a_failed_background_result() {
+    let yaml = run_yaml(
+        "    - tool_calls: [{name: mcp__fx__slow_task, arguments: {seconds: 1.0, fail: disk full}}]\n    - {expect_tool_results: 1, text: waiting}\n    - {text: it failed}\n",
+    );
+    let all = streamed(&yaml, Some(Host { colour: "red" })).await;
+    assert_eq!(outcome_text(&all), Some("it failed"), "{all:#?}");
+    let done = background_finished(&all);
+    assert_eq!(done.len(), 1, "{all:#?}");
+    assert_eq!(
+        done[0].error_code(),
+        Some("MCP_TASK_FAILED"),
+        "{:?}",
+        done[0]
+    );
+    assert!(
+        done[0].model_content().contains("disk full"),
+        "{:?}",
+        done[0]
+    );
+    let history = completed_history(&all);
+    assert!(
+        history.contains("(mcp__fx__slow_task) started in turn 1 failed (MCP_TASK_FAILED)"),
+        "{history}"
+    );
+}
+
+/// Cancelling a run whose MCP task still runs sends `tasks/cancel`, which the server
+/// sees; the run ends cancelled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_run_cancels_its_mcp_task_on_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("cancelled");
+    let yaml = run_yaml(&format!(
+        "    - tool_calls: [{{name: mcp__fx__slow_task, arguments: {{seconds: 3600.0, marker: '{}'}}}}]\n    - {{expect_tool_results: 1, text: waiting}}\n",
+        marker.display()
+    ));
+    let (_fx, builder) = extra_tools_builder(&yaml).await;
+    let runner = builder.approval_handler(Host { colour: "red" }).build();
+    let signal = iris_tools_core::CancellationSignal::new();
+    let mut stream =
+        runner.run_streamed(iris_runner::RunInput::from("go").cancellation(signal.clone()));
+    let mut all = Vec::new();
+    while let Some(event) = stream.next().await {
+        // The model's answer came while the task runs: the loop waits for it.
+        if matches!(&event, RunEvent::Usage { turn: 2, .. }) {
+            signal.cancel();
+        }
+        all.push(event);
+    }
+    assert!(
+        matches!(
+            all.last(),
+            Some(RunEvent::Finished {
+                outcome: RunOutcome::Cancelled
+            })
+        ),
+        "{all:#?}"
+    );
+    let receipt = crate::support::finished(&all)[0];
+    assert_eq!(
+        receipt.output.data["background"]["status"], "running",
+        "{receipt:?}"
+    );
+    let seen = (0..200).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        marker.exists()
+    });
+    assert!(seen, "the server never saw tasks/cancel");
+    runner.close().await.unwrap();
+}
+
+/// The SDK fixture with its extra tools on streamable HTTP: a server that outlives
+/// the runners that call it (killed and reaped on drop).
+struct HttpFixture {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl HttpFixture {
+    fn start() -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let server = crate::support::mcp_fixtures().join("sdk_server.py");
+        let child = std::process::Command::new(crate::support::python())
+            .arg(server)
+            .args([
+                "--transport",
+                "streamable-http",
+                "--port",
+                &port.to_string(),
+            ])
+            .args(["--name", "fx", "--extra-tools"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let fixture = Self { child, port };
+        let ready = (0..300).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        assert!(ready, "the HTTP fixture did not listen on {port}");
+        fixture
+    }
+
+    fn mcp_json(&self) -> String {
+        json!({"mcpServers": {"fx": {"url": format!("http://127.0.0.1:{}/mcp", self.port)}}})
+            .to_string()
+    }
+}
+
+impl Drop for HttpFixture {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A run whose process dies while its MCP task runs is recovered by another runner
+/// (its own MCP client, the same server): the record names the task, and the
+/// recovered run follows it again by id (`tasks/get`) instead of losing it or
+/// calling the tool again; its result reaches the conversation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recovered_run_follows_its_mcp_task_again_by_id() {
+    let server = HttpFixture::start();
+    let yaml = run_yaml(
+        "    - tool_calls: [{name: mcp__fx__slow_task, arguments: {seconds: 2.0}}]\n    - {expect_tool_results: 1, text: waiting}\n    - {text: the task finished}\n",
+    );
+    let fx = Fixture::new(&yaml, &[("mcp.json", &server.mcp_json())]);
+    let loaded = AgentConfig::load_with_env(fx.file(), false).unwrap();
+    let store: std::sync::Arc<dyn iris_runner::RunStore> =
+        std::sync::Arc::new(iris_runner::MemoryRunStore::new());
+    let runner = || async {
+        AgentRunner::builder_from_loaded(&loaded, &HostRegistry::new(), None)
+            .await
+            .unwrap()
+            .approval_handler(Host { colour: "red" })
+            .run_store(std::sync::Arc::clone(&store))
+            .lease_ttl(std::time::Duration::from_millis(400))
+            .build()
+    };
+    let first = runner().await;
+    let task = tokio::spawn({
+        let first = first.clone();
+        async move { first.run("go").await }
+    });
+    // The process "dies" once the record names the task: nothing is cancelled.
+    let mut noted = None;
+    for _ in 0..300 {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        if let Some(summary) = store.list(None, 1).await.unwrap().first()
+            && let Some(record) = store.load(&summary.run_id).await.unwrap()
+            && let Some(running) = record.background_running.first()
+        {
+            noted = Some((record.run_id.clone(), running.clone()));
+            break;
+        }
+    }
+    let (run_id, running) = noted.expect("the record never named the MCP task");
+    task.abort();
+    let _ = task.await;
+    first.close().await.unwrap();
+    assert_eq!(running.call_id, "call_1_1");
+    assert_eq!(running.tool_name, "mcp__fx__slow_task");
+    let reference = iris_mcp::McpTaskRef::from_reference(&running.reference).unwrap();
+    assert_eq!(
+        (reference.server.as_str(), reference.tool.as_str()),
+        ("fx", "slow_task")
+    );
+
+    let second = runner().await;
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    let outcome = second.recover(&run_id).await.unwrap();
+    let text = completed_text(&outcome, "the task finished");
+    assert!(
+        text.contains(
+            "[background call call_1_1 (mcp__fx__slow_task) started in turn 1 finished]\\ntask done after 2.0s"
+        ),
+        "{text}"
+    );
+    assert_eq!(
+        text.matches("runs the call as task").count(),
+        1,
+        "one receipt: the tool was not called again: {text}"
+    );
+    let record = store.load(&run_id).await.unwrap().unwrap();
+    assert!(record.background_running.is_empty(), "{record:?}");
+    second.close().await.unwrap();
+}
+
+/// A stored run that stops to wait for a person does not wait for its MCP task
+/// first: the record names the task, and `resume` follows it again by id; its
+/// result reaches the conversation after the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_run_leaves_its_mcp_task_running_and_follows_it_on_resume() {
+    let yaml = format!(
+        "tools: {{builtin: [human.ask]}}\n{}",
+        run_yaml(
+            "    - tool_calls: [{name: mcp__fx__slow_task, arguments: {seconds: 2.0}}]\n    - expect_tool_results: 1\n      tool_calls: [{name: ask_question, arguments: {question: Which colour?, options: [red, blue]}}]\n    - {expect_tool_results: 1, text: waiting for the task}\n    - {text: done}\n",
+        )
+    );
+    let (_fx, builder) = extra_tools_builder(&yaml).await;
+    let runner = builder.approval_handler(Host { colour: "red" }).build();
+    let outcome = runner.run("go").await;
+    let RunOutcome::Waiting {
+        run_id,
+        interaction,
+    } = &outcome
+    else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(interaction.kind(), "question");
+    let record = runner
+        .run_store()
+        .unwrap()
+        .load(run_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        record.background_running.len(),
+        1,
+        "the run did not wait for the task: {record:?}"
+    );
+    assert!(record.background_done.is_empty(), "{record:?}");
+    let done = runner
+        .resume(
+            run_id,
+            interaction.id(),
+            Answer::Text { text: "red".into() },
+        )
+        .await
+        .unwrap();
+    let text = completed_text(&done, "done");
+    assert!(
+        text.contains(
+            "[background call call_1_1 (mcp__fx__slow_task) started in turn 1 finished]\\ntask done after 2.0s"
+        ),
+        "{text}"
+    );
+    runner.close().await.unwrap();
+}
+
+/// An approved call that becomes a task when the run resumes is followed once: the
+/// resume's re-attachment skips the task its own answer just started.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_started_by_an_approved_resume_is_followed_once() {
+    let yaml = run_yaml(
+        "    - tool_calls: [{name: mcp__fx__slow_task, arguments: {seconds: 0.5}}]\n    - {expect_tool_results: 1, text: waiting}\n    - {text: done}\n",
+    );
+    let (_fx, builder) = extra_tools_builder(&yaml).await;
+    let runner = builder.build();
+    let outcome = runner.run("go").await;
+    let RunOutcome::Waiting {
+        run_id,
+        interaction,
+    } = &outcome
+    else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(interaction.kind(), "approval");
+    let done = runner
+        .resume(run_id, interaction.id(), Answer::Approve)
+        .await
+        .unwrap();
+    let text = completed_text(&done, "done");
+    assert_eq!(
+        text.matches("[background call call_1_1 (mcp__fx__slow_task) started in turn 1 finished]")
+            .count(),
+        1,
+        "{text}"
+    );
+    runner.close().await.unwrap();
 }

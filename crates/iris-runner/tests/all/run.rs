@@ -255,45 +255,16 @@ model:
     );
     runtime().block_on(async {
         let runner = AgentRunner::from_config_path(fx.file()).await.unwrap();
-        let mut stream = runner.run_streamed("sleep");
         let pid_file = fx.root().join("pid");
-        let mut last = None;
-        while let Some(event) = stream.next().await {
-            if matches!(event, RunEvent::ToolCallStarted { .. }) {
-                for _ in 0..200 {
-                    if std::fs::read_to_string(&pid_file).is_ok_and(|t| t.ends_with('\n')) {
-                        break;
-                    }
-                    tokio::time::sleep(Duration::from_millis(25)).await;
-                }
-                stream.cancellation().cancel();
-            }
-            last = Some(event);
-        }
+        let all = crate::support::events_cancelled_when(&runner, "sleep", &pid_file, |e| {
+            matches!(e, RunEvent::ToolCallStarted { .. })
+        })
+        .await;
+        let outcome = crate::support::outcome(&all);
+        assert!(matches!(outcome, RunOutcome::Cancelled), "{outcome:?}");
+        let pid = crate::support::pid_in(&pid_file);
         assert!(
-            matches!(
-                last,
-                Some(RunEvent::Finished {
-                    outcome: RunOutcome::Cancelled
-                })
-            ),
-            "{last:?}"
-        );
-        let pid: i32 = std::fs::read_to_string(&pid_file)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        let gone = (0..100).any(|_| {
-            let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .is_ok_and(|s| !s.contains(") Z "));
-            if alive {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            !alive
-        });
-        assert!(
-            gone,
+            crate::support::ends_soon(pid),
             "the command's process {pid} outlived the cancelled run"
         );
         runner.close().await.unwrap();

@@ -584,52 +584,21 @@ model:
     );
     runtime().block_on(async {
         let runner = AgentRunner::from_config_path(fx.file()).await.unwrap();
-        let mut stream = runner.run_streamed("go");
         let pid_file = fx.root().join("pid");
-        let mut child_id = None;
-        let mut last = None;
-        while let Some(event) = stream.next().await {
-            if let RunEvent::Subagent {
-                child_run_id,
-                event: inner,
-                ..
-            } = &event
-                && matches!(**inner, RunEvent::ToolCallStarted { .. })
-            {
-                child_id = Some(child_run_id.clone());
-                for _ in 0..200 {
-                    if std::fs::read_to_string(&pid_file).is_ok_and(|t| t.ends_with('\n')) {
-                        break;
-                    }
-                    tokio::time::sleep(Duration::from_millis(25)).await;
-                }
-                stream.cancellation().cancel();
-            }
-            last = Some(event);
-        }
-        assert!(
-            matches!(
-                last,
-                Some(RunEvent::Finished {
-                    outcome: RunOutcome::Cancelled
-                })
-            ),
-            "{last:?}"
-        );
-        let pid: u32 = std::fs::read_to_string(&pid_file)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        let gone = (0..100).any(|_| {
-            let alive = crate::support::running(pid);
-            if alive {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            !alive
+        let all = crate::support::events_cancelled_when(&runner, "go", &pid_file, |e| {
+            matches!(e, RunEvent::Subagent { event, .. }
+                if matches!(**event, RunEvent::ToolCallStarted { .. }))
+        })
+        .await;
+        let outcome = crate::support::outcome(&all);
+        assert!(matches!(outcome, RunOutcome::Cancelled), "{outcome:?}");
+        let child_id = all.iter().find_map(|e| match e {
+            RunEvent::Subagent { child_run_id, .. } => Some(child_run_id.clone()),
+            _ => None,
         });
+        let pid = crate::support::pid_in(&pid_file);
         assert!(
-            gone,
+            crate::support::ends_soon(pid),
             "the child's command {pid} outlived the cancelled parent"
         );
         let store = runner.run_store().unwrap();
@@ -703,29 +672,16 @@ model:
             async move { first.run("go").await }
         });
         let started = fx.root().join("started");
-        for _ in 0..400 {
-            if std::fs::read_to_string(&started).is_ok_and(|t| t.ends_with('\n')) {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
+        crate::support::wait_for_line(&started, 400).await;
         // The "crash": the run's task is gone mid-child.
         task.abort();
         assert!(task.await.unwrap_err().is_cancelled());
         first.close().await.unwrap();
-        let pid: u32 = std::fs::read_to_string(&started)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        let gone = (0..100).any(|_| {
-            let alive = crate::support::running(pid);
-            if alive {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            !alive
-        });
-        assert!(gone, "the child's command {pid} outlived its process");
+        let pid = crate::support::pid_in(&started);
+        assert!(
+            crate::support::ends_soon(pid),
+            "the child's command {pid} outlived its process"
+        );
         // Wait out the dead process's leases.
         tokio::time::sleep(Duration::from_millis(400)).await;
 

@@ -77,6 +77,37 @@ pub(crate) fn running(pid: u32) -> bool {
         .is_some_and(|s| s != 'Z')
 }
 
+/// Waits (at most `tries` × 25 ms) until `file` holds a whole line, such as the pid a
+/// command wrote.
+pub(crate) async fn wait_for_line(file: &std::path::Path, tries: u32) {
+    for _ in 0..tries {
+        if std::fs::read_to_string(file).is_ok_and(|t| t.ends_with('\n')) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+}
+
+/// The pid a command wrote into `file`.
+pub(crate) fn pid_in(file: &std::path::Path) -> u32 {
+    std::fs::read_to_string(file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// Whether process `pid` is gone within two seconds.
+pub(crate) fn ends_soon(pid: u32) -> bool {
+    (0..100).any(|_| {
+        let alive = running(pid);
+        if alive {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        !alive
+    })
+}
+
 /// A multi-thread runtime with two workers, for tests that are not `#[tokio::test]`.
 pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -94,6 +125,26 @@ pub(crate) async fn events(
     let mut stream = runner.run_streamed(input);
     let mut all = Vec::new();
     while let Some(event) = stream.next().await {
+        all.push(event);
+    }
+    all
+}
+
+/// Every event of a streamed run that is cancelled as soon as an event satisfies
+/// `when` and `pid_file` holds the pid of the command that event started.
+pub(crate) async fn events_cancelled_when(
+    runner: &iris_runner::AgentRunner,
+    input: impl Into<iris_runner::RunInput>,
+    pid_file: &std::path::Path,
+    when: impl Fn(&iris_runner::RunEvent) -> bool,
+) -> Vec<iris_runner::RunEvent> {
+    let mut stream = runner.run_streamed(input);
+    let mut all = Vec::new();
+    while let Some(event) = stream.next().await {
+        if when(&event) {
+            wait_for_line(pid_file, 200).await;
+            stream.cancellation().cancel();
+        }
         all.push(event);
     }
     all
