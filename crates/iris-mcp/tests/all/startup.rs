@@ -17,14 +17,14 @@ fn startup(secs: f64) -> ServerOverride {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_late_discover_answer_still_negotiates_2026_07_28() {
-    // The fixture holds the client's first message 41 s once it is ready to serve.
-    // The old client gave up on the probe after half the startup budget (40 s
-    // here), sent `initialize` on the same connection, and the server, which had
-    // accepted the discover by then, refused it with -32022. The rest of the budget
-    // is for the SDK's import on a machine the other tests load.
+    // The fixture holds the client's first message until 48 s after it started (its
+    // SDK import, slow on a machine the other tests load, is part of that). The old
+    // client gave up on the probe after half the startup budget (40 s here), sent
+    // `initialize` on the same connection, and the server, which had accepted the
+    // discover by then, refused it with -32022. The budget's last 32 s are the margin.
     let overrides: McpOverrides = [("late".to_owned(), startup(80.0))].into();
     let h = Harness::new(config(
-        &[("late", sdk_stdio(&["--slow-discover", "41"]))],
+        &[("late", sdk_stdio(&["--slow-discover", "48"]))],
         &overrides,
     ));
     let snap = h.manager.prepare().await.unwrap();
