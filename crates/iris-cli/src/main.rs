@@ -362,8 +362,10 @@ Sessions list what the model would see: the active tools, plus each deferred too
 tool_search revealed it in that session (a 2026-07-28 HTTP client has no session: its
 reveals are shared by every such client of this server). A call needing approval is asked
 of the client by a form elicitation (approve / deny); a client without the elicitation
-capability gets MCP_APPROVAL_UNAVAILABLE and the call does not run. A long result comes
-back as Iris shows the model: a preview and the saved file's path.";
+capability gets MCP_APPROVAL_UNAVAILABLE and the call does not run. A 2026-07-28 client's
+retry whose requestState is unknown, used or for other arguments is refused with
+MCP_APPROVAL_STATE_INVALID. A long result comes back as Iris shows the model: a preview
+and the saved file's path.";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Format {

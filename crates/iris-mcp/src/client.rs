@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::ClientHandler;
 use rmcp::model::{
-    ClientConfig, ElicitRequestParams, ElicitResult, ErrorData, ProgressNotificationParam,
-    ProgressToken,
+    ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction, ErrorData,
+    ProgressNotificationParam, ProgressToken,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use serde_json::Value;
@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::elicitation::{self, ElicitationHandler, ElicitationRequest, McpElicitation};
 use crate::error::codes;
 use crate::transport::Diagnostics;
-use iris_tools_core::ToolExecutionContext;
+use iris_tools_core::{CancellationSignal, ToolExecutionContext};
 use tokio::sync::mpsc;
 
 /// One progress notification, as the call waiting for it sees it.
@@ -57,6 +57,12 @@ pub(crate) struct InFlight {
     pub(crate) humans: AtomicUsize,
     /// What was asked and answered, for the call's result.
     pub(crate) notes: Mutex<Vec<Value>>,
+    /// The call's cancellation (the context's), which also ends a wait for a
+    /// host's answer.
+    cancellation: Option<CancellationSignal>,
+    /// Raised when the call ended (its [`CallGuard`] dropped), however it ended: a
+    /// standalone elicitation still being answered for it stops waiting.
+    ended: CancellationSignal,
 }
 
 /// An elicitation being answered for a call: its timers wait while one lives, and
@@ -87,6 +93,20 @@ impl InFlight {
                 .map(|e| Arc::clone(&e.0)),
             humans: AtomicUsize::new(0),
             notes: Mutex::default(),
+            cancellation: ctx.cancellation.clone(),
+            ended: CancellationSignal::new(),
+        }
+    }
+
+    /// Completes when the call was cancelled or has ended: nobody waits for an
+    /// answer to its elicitations any more.
+    pub(crate) async fn stopped(&self) {
+        match &self.cancellation {
+            Some(signal) => tokio::select! {
+                () = signal.cancelled() => {}
+                () = self.ended.cancelled() => {}
+            },
+            None => self.ended.cancelled().await,
         }
     }
 }
@@ -150,16 +170,18 @@ impl ServerEvents {
         }
     }
 
-    /// Lists `call` among the calls in flight until the guard is dropped.
+    /// Lists `call` among the calls in flight until the guard is dropped; dropping
+    /// it marks the call ended.
     pub(crate) fn register_call(&self, call: Arc<InFlight>) -> CallGuard {
         let id = self.next_call.fetch_add(1, Ordering::Relaxed);
         self.calls
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .push((id, call));
+            .push((id, Arc::clone(&call)));
         CallGuard {
             events: self.clone(),
             id,
+            call,
         }
     }
 
@@ -247,11 +269,13 @@ impl ServerEvents {
     }
 }
 
-/// Removes a call from the calls in flight when it ends, however it ends.
+/// Removes a call from the calls in flight when it ends, however it ends, and
+/// marks it ended.
 #[derive(Debug)]
 pub(crate) struct CallGuard {
     events: ServerEvents,
     id: u64,
+    call: Arc<InFlight>,
 }
 
 impl Drop for CallGuard {
@@ -261,6 +285,7 @@ impl Drop for CallGuard {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .retain(|(id, _)| *id != self.id);
+        self.call.ended.cancel();
     }
 }
 
@@ -309,8 +334,14 @@ pub(crate) struct IrisClient {
 impl IrisClient {
     /// Answers a standalone `elicitation/create` (sessions before 2026-07-28)
     /// through the host of the call in flight; declines with a diagnostic and a
-    /// note in the call's result when there is no host to ask.
-    async fn elicit(&self, params: &ElicitRequestParams) -> ElicitResult {
+    /// note in the call's result when there is no host to ask. The wait for the
+    /// host's answer ends when the call is cancelled or ends, or the server
+    /// cancels its request (`stopped`): the server then hears `cancel`.
+    async fn elicit(
+        &self,
+        params: &ElicitRequestParams,
+        stopped: impl std::future::Future<Output = ()>,
+    ) -> ElicitResult {
         let call = self.events.newest_call();
         let (tool, call_id) = call
             .as_ref()
@@ -319,8 +350,31 @@ impl IrisClient {
         let request = ElicitationRequest::from_params(&self.server, &tool, &call_id, params);
         let handler = call.as_ref().and_then(|c| c.handler.clone());
         let answering = call.as_deref().map(InFlight::answering);
-        let (answer, note) = elicitation::ask(handler.as_ref(), &request, false).await;
+        let asking = elicitation::ask(handler.as_ref(), &request, false);
+        let call_stopped = async {
+            match &call {
+                Some(c) => c.stopped().await,
+                None => std::future::pending().await,
+            }
+        };
+        let answered = tokio::select! {
+            answered = asking => Some(answered),
+            () = call_stopped => None,
+            () = stopped => None,
+        };
         drop(answering);
+        let Some((answer, note)) = answered else {
+            // The call was cancelled or ended, or the server withdrew the request:
+            // nobody waits for this answer any more.
+            tracing::info!(
+                target: crate::tool::TRACING_TARGET,
+                server = %request.server,
+                tool = %request.tool,
+                mode = request.mode(),
+                "elicitation abandoned: the call was cancelled or ended before the host answered"
+            );
+            return ElicitResult::new(ElicitationAction::Cancel);
+        };
         record(&self.diagnostics, &request, &answer, handler.is_none());
         if let Some(c) = &call {
             c.note(note);
@@ -370,9 +424,9 @@ impl ClientHandler for IrisClient {
     async fn create_elicitation(
         &self,
         request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        Ok(self.elicit(&request).await)
+        Ok(self.elicit(&request, context.ct.cancelled()).await)
     }
 
     async fn on_progress(

@@ -259,7 +259,9 @@ impl ElicitationAnswer {
 /// The host's answerer of elicitations (a TTY prompt, a UI, a run's host).
 pub trait ElicitationHandler: Send + Sync {
     /// The answer to one request. It may take as long as the user does: the call's
-    /// idle timeout and cap do not count the wait.
+    /// idle timeout and cap do not count the wait. When the call is cancelled (or
+    /// ends) first, the returned future is dropped unfinished, so a prompt it
+    /// shows should be taken down in its `Drop`.
     fn elicit<'a>(&'a self, request: &'a ElicitationRequest) -> BoxFuture<'a, ElicitationAnswer>;
 }
 

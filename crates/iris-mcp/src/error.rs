@@ -79,6 +79,12 @@ pub mod codes {
     /// asked (it declared no elicitation capability, or asking it failed); the call
     /// did not run.
     pub const MCP_APPROVAL_UNAVAILABLE: &str = "MCP_APPROVAL_UNAVAILABLE";
+    /// `mcp serve`: a 2026-07-28 client retried a call with a `requestState` that is
+    /// unknown, expired or already used, or with another tool or other arguments than
+    /// the call that asked for approval; the call did not run. It comes as the
+    /// JSON-RPC error's `data.code` (an `invalid_params` error), and the call can be
+    /// sent again without the state to be asked anew.
+    pub const MCP_APPROVAL_STATE_INVALID: &str = "MCP_APPROVAL_STATE_INVALID";
     /// `mcp serve`: the server could not listen or a session could not start.
     pub const MCP_SERVE_FAILED: &str = "MCP_SERVE_FAILED";
     /// `mcp serve`: the HTTP address is not loopback and serving it was not allowed

@@ -112,6 +112,15 @@ fn with_notes(mut output: ToolOutput, call: &InFlight) -> ToolOutput {
     output
 }
 
+/// Why the requests of an `input_required` round were not all answered.
+enum Unfulfilled {
+    /// The call ends with this output (input Iris does not offer, or a host that
+    /// waits for a later answer).
+    Ended(ToolOutput),
+    /// The call was cancelled while its host was answering.
+    Cancelled,
+}
+
 /// The tracing target of the progress heartbeat.
 pub const TRACING_TARGET: &str = "iris::mcp";
 
@@ -518,7 +527,21 @@ impl McpTool {
                     let request_state = result.request_state.clone();
                     let responses = match self.fulfil(*result, &call, &conn, true).await {
                         Ok(r) => r,
-                        Err(output) => return with_notes(output, &call),
+                        Err(Unfulfilled::Ended(output)) => return with_notes(output, &call),
+                        // The server answered the round and keeps nothing for it:
+                        // no request of the call is in flight to withdraw.
+                        Err(Unfulfilled::Cancelled) => {
+                            return with_notes(
+                                ToolOutput::error(
+                                    ToolErrorInfo::new(
+                                        core_codes::CANCELLED,
+                                        "the call was cancelled while the host was answering the MCP server's elicitation; no request of it was in flight on the server (an input_required round keeps nothing there)",
+                                    )
+                                    .with_detail("cancellation", "none_in_flight"),
+                                ),
+                                &call,
+                            );
+                        }
                     };
                     started += asked.elapsed();
                     if had_requests {
@@ -570,14 +593,15 @@ impl McpTool {
     /// Answers the requests of an `input_required` result: elicitations through
     /// the call's host (declined with a reason when it has none). Sampling and
     /// roots, which Iris does not declare, end the call with
-    /// `MCP_INPUT_UNSUPPORTED`.
+    /// `MCP_INPUT_UNSUPPORTED`; the call's cancellation ends the wait for the host
+    /// ([`Unfulfilled::Cancelled`], the caller withdraws what it has out).
     async fn fulfil(
         &self,
         result: InputRequiredResult,
         call: &InFlight,
         conn: &Connection,
         can_wait: bool,
-    ) -> Result<InputResponses, ToolOutput> {
+    ) -> Result<InputResponses, Unfulfilled> {
         let mut responses = InputResponses::new();
         for (key, request) in result.input_requests.clone().unwrap_or_default() {
             let InputRequest::Elicitation(request) = request else {
@@ -586,16 +610,18 @@ impl McpTool {
                     InputRequest::ListRoots(_) => "roots/list",
                     _ => "an input request iris does not know",
                 };
-                return Err(ToolOutput::error(self.failed(
+                return Err(Unfulfilled::Ended(ToolOutput::error(self.failed(
                     codes::MCP_INPUT_UNSUPPORTED,
                     &format!(
                         "MCP tool `{}` on server `{}` asked for {method}, which iris does not offer (it declares elicitation only); the call ended",
                         self.wire_name, self.server.name
                     ),
                     conn,
-                )));
+                ))));
             };
-            let (answer, asked) = self.elicit(call, &request.params, can_wait).await;
+            let Some((answer, asked)) = self.elicit(call, &request.params, can_wait).await else {
+                return Err(Unfulfilled::Cancelled);
+            };
             if let ElicitationAnswer::Wait { .. } = answer {
                 let stop = InputRequired {
                     request: asked,
@@ -603,25 +629,35 @@ impl McpTool {
                     request_state: result.request_state.clone(),
                     responses: responses.into_iter().collect(),
                 };
-                return Err(stop.into_output(&self.wire_name, &self.server.name));
+                return Err(Unfulfilled::Ended(
+                    stop.into_output(&self.wire_name, &self.server.name),
+                ));
             }
             responses.insert(key, answer.to_wire());
         }
         Ok(responses)
     }
 
-    /// Asks the call's host one elicitation, noting it for the result.
+    /// Asks the call's host one elicitation, noting it for the result; `None` when
+    /// the call was cancelled before the host answered (the host's wait is dropped).
     async fn elicit(
         &self,
         call: &InFlight,
         params: &ElicitRequestParams,
         can_wait: bool,
-    ) -> (ElicitationAnswer, ElicitationRequest) {
+    ) -> Option<(ElicitationAnswer, ElicitationRequest)> {
         let request =
             ElicitationRequest::from_params(&self.server.name, &call.tool, &call.call_id, params);
         let answering = call.answering();
-        let (answer, note) = elicitation::ask(call.handler.as_ref(), &request, can_wait).await;
+        let answered = tokio::select! {
+            answered = elicitation::ask(call.handler.as_ref(), &request, can_wait) => answered,
+            () = call.stopped() => {
+                tracing::info!(target: TRACING_TARGET, server = %self.server.name, tool = %self.wire_name, mode = request.mode(), "elicitation abandoned: the call was cancelled before the host answered");
+                return None;
+            }
+        };
         drop(answering);
+        let (answer, note) = answered;
         crate::client::record(
             &self.server.diagnostics,
             &request,
@@ -629,7 +665,7 @@ impl McpTool {
             call.handler.is_none(),
         );
         call.note(note);
-        (answer, request)
+        Some((answer, request))
     }
 
     /// A copy of this tool that the follow-up of a handed-off task owns (the
@@ -1067,9 +1103,13 @@ impl McpTool {
                     // A task lives on the server: it cannot wait for a later answer.
                     let responses = match self.fulfil(result, call, conn, false).await {
                         Ok(r) => r,
-                        Err(out) => {
+                        Err(Unfulfilled::Ended(out)) => {
                             self.cancel_task(conn, &task_id).await;
                             return out;
+                        }
+                        Err(Unfulfilled::Cancelled) => {
+                            self.cancel_task(conn, &task_id).await;
+                            return cancelled_output();
                         }
                     };
                     started += asked.elapsed();

@@ -284,6 +284,7 @@ fn help_lists_examples_and_exit_codes() {
         "Loopback only unless",
         "iris mcp serve --http 127.0.0.1:8931 --token-env MCP_TOKEN",
         "MCP_APPROVAL_UNAVAILABLE",
+        "MCP_APPROVAL_STATE_INVALID",
     ] {
         // clap wraps the help at the terminal's width: compare with the line breaks
         // and their indentation folded into single spaces.

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use iris_tools_core::{ToolErrorInfo, ToolOutput, codes as core_codes};
 use rmcp::model::{
     ClientCapabilities, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema,
+    ErrorData,
 };
 use serde_json::{Value, json};
 
@@ -117,6 +118,19 @@ pub(crate) fn unavailable(tool: &str, reason: &str, why: &str) -> ToolOutput {
             format!("`{tool}` needs approval ({reason}) and was not run: {why}"),
         )
         .with_detail("approval_reason", reason),
+    )
+}
+
+/// The JSON-RPC error of a retry whose `requestState` cannot be used: `invalid_params`
+/// with `data.code` [`codes::MCP_APPROVAL_STATE_INVALID`] (a protocol error has no
+/// result `_meta` to carry the code, so its `data` does).
+pub(crate) fn state_invalid(why: &str) -> ErrorData {
+    ErrorData::invalid_params(
+        format!(
+            "{why}; the call did not run: send it again without requestState to be asked \
+             for approval anew"
+        ),
+        Some(json!({ "code": codes::MCP_APPROVAL_STATE_INVALID })),
     )
 }
 

@@ -196,18 +196,17 @@ impl ServerHandler for IrisServer {
 
         // A 2026-07-28 client retrying with the approval answer.
         if let Some(handle) = &request.request_state {
-            let pending = self
-                .shared
-                .pending
-                .take(handle)
-                .filter(|p| p.tool == name && p.arguments == arguments)
-                .ok_or_else(|| {
-                    ErrorData::invalid_params(
-                        "unknown, expired or already used requestState, or the retry's tool or \
-                         arguments differ from the call that asked for approval",
-                        None,
-                    )
-                })?;
+            // The handle is used up even by a retry that does not match: an answer
+            // is never applied to a call other than the one it was asked about.
+            let pending = self.shared.pending.take(handle).ok_or_else(|| {
+                approval::state_invalid("unknown, expired or already used requestState")
+            })?;
+            if pending.tool != name || pending.arguments != arguments {
+                return Err(approval::state_invalid(
+                    "the retry's tool or arguments differ from the call that asked for \
+                     approval; its requestState is withdrawn",
+                ));
+            }
             let answer = request
                 .input_responses
                 .as_ref()

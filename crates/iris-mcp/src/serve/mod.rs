@@ -21,7 +21,9 @@
 //!   `reason`): on a session (stdio or HTTP after `initialize`) by
 //!   `elicitation/create`, on a 2026-07-28 request by an `input_required` result
 //!   whose retry carries the answer (the `requestState` is a random one-use handle,
-//!   valid 15 minutes, for the same tool and arguments). A client that did not
+//!   valid 15 minutes, for the same tool and arguments; any other retry is a
+//!   JSON-RPC `invalid_params` error whose `data.code` is
+//!   [`MCP_APPROVAL_STATE_INVALID`](crate::codes::MCP_APPROVAL_STATE_INVALID)). A client that did not
 //!   declare elicitation gets [`MCP_APPROVAL_UNAVAILABLE`](crate::codes::MCP_APPROVAL_UNAVAILABLE);
 //!   a denial is `APPROVAL_DENIED`.
 

@@ -1,18 +1,21 @@
 //! Elicitation against the Python SDK fixture, never declined silently: form and URL
 //! mode in a 2026-07-28 `input_required` result (the SDK's resolver, a hand-built
 //! URL request), the standalone `elicitation/create` of an older session, each
-//! accepted, declined, and asked with no handler at all.
+//! accepted, declined, and asked with no handler at all; a call cancelled while its
+//! host is answering ends at once on every path.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use iris_mcp::{
     ElicitationAnswer, ElicitationHandler, ElicitationKind, ElicitationRequest, InputRequired,
     McpElicitation, McpOverrides, codes,
 };
-use iris_tools_core::{BoxFuture, ToolOutput};
+use iris_tools_core::{BoxFuture, CancellationSignal, ToolInput, ToolOutput, codes as core_codes};
 use serde_json::{Value, json};
 
-use crate::support::{Harness, HttpServer, config, free_port, q, sdk_stdio};
+use crate::support::{Harness, HttpServer, config, free_port, q, sdk_stdio, wait_until};
 
 /// A host that answers every request the same way and records what it was asked.
 struct Scripted {
@@ -275,5 +278,132 @@ async fn a_host_that_waits_stops_the_call_and_a_resume_continues_it() {
     let text = r.model_content();
     assert!(text.contains("action=decline"), "{text}");
     assert!(text.contains("cannot wait for a later answer"), "{text}");
+    h.manager.close().await;
+}
+
+/// A host that never answers: its answer's future raises `dropped` when it is
+/// dropped, and `asked` is notified when it is asked.
+struct Never {
+    asked: Arc<tokio::sync::Notify>,
+    dropped: Arc<AtomicBool>,
+}
+
+/// Raises its flag when dropped.
+struct DropFlag(Arc<AtomicBool>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+impl ElicitationHandler for Never {
+    fn elicit<'a>(&'a self, _request: &'a ElicitationRequest) -> BoxFuture<'a, ElicitationAnswer> {
+        let flag = DropFlag(Arc::clone(&self.dropped));
+        self.asked.notify_one();
+        Box::pin(async move {
+            let _flag = flag;
+            std::future::pending().await
+        })
+    }
+}
+
+/// Calls `tool` with `args` under a fresh cancellation signal and a host that never
+/// answers, cancels once the host is asked, and checks the call ends promptly with
+/// `CANCELLED` and the host's wait was dropped. The cancelled result.
+async fn cancel_while_asking(h: &Harness, tool: &str, args: Value) -> ToolOutput {
+    let asked = Arc::new(tokio::sync::Notify::new());
+    let dropped = Arc::new(AtomicBool::new(false));
+    let handler = McpElicitation::new(Never {
+        asked: Arc::clone(&asked),
+        dropped: Arc::clone(&dropped),
+    });
+    let signal = CancellationSignal::new();
+    let ctx = h
+        .ctx("call-x")
+        .cancellation(signal.clone())
+        .with_extension(handler);
+    let tool = h.registry.get(tool).unwrap();
+    let call = tool.run(ToolInput::new(args), &ctx);
+    let cancel = async {
+        asked.notified().await;
+        signal.cancel();
+        tokio::time::Instant::now()
+    };
+    // Without the race the call would wait for the answer forever: bounded here so
+    // the test fails instead of hanging.
+    let (r, cancelled_at) = tokio::time::timeout(Duration::from_secs(30), async {
+        tokio::join!(call, cancel)
+    })
+    .await
+    .expect("the cancelled call kept waiting for the host's answer");
+    let took = cancelled_at.elapsed();
+    assert!(
+        took < Duration::from_secs(5),
+        "ended {took:?} after the cancel"
+    );
+    assert_eq!(r.error_code(), Some(core_codes::CANCELLED), "{r:?}");
+    assert!(
+        wait_until(Duration::from_secs(5), || dropped.load(Ordering::SeqCst)),
+        "the host's wait for an answer was left running"
+    );
+    r
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_cancelled_during_an_input_required_round_ends_at_once() {
+    let h = stdio_harness();
+    h.manager.prepare().await.unwrap();
+    let r = cancel_while_asking(&h, "mcp__f__ask_form", json!({})).await;
+    // The server answered the round and keeps nothing: there was nothing to withdraw.
+    let e = r.error_info().unwrap();
+    assert_eq!(e.details["cancellation"], "none_in_flight", "{e:?}");
+    assert!(e.message.contains("while the host was answering"), "{e:?}");
+    // The session is fine: the next call is answered.
+    let (handler, _) = scripted(ElicitationAnswer::accept(json!({"colour": "teal"})));
+    let r = call_with(&h, "mcp__f__ask_form", Some(handler)).await;
+    assert_eq!(r.model_content(), "action=accept colour=teal", "{r:?}");
+    h.manager.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_cancelled_during_a_standalone_elicitation_ends_at_once() {
+    let server = HttpServer::start_with(
+        "streamable-http",
+        free_port(),
+        &["--extra-tools", "--legacy-only"],
+    );
+    let entry = format!(r#"{{"url": {}}}"#, q(&server.url("/mcp")));
+    let h = Harness::new(config(&[("old", entry)], &McpOverrides::new()));
+    h.manager.prepare().await.unwrap();
+    let r = cancel_while_asking(&h, "mcp__old__ask", json!({})).await;
+    // The `tools/call` was out: the server was told to stop it.
+    let e = r.error_info().unwrap();
+    assert_eq!(
+        e.details["cancellation"], "notifications/cancelled",
+        "{e:?}"
+    );
+    let (handler, _) = scripted(ElicitationAnswer::accept(json!({"colour": "teal"})));
+    let r = call_with(&h, "mcp__old__ask", Some(handler)).await;
+    assert_eq!(r.model_content(), "action=accept colour=teal", "{r:?}");
+    h.manager.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_cancelled_while_its_host_answers_is_cancelled_on_the_server() {
+    let h = stdio_harness();
+    h.manager.prepare().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("cancelled");
+    let args = json!({"seconds": 0.1, "ask": true, "marker": marker.display().to_string()});
+    let r = cancel_while_asking(&h, "mcp__f__slow_task", args).await;
+    let e = r.error_info().unwrap();
+    assert_eq!(e.details["cancellation"], "tasks/cancel", "{e:?}");
+    assert!(e.details["task_id"].is_string(), "{e:?}");
+    // The task, waiting for input on the server, was stopped there.
+    assert!(
+        wait_until(Duration::from_secs(20), || marker.exists()),
+        "the server's task was left running"
+    );
     h.manager.close().await;
 }

@@ -2,9 +2,12 @@
 //! short heartbeat) served over streamable HTTP, driven by the official Python SDK's
 //! client (`serve_client.py`). The `iris mcp serve` command is tested in iris-cli.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use iris_executor::ToolExecutor;
+use iris_executor::{DefaultPermissionPolicy, ToolExecutor};
+use iris_mcp::codes;
 use iris_mcp::serve::{HttpOptions, McpToolServer};
 use iris_tools_core::{
     CancellationSignal, FnTool, ToolCapability, ToolDefinition, ToolOutput, ToolRegistry,
@@ -12,6 +15,20 @@ use iris_tools_core::{
 use serde_json::{Value, json};
 
 use crate::support::{fixtures, python};
+
+/// Runs `serve_client.py` on `script`; its printed JSON.
+async fn client(script: &Value) -> Value {
+    let out = tokio::process::Command::new(python())
+        .arg(fixtures().join("serve_client.py"))
+        .arg(script.to_string())
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "client failed: {stdout}\n{stderr}");
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"))
+}
 
 /// A long call's heartbeats reach the client as `notifications/progress` for its
 /// token (seconds run, of the deadline), in both protocol eras.
@@ -53,18 +70,7 @@ async fn a_long_call_reports_progress_to_the_client() {
             "elicit": null,
             "steps": [{"op": "call", "name": "slow", "args": {}, "progress": true}],
         });
-        let out = tokio::process::Command::new(python())
-            .arg(fixtures().join("serve_client.py"))
-            .arg(script.to_string())
-            .output()
-            .await
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let out: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let out = client(&script).await;
         let result = &out["results"][0];
         assert_eq!(result["texts"], json!(["done"]), "{out}");
         let progress = result["progress"].as_array().unwrap();
@@ -80,6 +86,90 @@ async fn a_long_call_reports_progress_to_the_client() {
             "{out}"
         );
     }
+    shutdown.cancel();
+    serving.await.unwrap().unwrap();
+}
+
+/// A 2026-07-28 client's approval retry that cannot be used (a reused handle, a
+/// handle with changed arguments, one the server never gave) is a JSON-RPC
+/// `invalid_params` error with the stable `data.code` MCP_APPROVAL_STATE_INVALID,
+/// and the call does not run; the one good retry runs it once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unusable_approval_retry_has_a_stable_code() {
+    let registry = ToolRegistry::new();
+    let def = ToolDefinition::new(
+        "note",
+        "Write a note (needs approval).",
+        json!({"type": "object", "properties": {"text": {"type": "string"}}}),
+    )
+    .with_capabilities([ToolCapability::Write]);
+    let runs = Arc::new(AtomicUsize::new(0));
+    registry
+        .register(FnTool::new(def, {
+            let runs = Arc::clone(&runs);
+            move |_, _| {
+                runs.fetch_add(1, Ordering::SeqCst);
+                async { ToolOutput::text("noted") }
+            }
+        }))
+        .unwrap();
+    // The seed's default policy: a write tool needs a human's approval.
+    let executor =
+        ToolExecutor::new(registry).with_permission_policy(DefaultPermissionPolicy::new());
+    let workspace = tempfile::tempdir().unwrap();
+    let bound = McpToolServer::new(executor, workspace.path())
+        .bind_http(HttpOptions::new("127.0.0.1:0".parse().unwrap()))
+        .await
+        .unwrap();
+    let url = format!("http://{}/mcp", bound.local_addr().unwrap());
+    let shutdown = CancellationSignal::new();
+    let serving = tokio::spawn({
+        let shutdown = shutdown.clone();
+        async move { bound.run(&shutdown).await }
+    });
+
+    let a = json!({"text": "a"});
+    let retries =
+        |retries: Value| json!({"op": "retries", "name": "note", "args": a, "retries": retries});
+    let script = json!({
+        "http": {"url": url},
+        "mode": "auto",
+        "elicit": "approve",
+        "steps": [
+            // Changed arguments: refused, and the handle is withdrawn with it.
+            retries(json!([{"args": {"text": "b"}}, {}])),
+            // The good retry runs the call; the same handle again does not.
+            retries(json!([{}, {}])),
+            // A handle the server never gave.
+            retries(json!([{"state": "0123456789abcdef0123456789abcdef"}])),
+        ],
+    });
+    let out = client(&script).await;
+    assert_eq!(out["protocol"], "2026-07-28", "{out}");
+    let refused = |r: &Value, why: &str| {
+        assert_eq!(
+            r["data"]["code"],
+            codes::MCP_APPROVAL_STATE_INVALID,
+            "{out}"
+        );
+        let error = r["error"].as_str().unwrap();
+        // -32602: invalid params.
+        assert!(error.starts_with("-32602: "), "{error}");
+        assert!(error.contains(why), "{error}");
+        assert!(error.contains("the call did not run"), "{error}");
+    };
+    let changed = &out["results"][0];
+    assert_eq!(changed["keys"], json!(["iris_approval"]), "{out}");
+    refused(&changed["retries"][0], "tool or arguments differ");
+    refused(&changed["retries"][1], "already used");
+    let reused = &out["results"][1]["retries"];
+    assert_eq!(reused[0]["is_error"], false, "{out}");
+    assert_eq!(reused[0]["texts"], json!(["noted"]), "{out}");
+    assert_eq!(reused[0]["meta"]["iris/result"]["approved"], true, "{out}");
+    refused(&reused[1], "already used");
+    refused(&out["results"][2]["retries"][0], "unknown");
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "only the good retry ran");
+
     shutdown.cancel();
     serving.await.unwrap().unwrap();
 }
