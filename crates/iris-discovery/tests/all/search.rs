@@ -747,6 +747,96 @@ fn bfcl_files_load_as_pooled_catalog_and_none_questions() {
     assert!(eval::bfcl_pooled("{not json", BFCL_ANSWERS).is_err());
 }
 
+/// Two `simple_*`-style files (one function per entry) whose functions are twins of
+/// each other and of nothing else.
+const BFCL_SIMPLE_A: &str = r#"{"id": "simple_python_0", "question": [[{"role": "user", "content": "What is my BMI at 70 kg and 1.75 m?"}]], "function": [{"name": "calculate_BMI", "description": "Body mass index.", "parameters": {"type": "dict", "properties": {"weight": {"type": "float"}}}}]}
+{"id": "simple_python_1", "question": [[{"role": "user", "content": "Book a hotel in Rome"}]], "function": [{"name": "hotel.book", "description": "Book a room.", "parameters": {"type": "dict", "properties": {}}}]}
+"#;
+const BFCL_SIMPLE_A_ANSWERS: &str = r#"{"id": "simple_python_0", "ground_truth": [{"calculate_BMI": {"weight": [70]}}]}
+{"id": "simple_python_1", "ground_truth": [{"hotel.book": {}}]}
+"#;
+const BFCL_SIMPLE_B: &str = r#"{"id": "simple_java_0", "question": [[{"role": "user", "content": "Compute the bmi for 80 kg"}]], "function": [{"name": "calculate_bmi", "description": "Another description.", "parameters": {"type": "dict", "properties": {"w": {"type": "HashMap", "description": "x"}, "s": {"type": "String"}}}}]}
+{"id": "simple_java_1", "question": [[{"role": "user", "content": "Reserve a hotel room"}]], "function": [{"name": "book_hotel", "description": "Reserve.", "parameters": {"type": "dict", "properties": {}}}]}
+{"id": "simple_java_2", "question": [[{"role": "user", "content": "Fetch the HTTP status"}]], "function": [{"name": "getHTTPStatus", "description": "Status of a URL.", "parameters": {"type": "dict", "properties": {}}}]}
+"#;
+const BFCL_SIMPLE_B_ANSWERS: &str = r#"{"id": "simple_java_0", "ground_truth": [{"calculate_bmi": {"w": [80]}}]}
+{"id": "simple_java_1", "ground_truth": [{"book_hotel": {}}]}
+{"id": "simple_java_2", "ground_truth": [{"getHTTPStatus": {}}]}
+"#;
+
+#[test]
+fn bfcl_files_pool_and_twins_merge() {
+    let pooled = eval::bfcl_pool(
+        "bfcl-simple",
+        &[
+            (BFCL_SIMPLE_A, BFCL_SIMPLE_A_ANSWERS),
+            (BFCL_SIMPLE_B, BFCL_SIMPLE_B_ANSWERS),
+        ],
+    )
+    .unwrap();
+    assert_eq!(pooled.name, "bfcl-simple");
+    assert_eq!(
+        names(&pooled.tools),
+        [
+            "calculate_BMI",
+            "hotel_book",
+            "calculate_bmi",
+            "book_hotel",
+            "getHTTPStatus"
+        ]
+    );
+    // Java type names become JSON Schema ones.
+    assert_eq!(
+        pooled.tools[2].input_schema["properties"]["w"]["type"],
+        "object"
+    );
+    assert_eq!(
+        pooled.tools[2].input_schema["properties"]["s"]["type"],
+        "string"
+    );
+    assert_eq!(pooled.cases.len(), 5);
+    assert_eq!(pooled.cases[2].half, eval::half_of("simple_java_0"));
+
+    assert_eq!(eval::name_words("calculate_BMI"), ["bmi", "calculate"]);
+    assert_eq!(eval::name_words("hotel_book"), eval::name_words("book_hotel"));
+    assert_eq!(eval::name_words("getHTTPStatus"), ["get", "http", "status"]);
+    assert_eq!(eval::name_words("hotel.book-now"), ["book", "hotel", "now"]);
+    assert_ne!(eval::name_words("calculate_bmi"), eval::name_words("calc_bmi"));
+
+    let (merged, pairs) = eval::merge_twins(&pooled);
+    assert_eq!(merged.name, "bfcl-simple, twins merged");
+    // The first seen stays; the other's questions go to it.
+    assert_eq!(
+        names(&merged.tools),
+        ["calculate_BMI", "hotel_book", "getHTTPStatus"]
+    );
+    assert_eq!(
+        pairs,
+        [
+            ("calculate_bmi".to_owned(), "calculate_BMI".to_owned()),
+            ("book_hotel".to_owned(), "hotel_book".to_owned())
+        ]
+    );
+    let expected: Vec<&str> = merged.cases.iter().map(|c| c.expected.as_str()).collect();
+    assert_eq!(
+        expected,
+        [
+            "calculate_BMI",
+            "hotel_book",
+            "calculate_BMI",
+            "hotel_book",
+            "getHTTPStatus"
+        ]
+    );
+    // Kinds follow the new label; halves stay.
+    assert_eq!(
+        merged.cases[3].kind,
+        eval::QueryKind::of("Reserve a hotel room", "hotel_book")
+    );
+    assert_eq!(merged.cases[3].half, pooled.cases[3].half);
+    assert!(eval::bfcl_pool("x", &[(BFCL_SIMPLE_A, "{bad")]).is_err());
+}
+
 #[test]
 fn metrics_and_none_metrics_count_right() {
     let defs = small_catalog();
