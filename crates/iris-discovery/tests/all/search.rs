@@ -19,9 +19,12 @@ const QUERIES: &str = include_str!("../fixtures/mcp_queries.json");
 
 /// Floors for the fixture's held-out half, set from what the ranking achieves there.
 /// The surface-form term (issue 19) kept R@1 at 0.596 and cost R@5 three queries
-/// (0.890 → 0.868) while raising R@1 on both tune halves and BFCL's test half.
-const RECALL_AT_1_FLOOR: f64 = 0.59;
-const RECALL_AT_5_FLOOR: f64 = 0.86;
+/// (0.890 → 0.868) while raising R@1 on both tune halves and BFCL's test half. The
+/// fourth round's weights (description 2.0 with b 0.3, full-name bonus 1.15, chosen on
+/// the tune halves of the fixture and both BFCL sets) raised R@1 to 0.618 and cost R@5
+/// two more queries (0.868 → 0.853).
+const RECALL_AT_1_FLOOR: f64 = 0.61;
+const RECALL_AT_5_FLOOR: f64 = 0.85;
 
 fn catalog() -> Vec<ToolDefinition> {
     eval::load_catalog(CATALOG).unwrap()
@@ -194,6 +197,37 @@ fn ranking_matches_intents_to_tools() {
     check("", None);
     check("the of and to", None);
     check("xylophone", None);
+}
+
+#[test]
+fn tuning_defaults_and_other_weights() {
+    use iris_discovery::search::Tuning;
+    let defs = small_catalog();
+    let shipped = SearchIndex::new(&defs);
+    let same = SearchIndex::with_tuning(&defs, Tuning::default());
+    let names_only = SearchIndex::with_tuning(
+        &defs,
+        Tuning {
+            field_weights: [1.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+            // Below 1 counts as 1: a bonus never lowers a score.
+            verb_object_bonus: 0.5,
+            full_name_bonus: 0.0,
+            ..Tuning::DEFAULT
+        },
+    );
+    for query in ["open a ticket for the login bug", "postal code", "billing"] {
+        assert_eq!(shipped.search(query, 10), same.search(query, 10), "{query}");
+    }
+    // Other weights rank otherwise: with only the name field weighted, a word that
+    // occurs only in argument names finds nothing.
+    assert_eq!(
+        defs[shipped.search("postal code", 1)[0].index].name,
+        "mcp__weather__forecast"
+    );
+    assert!(names_only.search("postal code", 10).is_empty());
+    let hits = names_only.search("create issue", 10);
+    assert_eq!(defs[hits[0].index].name, "mcp__jira__create_issue");
+    assert!(hits.windows(2).all(|w| w[0].score >= w[1].score));
 }
 
 #[test]
@@ -798,10 +832,16 @@ fn bfcl_files_pool_and_twins_merge() {
     assert_eq!(pooled.cases[2].half, eval::half_of("simple_java_0"));
 
     assert_eq!(eval::name_words("calculate_BMI"), ["bmi", "calculate"]);
-    assert_eq!(eval::name_words("hotel_book"), eval::name_words("book_hotel"));
+    assert_eq!(
+        eval::name_words("hotel_book"),
+        eval::name_words("book_hotel")
+    );
     assert_eq!(eval::name_words("getHTTPStatus"), ["get", "http", "status"]);
     assert_eq!(eval::name_words("hotel.book-now"), ["book", "hotel", "now"]);
-    assert_ne!(eval::name_words("calculate_bmi"), eval::name_words("calc_bmi"));
+    assert_ne!(
+        eval::name_words("calculate_bmi"),
+        eval::name_words("calc_bmi")
+    );
 
     let (merged, pairs) = eval::merge_twins(&pooled);
     assert_eq!(merged.name, "bfcl-simple, twins merged");
