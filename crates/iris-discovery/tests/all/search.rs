@@ -338,9 +338,10 @@ fn named_tools_never_rank_below_expansions() {
             .map(|h| h.score)
             .unwrap()
     };
-    // The verb-object bonus alone is 1.15.
+    // The verb-object bonus alone is 1.15; with the full-name bonus (1.15 since issue
+    // 19's fourth round) the two make 1.3225.
     let parts = score("add", "mcp__todo__add_task") + score("task", "mcp__todo__add_task");
-    assert!(score("add task", "mcp__todo__add_task") > 1.4 * parts);
+    assert!(score("add task", "mcp__todo__add_task") > 1.3 * parts);
     assert_eq!(top("add task"), "mcp__todo__add_task");
 }
 
