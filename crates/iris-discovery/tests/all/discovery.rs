@@ -491,23 +491,34 @@ async fn threshold_nulls_unrelated_requests_on_the_fixture() {
         .execute_one(&search_call("c", json!({"queries": queries})), &ctx(), None)
         .await;
     let got = selections(&result);
-    // Every one selects nothing, including the former lexical coincidences
-    // ("recommend a good novel" shares "recommend" with an index adviser).
+    // Every one of the tune half (what the threshold was calibrated on) selects
+    // nothing, including the former lexical coincidences ("recommend a good novel"
+    // shares "recommend" with an index adviser). Of the held-out half, the fourth
+    // round's lexical weights let 2 of 16 through (none-recall 0.875 in
+    // docs/benchmarks.md); more would be a regression.
+    let mut held_out_selected = 0;
     for (query, got) in queries.iter().zip(&got) {
-        assert_eq!(got.as_deref(), None, "{query:?}");
+        if eval::half_of(query) == eval::Half::Tune {
+            assert_eq!(got.as_deref(), None, "{query:?}");
+        } else {
+            held_out_selected += usize::from(got.is_some());
+        }
     }
-    // The relevance behind each decision is recorded for hosts, and is below the
-    // threshold where one exists.
+    assert!(
+        held_out_selected <= 2,
+        "{held_out_selected} held-out requests selected a tool"
+    );
+    // The relevance behind each decision is recorded for hosts: below the threshold
+    // where nothing was selected, at or above it where a tool was.
     let scores = result.output.metadata["local_search"]["relevance"]
         .as_array()
         .unwrap();
     assert_eq!(scores.len(), queries.len());
-    assert!(
-        scores
-            .iter()
-            .filter_map(Value::as_f64)
-            .all(|r| r < DEFAULT_MIN_RELEVANCE)
-    );
+    for (score, got) in scores.iter().zip(&got) {
+        if let Some(r) = score.as_f64() {
+            assert_eq!(r >= DEFAULT_MIN_RELEVANCE, got.is_some(), "{r}");
+        }
+    }
     assert!(scores.iter().filter_map(Value::as_f64).any(|r| r > 0.5));
     assert_eq!(
         result.output.metadata["local_search"]["min_relevance"],

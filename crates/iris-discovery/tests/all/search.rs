@@ -19,9 +19,12 @@ const QUERIES: &str = include_str!("../fixtures/mcp_queries.json");
 
 /// Floors for the fixture's held-out half, set from what the ranking achieves there.
 /// The surface-form term (issue 19) kept R@1 at 0.596 and cost R@5 three queries
-/// (0.890 → 0.868) while raising R@1 on both tune halves and BFCL's test half.
-const RECALL_AT_1_FLOOR: f64 = 0.59;
-const RECALL_AT_5_FLOOR: f64 = 0.86;
+/// (0.890 → 0.868) while raising R@1 on both tune halves and BFCL's test half. The
+/// fourth round's weights (description 2.0 with b 0.3, full-name bonus 1.15, chosen on
+/// the tune halves of the fixture and both BFCL sets) raised R@1 to 0.618 and cost R@5
+/// two more queries (0.868 → 0.853).
+const RECALL_AT_1_FLOOR: f64 = 0.61;
+const RECALL_AT_5_FLOOR: f64 = 0.85;
 
 fn catalog() -> Vec<ToolDefinition> {
     eval::load_catalog(CATALOG).unwrap()
@@ -197,6 +200,37 @@ fn ranking_matches_intents_to_tools() {
 }
 
 #[test]
+fn tuning_defaults_and_other_weights() {
+    use iris_discovery::search::Tuning;
+    let defs = small_catalog();
+    let shipped = SearchIndex::new(&defs);
+    let same = SearchIndex::with_tuning(&defs, Tuning::default());
+    let names_only = SearchIndex::with_tuning(
+        &defs,
+        Tuning {
+            field_weights: [1.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+            // Below 1 counts as 1: a bonus never lowers a score.
+            verb_object_bonus: 0.5,
+            full_name_bonus: 0.0,
+            ..Tuning::DEFAULT
+        },
+    );
+    for query in ["open a ticket for the login bug", "postal code", "billing"] {
+        assert_eq!(shipped.search(query, 10), same.search(query, 10), "{query}");
+    }
+    // Other weights rank otherwise: with only the name field weighted, a word that
+    // occurs only in argument names finds nothing.
+    assert_eq!(
+        defs[shipped.search("postal code", 1)[0].index].name,
+        "mcp__weather__forecast"
+    );
+    assert!(names_only.search("postal code", 10).is_empty());
+    let hits = names_only.search("create issue", 10);
+    assert_eq!(defs[hits[0].index].name, "mcp__jira__create_issue");
+    assert!(hits.windows(2).all(|w| w[0].score >= w[1].score));
+}
+
+#[test]
 fn verb_object_bonus_needs_two_query_words() {
     let defs = small_catalog();
     let index = SearchIndex::new(&defs);
@@ -304,9 +338,10 @@ fn named_tools_never_rank_below_expansions() {
             .map(|h| h.score)
             .unwrap()
     };
-    // The verb-object bonus alone is 1.15.
+    // The verb-object bonus alone is 1.15; with the full-name bonus (1.15 since issue
+    // 19's fourth round) the two make 1.3225.
     let parts = score("add", "mcp__todo__add_task") + score("task", "mcp__todo__add_task");
-    assert!(score("add task", "mcp__todo__add_task") > 1.4 * parts);
+    assert!(score("add task", "mcp__todo__add_task") > 1.3 * parts);
     assert_eq!(top("add task"), "mcp__todo__add_task");
 }
 
@@ -745,6 +780,102 @@ fn bfcl_files_load_as_pooled_catalog_and_none_questions() {
     );
     assert_eq!(eval::bfcl_tool_name("3d.plot-x"), "_3d_plot_x");
     assert!(eval::bfcl_pooled("{not json", BFCL_ANSWERS).is_err());
+}
+
+/// Two `simple_*`-style files (one function per entry) whose functions are twins of
+/// each other and of nothing else.
+const BFCL_SIMPLE_A: &str = r#"{"id": "simple_python_0", "question": [[{"role": "user", "content": "What is my BMI at 70 kg and 1.75 m?"}]], "function": [{"name": "calculate_BMI", "description": "Body mass index.", "parameters": {"type": "dict", "properties": {"weight": {"type": "float"}}}}]}
+{"id": "simple_python_1", "question": [[{"role": "user", "content": "Book a hotel in Rome"}]], "function": [{"name": "hotel.book", "description": "Book a room.", "parameters": {"type": "dict", "properties": {}}}]}
+"#;
+const BFCL_SIMPLE_A_ANSWERS: &str = r#"{"id": "simple_python_0", "ground_truth": [{"calculate_BMI": {"weight": [70]}}]}
+{"id": "simple_python_1", "ground_truth": [{"hotel.book": {}}]}
+"#;
+const BFCL_SIMPLE_B: &str = r#"{"id": "simple_java_0", "question": [[{"role": "user", "content": "Compute the bmi for 80 kg"}]], "function": [{"name": "calculate_bmi", "description": "Another description.", "parameters": {"type": "dict", "properties": {"w": {"type": "HashMap", "description": "x"}, "s": {"type": "String"}}}}]}
+{"id": "simple_java_1", "question": [[{"role": "user", "content": "Reserve a hotel room"}]], "function": [{"name": "book_hotel", "description": "Reserve.", "parameters": {"type": "dict", "properties": {}}}]}
+{"id": "simple_java_2", "question": [[{"role": "user", "content": "Fetch the HTTP status"}]], "function": [{"name": "getHTTPStatus", "description": "Status of a URL.", "parameters": {"type": "dict", "properties": {}}}]}
+"#;
+const BFCL_SIMPLE_B_ANSWERS: &str = r#"{"id": "simple_java_0", "ground_truth": [{"calculate_bmi": {"w": [80]}}]}
+{"id": "simple_java_1", "ground_truth": [{"book_hotel": {}}]}
+{"id": "simple_java_2", "ground_truth": [{"getHTTPStatus": {}}]}
+"#;
+
+#[test]
+fn bfcl_files_pool_and_twins_merge() {
+    let pooled = eval::bfcl_pool(
+        "bfcl-simple",
+        &[
+            (BFCL_SIMPLE_A, BFCL_SIMPLE_A_ANSWERS),
+            (BFCL_SIMPLE_B, BFCL_SIMPLE_B_ANSWERS),
+        ],
+    )
+    .unwrap();
+    assert_eq!(pooled.name, "bfcl-simple");
+    assert_eq!(
+        names(&pooled.tools),
+        [
+            "calculate_BMI",
+            "hotel_book",
+            "calculate_bmi",
+            "book_hotel",
+            "getHTTPStatus"
+        ]
+    );
+    // Java type names become JSON Schema ones.
+    assert_eq!(
+        pooled.tools[2].input_schema["properties"]["w"]["type"],
+        "object"
+    );
+    assert_eq!(
+        pooled.tools[2].input_schema["properties"]["s"]["type"],
+        "string"
+    );
+    assert_eq!(pooled.cases.len(), 5);
+    assert_eq!(pooled.cases[2].half, eval::half_of("simple_java_0"));
+
+    assert_eq!(eval::name_words("calculate_BMI"), ["bmi", "calculate"]);
+    assert_eq!(
+        eval::name_words("hotel_book"),
+        eval::name_words("book_hotel")
+    );
+    assert_eq!(eval::name_words("getHTTPStatus"), ["get", "http", "status"]);
+    assert_eq!(eval::name_words("hotel.book-now"), ["book", "hotel", "now"]);
+    assert_ne!(
+        eval::name_words("calculate_bmi"),
+        eval::name_words("calc_bmi")
+    );
+
+    let (merged, pairs) = eval::merge_twins(&pooled);
+    assert_eq!(merged.name, "bfcl-simple, twins merged");
+    // The first seen stays; the other's questions go to it.
+    assert_eq!(
+        names(&merged.tools),
+        ["calculate_BMI", "hotel_book", "getHTTPStatus"]
+    );
+    assert_eq!(
+        pairs,
+        [
+            ("calculate_bmi".to_owned(), "calculate_BMI".to_owned()),
+            ("book_hotel".to_owned(), "hotel_book".to_owned())
+        ]
+    );
+    let expected: Vec<&str> = merged.cases.iter().map(|c| c.expected.as_str()).collect();
+    assert_eq!(
+        expected,
+        [
+            "calculate_BMI",
+            "hotel_book",
+            "calculate_BMI",
+            "hotel_book",
+            "getHTTPStatus"
+        ]
+    );
+    // Kinds follow the new label; halves stay.
+    assert_eq!(
+        merged.cases[3].kind,
+        eval::QueryKind::of("Reserve a hotel room", "hotel_book")
+    );
+    assert_eq!(merged.cases[3].half, pooled.cases[3].half);
+    assert!(eval::bfcl_pool("x", &[(BFCL_SIMPLE_A, "{bad")]).is_err());
 }
 
 #[test]

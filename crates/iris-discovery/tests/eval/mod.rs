@@ -584,8 +584,9 @@ pub fn bfcl_tool_name(name: &str) -> String {
     out
 }
 
-/// BFCL's parameter schemas use Python type names (`dict`, `float`, `tuple`, `any`);
-/// they become JSON Schema ones so the definitions validate.
+/// BFCL's parameter schemas use Python, Java and JavaScript type names (`dict`,
+/// `float`, `tuple`, `any`, `String`, `HashMap`, `long`, …); they become JSON Schema
+/// ones so the definitions read like MCP tools'.
 fn bfcl_schema(schema: &Value) -> Value {
     match schema {
         Value::Object(obj) => Value::Object(
@@ -594,10 +595,12 @@ fn bfcl_schema(schema: &Value) -> Value {
                     let v = match (k.as_str(), v) {
                         ("type", Value::String(t)) => Value::String(
                             match t.as_str() {
-                                "dict" => "object",
-                                "float" => "number",
-                                "tuple" => "array",
-                                "any" => "string",
+                                "dict" | "HashMap" => "object",
+                                "float" | "double" => "number",
+                                "long" => "integer",
+                                "tuple" | "Array" | "ArrayList" => "array",
+                                "String" | "char" | "any" | "" => "string",
+                                "Boolean" => "boolean",
                                 other => other,
                             }
                             .to_owned(),
@@ -668,32 +671,118 @@ fn bfcl_answers(jsonl: &str) -> Result<HashMap<String, String>> {
 /// name (the first description wins when two entries describe a name differently),
 /// and each entry's question labelled with its ground-truth function. Split by id.
 pub fn bfcl_pooled(questions: &str, answers: &str) -> Result<EvalSet> {
-    let entries = bfcl_entries(questions)?;
-    let answers = bfcl_answers(answers)?;
+    bfcl_pool("bfcl-multiple", &[(questions, answers)])
+}
+
+/// Several BFCL files (each `(questions, possible answers)`) pooled into one catalog
+/// named `name`, as [`bfcl_pooled`] pools one: every function of every entry of every
+/// file, once per name (the first description seen wins), each question labelled with
+/// its ground-truth function, split by entry id. The `simple_*` files pool this way
+/// into `bfcl-simple`.
+pub fn bfcl_pool(name: &str, files: &[(&str, &str)]) -> Result<EvalSet> {
     let mut tools: Vec<ToolDefinition> = Vec::new();
     let mut seen = std::collections::HashSet::new();
     let mut cases = Vec::new();
-    for entry in &entries {
-        for f in &entry.function {
-            if seen.insert(bfcl_tool_name(&f.name)) {
-                tools.push(bfcl_definition(f)?);
+    for (questions, answers) in files {
+        let entries = bfcl_entries(questions)?;
+        let answers = bfcl_answers(answers)?;
+        for entry in &entries {
+            for f in &entry.function {
+                if seen.insert(bfcl_tool_name(&f.name)) {
+                    tools.push(bfcl_definition(f)?);
+                }
             }
-        }
-        if let Some(expected) = answers.get(&entry.id) {
-            let query = bfcl_query(entry);
-            cases.push(Case {
-                kind: QueryKind::of(&query, expected),
-                half: half_of(&entry.id),
-                query,
-                expected: expected.clone(),
-            });
+            if let Some(expected) = answers.get(&entry.id) {
+                let query = bfcl_query(entry);
+                cases.push(Case {
+                    kind: QueryKind::of(&query, expected),
+                    half: half_of(&entry.id),
+                    query,
+                    expected: expected.clone(),
+                });
+            }
         }
     }
     Ok(EvalSet {
-        name: "bfcl-multiple".to_owned(),
+        name: name.to_owned(),
         tools,
         cases,
     })
+}
+
+/// The words of a tool name, case-folded and sorted: the name split on `_`, `.`, `-`
+/// (anything but a letter or a digit) and on camelCase humps (`getHTTPStatus` is
+/// `get`, `http`, `status`). Two names with the same words name one tool twice
+/// (`calculate_BMI` / `calculate_bmi`, `hotel.book` / `book_hotel`).
+pub fn name_words(name: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    for run in name.split(|c: char| !c.is_alphanumeric()) {
+        let chars: Vec<char> = run.chars().collect();
+        let mut start = 0;
+        for i in 1..chars.len() {
+            let (prev, c) = (chars[i - 1], chars[i]);
+            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
+            let hump = c.is_uppercase()
+                && (prev.is_lowercase()
+                    || prev.is_ascii_digit()
+                    || (prev.is_uppercase() && next_lower));
+            if hump {
+                words.push(chars[start..i].iter().collect::<String>().to_lowercase());
+                start = i;
+            }
+        }
+        if start < chars.len() {
+            words.push(chars[start..].iter().collect::<String>().to_lowercase());
+        }
+    }
+    words.sort();
+    words
+}
+
+/// A pooled catalog with its twins merged: of the tools whose [`name_words`] are equal,
+/// the first in catalog order stays and the others leave the catalog; a question
+/// labelled with a tool that left is labelled with the one that stayed (its kind
+/// recomputed). One tool offered twice under two spellings, which no BFCL entry ever
+/// shows a model at once; the rule is mechanical and the same for every ranking.
+/// Returns the merged set (named `<name>, twins merged`) and the merged pairs
+/// `(left, stayed)`.
+pub fn merge_twins(set: &EvalSet) -> (EvalSet, Vec<(String, String)>) {
+    let mut first: HashMap<Vec<String>, String> = HashMap::new();
+    let mut merged = Vec::new();
+    let mut tools = Vec::with_capacity(set.tools.len());
+    for tool in &set.tools {
+        match first.entry(name_words(&tool.name)) {
+            std::collections::hash_map::Entry::Occupied(kept) => {
+                merged.push((tool.name.clone(), kept.get().clone()));
+            }
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(tool.name.clone());
+                tools.push(tool.clone());
+            }
+        }
+    }
+    let target: HashMap<&str, &str> = merged
+        .iter()
+        .map(|(left, stayed)| (left.as_str(), stayed.as_str()))
+        .collect();
+    let cases = set
+        .cases
+        .iter()
+        .map(|c| match target.get(c.expected.as_str()) {
+            Some(stayed) => Case {
+                kind: QueryKind::of(&c.query, stayed),
+                expected: (*stayed).to_owned(),
+                ..c.clone()
+            },
+            None => c.clone(),
+        })
+        .collect();
+    let set = EvalSet {
+        name: format!("{}, twins merged", set.name),
+        tools,
+        cases,
+    };
+    (set, merged)
 }
 
 /// BFCL's own "is there a tool?" questions: every `multiple` entry against its own
