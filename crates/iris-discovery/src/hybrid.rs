@@ -58,12 +58,12 @@ pub const FUSION_DEPTH: usize = 50;
 /// The reciprocal-rank constant: rank `r` (from 1) earns `1 / (RRF_K + r)`.
 pub const RRF_K: f64 = 60.0;
 /// The weight of the lexical relevance in the mixed score (the similarity's is 1).
-pub const LEXICAL_WEIGHT: f64 = 0.3;
+pub const LEXICAL_WEIGHT: f64 = 0.35;
 /// Lexical relevance above this counts as this much: one strong word match must not
 /// outweigh what the embedding says.
-pub const RELEVANCE_CAP: f64 = 2.0;
+pub const RELEVANCE_CAP: f64 = 1.0;
 /// The default minimum mixed score of the selected tool.
-pub const DEFAULT_MIN_SCORE: f64 = 0.42;
+pub const DEFAULT_MIN_SCORE: f64 = 0.49;
 
 /// Most candidate sets whose index the backend keeps.
 const INDEX_CACHE_SLOTS: usize = 4;
