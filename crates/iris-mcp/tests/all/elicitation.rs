@@ -158,13 +158,7 @@ async fn a_url_elicitation_shows_the_url_and_reports_the_choice() {
 async fn a_standalone_elicitation_of_an_older_session_goes_to_the_calls_host() {
     // An `initialize` session over HTTP, where the server sends elicitation/create
     // while the call runs.
-    let server = HttpServer::start_with(
-        "streamable-http",
-        free_port(),
-        &["--extra-tools", "--legacy-only"],
-    );
-    let entry = format!(r#"{{"url": {}}}"#, q(&server.url("/mcp")));
-    let h = Harness::new(config(&[("old", entry)], &McpOverrides::new()));
+    let (_server, h) = older_session(McpOverrides::new());
     let snap = h.manager.prepare().await.unwrap();
     assert_ne!(
         snap.server("old").unwrap().protocol_version.as_deref(),
@@ -225,13 +219,7 @@ async fn the_time_a_person_takes_counts_against_neither_bound() {
     assert_eq!(r.model_content(), "action=accept colour=slow", "{r:?}");
     h.manager.close().await;
 
-    let server = HttpServer::start_with(
-        "streamable-http",
-        free_port(),
-        &["--extra-tools", "--legacy-only"],
-    );
-    let entry = format!(r#"{{"url": {}}}"#, q(&server.url("/mcp")));
-    let h = Harness::new(config(&[("old", entry)], &[("old".to_owned(), o)].into()));
+    let (_server, h) = older_session([("old".to_owned(), o)].into());
     h.manager.prepare().await.unwrap();
     let r = call_with(&h, "mcp__old__ask", Some(slow())).await;
     assert_eq!(r.model_content(), "action=accept colour=slow", "{r:?}");
@@ -263,13 +251,7 @@ async fn a_host_that_waits_stops_the_call_and_a_resume_continues_it() {
     h.manager.close().await;
 
     // An older session's server waits on the open request: declined instead.
-    let server = HttpServer::start_with(
-        "streamable-http",
-        free_port(),
-        &["--extra-tools", "--legacy-only"],
-    );
-    let entry = format!(r#"{{"url": {}}}"#, q(&server.url("/mcp")));
-    let h = Harness::new(config(&[("old", entry)], &McpOverrides::new()));
+    let (_server, h) = older_session(McpOverrides::new());
     h.manager.prepare().await.unwrap();
     let (handler, _) = scripted(ElicitationAnswer::Wait {
         reason: "ask me later".into(),
@@ -368,13 +350,7 @@ async fn a_call_cancelled_during_an_input_required_round_ends_at_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_cancelled_during_a_standalone_elicitation_ends_at_once() {
-    let server = HttpServer::start_with(
-        "streamable-http",
-        free_port(),
-        &["--extra-tools", "--legacy-only"],
-    );
-    let entry = format!(r#"{{"url": {}}}"#, q(&server.url("/mcp")));
-    let h = Harness::new(config(&[("old", entry)], &McpOverrides::new()));
+    let (_server, h) = older_session(McpOverrides::new());
     h.manager.prepare().await.unwrap();
     let r = cancel_while_asking(&h, "mcp__old__ask", json!({})).await;
     // The `tools/call` was out: the server was told to stop it.
@@ -406,4 +382,18 @@ async fn a_task_cancelled_while_its_host_answers_is_cancelled_on_the_server() {
         "the server's task was left running"
     );
     h.manager.close().await;
+}
+
+/// A streamable-HTTP server `old` that opens an `initialize` session (an older
+/// protocol, where the server sends a standalone `elicitation/create` while a call
+/// runs), and a harness for it with `overrides`.
+fn older_session(overrides: McpOverrides) -> (HttpServer, Harness) {
+    let server = HttpServer::start_with(
+        "streamable-http",
+        free_port(),
+        &["--extra-tools", "--legacy-only"],
+    );
+    let entry = format!(r#"{{"url": {}}}"#, q(&server.url("/mcp")));
+    let h = Harness::new(config(&[("old", entry)], &overrides));
+    (server, h)
 }
