@@ -560,7 +560,7 @@ async fn run(cli: &Cli, signals: &mut Signals) -> Result<u8, Failure> {
     // `resume --secret-stdin` reads its line before anything starts: no MCP server or
     // command service runs while a person types.
     let mut answer = match &cli.command {
-        Command::Resume { .. } => resume_answer(&cli.command),
+        Command::Resume { .. } => interruptible(signals, resume_answer(&cli.command)).await?,
         _ => None,
     };
     let env = interruptible(signals, assemble(cli, &loaded)).await?;
@@ -642,7 +642,9 @@ async fn dispatch(
 }
 
 /// The answer flag of `iris resume`, if any (clap lets at most one through).
-fn resume_answer(command: &Command) -> Option<Answer> {
+/// `--secret-stdin` reads its line here; a signal ends that wait (the caller runs this
+/// under [`interruptible`]).
+async fn resume_answer(command: &Command) -> Result<Option<Answer>, Failure> {
     let Command::Resume {
         approve,
         deny,
@@ -654,17 +656,17 @@ fn resume_answer(command: &Command) -> Option<Answer> {
         ..
     } = command
     else {
-        return None;
+        return Ok(None);
     };
     if *secret_stdin {
         // An unreadable line counts as empty: the runner refuses it with
         // RUN_ANSWER_INVALID before anything runs.
-        let value = run::read_secret_line().unwrap_or_default();
-        return Some(Answer::Secret {
+        let value = run::read_secret_line().await?;
+        return Ok(Some(Answer::Secret {
             value: iris_runner::SecretValue::new(value),
-        });
+        }));
     }
-    if *approve {
+    Ok(if *approve {
         Some(Answer::Approve)
     } else if let Some(reason) = deny {
         Some(Answer::Deny {
@@ -680,7 +682,7 @@ fn resume_answer(command: &Command) -> Option<Answer> {
         record.as_ref().map(|output| Answer::Record {
             output: output.clone(),
         })
-    }
+    })
 }
 
 /// `iris` with the global flags that find this agent (`--config`, `--workspace`,

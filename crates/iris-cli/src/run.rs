@@ -911,17 +911,24 @@ async fn ask_secret(
 
 /// The secret of `iris resume --secret-stdin`: one line from stdin without its line
 /// end; on a terminal with echo off (restored afterwards, also on an error) and a
-/// prompt shown once it is off.
-pub(crate) fn read_secret_line() -> std::io::Result<String> {
+/// prompt shown once it is off, else with a note on stderr saying what `iris` waits for.
+/// The line is read on the blocking pool, so a signal ends the wait at once: dropping
+/// this future restores the echo, and the abandoned read does not hold `iris` at exit.
+/// An unreadable line counts as empty.
+pub(crate) async fn read_secret_line() -> Result<String, Failure> {
     let echo = EchoOff::new(&std::io::stdin());
     if echo.active() {
         output::prompt("Secret (typing is hidden): ");
+    } else {
+        err_line("iris: reading the secret from stdin (one line)");
     }
-    let line = read_line_without_end();
+    let line = tokio::task::spawn_blocking(read_line_without_end)
+        .await
+        .map_err(|e| Failure::new(3, codes::IO_ERROR, format!("the stdin reader failed: {e}")))?;
     if echo.active() {
         err_line("");
     }
-    line
+    Ok(line.unwrap_or_default())
 }
 
 /// One line from stdin without its line end.

@@ -302,6 +302,36 @@ fn a_signal_while_waiting_for_stdin_stops_the_mcp_example() {
     assert_eq!(status.code(), Some(129), "{}", iris.stderr_rest());
 }
 
+/// `iris resume RUN --secret-stdin` waits for its line before anything starts; a
+/// signal ends that wait at once (it used to take effect only after Enter), with
+/// 128 + the signal and nothing run.
+#[test]
+fn a_signal_while_reading_a_secret_ends_the_wait() {
+    let (dir, config) = agent("model:\n  provider: scripted\n  script:\n    - text: done\n");
+    for (signal, code, name) in SIGNALS {
+        let mut iris = spawn(
+            dir.path(),
+            &[
+                "--config",
+                &config,
+                "resume",
+                "run_waiting",
+                "--secret-stdin",
+            ],
+            &[],
+        );
+        iris.stderr_until("reading the secret from stdin");
+        iris.signal(signal);
+        let status = iris.exit();
+        let stderr = iris.stderr_rest();
+        assert_eq!(status.code(), Some(code), "{name}: {stderr}");
+        assert!(
+            !stderr.contains("RUN_"),
+            "{name}: nothing was resumed: {stderr}"
+        );
+    }
+}
+
 /// A signal while an MCP server is still starting (it never answers `initialize`)
 /// stops it: the assembly is dropped and the server's process group killed.
 #[test]
