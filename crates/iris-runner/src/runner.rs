@@ -648,6 +648,8 @@ pub struct AgentRunnerBuilder {
     lease_ttl: Duration,
     env: Option<ToolEnvironment>,
     secret_targets: Vec<Arc<dyn SecretTarget>>,
+    /// A child's: the targets of the runs above it ([`Secrets::with_ancestors`]).
+    ancestor_secret_targets: Vec<Arc<dyn SecretTarget>>,
     secret_store: Option<Arc<dyn SecretStore>>,
     subagents: Option<Arc<Subagents>>,
     child_providers: Option<Arc<dyn ChildProviderFactory>>,
@@ -689,6 +691,7 @@ impl AgentRunnerBuilder {
             lease_ttl: DEFAULT_LEASE_TTL,
             env: None,
             secret_targets: Vec::new(),
+            ancestor_secret_targets: Vec::new(),
             secret_store: None,
             subagents: None,
             child_providers: None,
@@ -878,8 +881,10 @@ impl AgentRunnerBuilder {
         self.store.clone_from(&parent.store);
         self.approvals.clone_from(&parent.approvals);
         // One secret store: the child reads what a human gave the parent; a value given
-        // inside the child reaches the store and the child's own targets.
+        // inside the child reaches the store, the child's own targets and the parent's
+        // (and theirs above), so the parent's clients use it without asking again.
         self.secret_store = Some(parent.secrets.store());
+        self.ancestor_secret_targets = parent.secrets.lineage();
         self.lease_ttl = parent.lease_ttl;
         self.subagents = None;
         self.child_providers = None;
@@ -896,7 +901,8 @@ impl AgentRunnerBuilder {
         let store = self
             .secret_store
             .unwrap_or_else(|| Arc::new(MemorySecretStore::new()));
-        let secrets = Secrets::new(self.secret_targets, store);
+        let secrets =
+            Secrets::new(self.secret_targets, store).with_ancestors(self.ancestor_secret_targets);
         if !secrets.is_empty() && self.executor.registry().get(STORE_SECRET).is_err() {
             // A name already taken is the only failure: the check above rules it out.
             let _ = self

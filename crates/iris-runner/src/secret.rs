@@ -227,6 +227,10 @@ impl SecretStore for MemorySecretStore {
 #[derive(Clone)]
 pub(crate) struct Secrets {
     targets: Vec<Arc<dyn SecretTarget>>,
+    /// A `subagent` child's: the targets of the runs above it. A value given in the
+    /// child reaches them too (the parent's clients use the healed key at once), but
+    /// they declare nothing here: the child offers `store_secret` for its own tools.
+    ancestors: Vec<Arc<dyn SecretTarget>>,
     store: Arc<dyn SecretStore>,
 }
 
@@ -240,7 +244,27 @@ impl Secrets {
                 }
             }
         }
-        Self { targets, store }
+        Self {
+            targets,
+            ancestors: Vec::new(),
+            store,
+        }
+    }
+
+    /// These secrets with `ancestors` (the parent run's targets and the ones above
+    /// it) also given every value delivered here.
+    pub(crate) fn with_ancestors(mut self, ancestors: Vec<Arc<dyn SecretTarget>>) -> Self {
+        self.ancestors = ancestors;
+        self
+    }
+
+    /// This run's targets and its ancestors': what a child of this run delivers to.
+    pub(crate) fn lineage(&self) -> Vec<Arc<dyn SecretTarget>> {
+        self.targets
+            .iter()
+            .chain(&self.ancestors)
+            .cloned()
+            .collect()
     }
 
     /// The host's store.
@@ -268,10 +292,10 @@ impl Secrets {
     }
 
     /// Stores `value` under `name` in the host's store and gives it to every target
-    /// that declares the name.
+    /// that declares the name, this run's and its ancestors'.
     pub(crate) fn deliver(&self, name: &str, value: &SecretValue) -> Result<(), String> {
         self.store.put(name, value)?;
-        for target in &self.targets {
+        for target in self.targets.iter().chain(&self.ancestors) {
             if target.secret_names().iter().any(|n| n == name) {
                 target.set_secret(name, value);
             }

@@ -711,3 +711,63 @@ impl Drop for KillOnDrop {
         let _ = self.0.wait();
     }
 }
+
+/// A key a `subagent` child heals reaches the parent's own web tools too: the child's
+/// search fails, its `store_secret` is answered once, and the parent's next search
+/// uses the key without asking again (before, the parent's client kept its missing
+/// key and failed without a request).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_healed_in_a_subagent_reaches_the_parent() {
+    let server = FakeTavily::start().await;
+    let web = format!(
+        "web: {{base_url: \"{}\", timeout_seconds: 10}}\n",
+        server.url
+    );
+    let parent = format!(
+        "tools: {{builtin: [web.search], subagent: agents.yaml}}\n{web}run_store: {{kind: memory}}\n\
+         model:\n  provider: scripted\n  script:\n\
+         \x20   - tool_calls: [{{name: subagent, arguments: {{prompt: search for me}}}}]\n\
+         \x20   - expect_tool_results: 1\n\
+         \x20     tool_calls: [{{name: web_search, arguments: {{query: rust runtime}}}}]\n\
+         \x20   - {{expect_tool_results: 1, text: both searched}}\n"
+    );
+    let child = format!(
+        "tools: {{builtin: [web.search]}}\n{web}model:\n  provider: scripted\n  script:\n{HEAL}"
+    );
+    let fx = Fixture::new(
+        &parent,
+        &[
+            (
+                "agents.yaml",
+                "default: searcher\nagents:\n  searcher: {path: agents/searcher.yaml, description: Searches.}\n",
+            ),
+            ("agents/searcher.yaml", &child),
+        ],
+    );
+    let loaded = AgentConfig::load_with_env(fx.file(), false).unwrap();
+    let handler = Arc::new(Secrets {
+        values: Mutex::new(vec![GOOD_KEY.into()]),
+        ..Secrets::default()
+    });
+    let runner = AgentRunner::builder_from_loaded(&loaded, &HostRegistry::new(), None)
+        .await
+        .unwrap()
+        .approval_handler(ArcHandler(Arc::clone(&handler)))
+        .build();
+    let outcome = runner.run("search, and let a child search first").await;
+    assert_eq!(outcome.output(), Some("both searched"), "{outcome:?}");
+    assert_eq!(
+        handler.asked.lock().unwrap().len(),
+        1,
+        "asked once, in the child"
+    );
+    // The child's first search failed before any request (no key); its retry, then
+    // the parent's own search, carried the healed key.
+    assert_eq!(server.bearers(), [GOOD_KEY, GOOD_KEY]);
+    let RunOutcome::Completed { history, .. } = &outcome else {
+        panic!()
+    };
+    let text = serde_json::to_string(history).unwrap();
+    assert!(!text.contains(GOOD_KEY), "the key leaked into the history");
+    runner.close().await.unwrap();
+}
