@@ -52,7 +52,7 @@ pub struct DecisionConfig {
     pub base_url: Option<String>,
     /// Tool junctions.
     pub tools: DecisionToolsConfig,
-    /// Memory junctions.
+    /// Memory junctions (none is built yet: see [`DecisionMemoryConfig`]).
     pub memory: DecisionMemoryConfig,
 }
 
@@ -65,13 +65,21 @@ pub struct DecisionToolsConfig {
     pub discovery: bool,
 }
 
-/// The `memory` junctions of a [`DecisionConfig`].
+/// The `memory` junctions of a [`DecisionConfig`]: the seed's key, accepted so that a
+/// config written for it gets a clear refusal rather than an unknown-field error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DecisionMemoryConfig {
-    /// Memory recall asks the decision model which memories apply. Default `false`.
+    /// Memory recall (the decision model choosing which memories apply). It needs
+    /// memory tools (`memory_search` / `memory_fetch`), which this release does not
+    /// build, so [`DecisionConfig::validate`] refuses `true`. Default `false`.
     pub recall: bool,
 }
+
+/// Why [`DecisionConfig::validate`] refuses `memory.recall: true`.
+const MEMORY_RECALL_UNAVAILABLE: &str = "is not built in this release (memory recall needs \
+     memory tools, memory_search / memory_fetch, which do not exist yet); set it to false or \
+     remove it";
 
 impl Default for DecisionConfig {
     fn default() -> Self {
@@ -88,12 +96,12 @@ impl Default for DecisionConfig {
 
 impl DecisionConfig {
     /// Checks the section: a supported provider, a non-blank model, a positive finite
-    /// timeout, and `tools.discovery` only when `context_policy.deferred_tools` is on
-    /// (`deferred_tools_enabled`).
+    /// timeout, `tools.discovery` only when `context_policy.deferred_tools` is on
+    /// (`deferred_tools_enabled`), and `memory.recall` off (not built yet).
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] naming the field (`provider`, `model`,
-    /// `timeout_seconds`, `base_url`, `tools.discovery`).
+    /// `timeout_seconds`, `base_url`, `tools.discovery`, `memory.recall`).
     pub fn validate(&self, deferred_tools_enabled: bool) -> Result<()> {
         check_provider(&self.provider)?;
         if self.model.trim().is_empty() {
@@ -110,12 +118,16 @@ impl DecisionConfig {
                  replaces the search behind tool_search)",
             ));
         }
+        if self.memory.recall {
+            return Err(Error::config("memory.recall", MEMORY_RECALL_UNAVAILABLE));
+        }
         Ok(())
     }
 
-    /// Whether any junction is on, so an evaluator is needed.
+    /// Whether any junction is on, so an evaluator is needed (`tools.discovery`: the
+    /// only junction built).
     pub fn needs_evaluator(&self) -> bool {
-        self.tools.discovery || self.memory.recall
+        self.tools.discovery
     }
 
     /// The evaluator for this configuration, reading the key from the process

@@ -46,9 +46,9 @@
 //!
 //! # Configuration
 //!
-//! [`ContextPolicy`] is the `context_policy` section: `enabled = true`,
-//! `deferred_tools = false` by default; deferred tools need `enabled` and install
-//! `tool_search`. [`DiscoveryConfig`] is its `discovery` part, `{backend: local | hybrid |
+//! The agent YAML's `context_policy` section is `iris-runner`'s (`enabled`,
+//! `deferred_tools`, which installs `tool_search`, `retention`, `discovery`).
+//! [`DiscoveryConfig`] is its `discovery` part, `{backend: local | hybrid |
 //! decision, model_path}`: [`DiscoveryConfig::check`] says what is wrong (a missing model
 //! file is `MODEL_MISSING`) and [`DiscoveryConfig::build`] makes the backend.
 //!
@@ -101,7 +101,6 @@ mod error;
 pub mod hybrid;
 mod input;
 mod layer;
-mod policy;
 pub mod search;
 mod state;
 mod tool;
@@ -119,7 +118,6 @@ pub use input::{
     summary_description,
 };
 pub use layer::DisclosureLayer;
-pub use policy::ContextPolicy;
 pub use search::SearchDeferred;
 pub use state::{DisclosureState, RequestSpecs, SchemaBudget};
 pub use tool::{TOOL_SEARCH_NAME, ToolSearchOutcome, ToolSearchTool, tool_search_definition};

@@ -74,8 +74,10 @@ pub struct ToolEnvironment {
     /// Shared with the runners built over this environment, which refresh its
     /// catalog between model requests.
     pub mcp: Option<Arc<MCPManager>>,
-    /// Things that were accepted but not installed, one sentence each (for
-    /// `iris check` and logs), e.g. `human.ask` without a runner.
+    /// Things that were accepted but not installed or may not do what the YAML hoped,
+    /// one sentence each (for `iris check` and logs): `tools.subagent` in a child, the
+    /// MCP config's warnings and servers' diagnostics, unknown `tools.script.callable`
+    /// names, a discovery backend whose preparation failed.
     pub notes: Vec<String>,
     /// What uses secrets and takes new values at run time (the web tools' Tavily
     /// client, an owned decision client): [`AgentRunner::builder_over`](crate::AgentRunner::builder_over) hands
@@ -859,6 +861,17 @@ fn load_decision(loaded: &LoadedConfig) -> Result<Option<DecisionConfig>> {
             yaml_error_summary(&e.to_string(), location)
         ))
     })?;
+    // The seed's memory junction has no memory tools to serve yet.
+    if decision.memory.recall {
+        return Err(Error::FeatureUnavailable {
+            key: "decision.memory.recall".into(),
+            message: format!(
+                "{}: memory recall needs memory tools (memory_search / memory_fetch), \
+                 which this release does not build; set it to false or remove it",
+                section.path.display()
+            ),
+        });
+    }
     decision
         .validate(loaded.config.context_policy.deferred_tools)
         .map_err(|e| reference(e.to_string()))?;

@@ -421,7 +421,9 @@ pub struct MiddlewareConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ContextPolicyConfig {
-    /// Context management on. Default `true`.
+    /// The master switch of the context features (`deferred_tools`, `retention`):
+    /// `false` with either of them set is `CONFIG_INVALID`, so no feature is on
+    /// while the policy says off. Default `true`.
     pub enabled: bool,
     /// Publish MCP tools as deferred and install `tool_search`. Default `false`;
     /// requires `enabled`.

@@ -122,13 +122,17 @@ fn validation_table() {
             )),
         ),
         (
-            "memory recall alone needs no deferred tools",
+            "memory recall is refused: no memory tools are built",
             DecisionConfig {
                 memory: DecisionMemoryConfig { recall: true },
                 ..DecisionConfig::default()
             },
-            false,
-            None,
+            true,
+            Some(format!(
+                "{p}`memory.recall` is not built in this release (memory recall needs memory \
+                 tools, memory_search / memory_fetch, which do not exist yet); set it to false \
+                 or remove it"
+            )),
         ),
         (
             "unknown provider",
@@ -296,14 +300,11 @@ fn evaluator_is_needed_only_when_a_junction_is_on() {
         },
     );
     check_evaluator(
-        "recall: built with defaults",
+        "recall alone (refused by validate): no evaluator",
         &recall,
         false,
         Some("sk-1"),
-        Want::Owned {
-            model: "jev-1.13.0",
-            timeout_ms: 5000,
-        },
+        Want::NoEvaluator,
     );
     check_evaluator(
         "missing key",

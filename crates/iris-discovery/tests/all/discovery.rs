@@ -1,7 +1,7 @@
 //! Tests for the `discovery` area: `tool_search` through a real registry and the real
 //! executor, the local backend's relevance threshold on the MCP fixture, the
 //! disclosure state (search → reveal → load → call), certification against
-//! look-alikes and middleware, the schema budget, and `ContextPolicy`.
+//! look-alikes and middleware, and the schema budget.
 // Fixture loading and registration fail loudly: a broken fixture is a test bug.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -10,10 +10,9 @@ use std::sync::{Arc, Mutex};
 
 use iris_discovery::search::SearchIndex;
 use iris_discovery::{
-    ContextPolicy, DEFAULT_MIN_RELEVANCE, DisclosureLayer, DisclosureState, DiscoveryAnswer,
-    DiscoveryBackend, DiscoveryRequest, LocalDiscoveryBackend, RequestSpecs,
-    SUMMARY_DESCRIPTION_CHARS, SchemaBudget, ToolSearchInput, ToolSearchTool, relevance,
-    tool_search_definition,
+    DEFAULT_MIN_RELEVANCE, DisclosureLayer, DisclosureState, DiscoveryAnswer, DiscoveryBackend,
+    DiscoveryRequest, LocalDiscoveryBackend, RequestSpecs, SUMMARY_DESCRIPTION_CHARS, SchemaBudget,
+    ToolSearchInput, ToolSearchTool, relevance, tool_search_definition,
 };
 use iris_executor::{DefaultPermissionPolicy, Next, ToolExecutor, ToolMiddleware, ToolRequest};
 use iris_providers::lint::lint_definition;
@@ -1299,62 +1298,6 @@ async fn loaded_set_follows_the_current_request() {
         Some("TOOL_NOT_LOADED")
     );
     assert_eq!(ran.take(), [S3_UPLOAD]);
-}
-
-// ---------------------------------------------------------------------------------
-// ContextPolicy.
-
-#[test]
-fn context_policy_table() {
-    let check = |json: &str, expect: Result<(bool, bool), &str>| {
-        let parsed: Result<ContextPolicy, String> =
-            serde_json::from_str(json).map_err(|e| e.to_string());
-        let got = parsed.and_then(|p| {
-            p.validate().map_err(|e| e.code().to_owned())?;
-            Ok((p.installs_tool_search(), p.defers_mcp_tools()))
-        });
-        match expect {
-            Ok(flags) => assert_eq!(got, Ok(flags), "{json}"),
-            Err(code) => {
-                let err = got.unwrap_err();
-                assert!(err.contains(code), "{json}: {err}");
-            }
-        }
-    };
-    check("{}", Ok((false, false)));
-    check(r#"{"enabled": true}"#, Ok((false, false)));
-    check(r#"{"enabled": false}"#, Ok((false, false)));
-    check(r#"{"deferred_tools": false}"#, Ok((false, false)));
-    check(r#"{"deferred_tools": true}"#, Ok((true, true)));
-    check(
-        r#"{"enabled": true, "deferred_tools": true}"#,
-        Ok((true, true)),
-    );
-    check(
-        r#"{"enabled": false, "deferred_tools": true}"#,
-        Err("INVALID_CONFIG"),
-    );
-    check(r#"{"deferred": true}"#, Err("unknown field `deferred`"));
-    check(r#"{"enabled": "yes"}"#, Err("invalid type"));
-
-    assert_eq!(
-        ContextPolicy::default(),
-        ContextPolicy {
-            enabled: true,
-            deferred_tools: false
-        }
-    );
-    let err = ContextPolicy {
-        enabled: false,
-        deferred_tools: true,
-    }
-    .validate()
-    .unwrap_err();
-    assert!(
-        err.to_string()
-            .contains("requires `context_policy.enabled = true`")
-    );
-    assert!(err.to_string().contains("context_policy.deferred_tools"));
 }
 
 #[tokio::test]

@@ -234,6 +234,12 @@ async fn assembly_errors_name_the_key() {
             "context_policy.deferred_tools",
         ),
         (
+            "decision:\n  path: decision.yaml\n",
+            &[("decision.yaml", "memory:\n  recall: true\n")],
+            codes::FEATURE_UNAVAILABLE,
+            "`decision.memory.recall`: ",
+        ),
+        (
             "hooks:\n  - name: x\n    event: tool.sideways\n    handler: {type: command, command: 'true'}\n",
             &[],
             codes::ASSEMBLY_FAILED,
