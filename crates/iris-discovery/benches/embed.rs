@@ -1,5 +1,5 @@
-//! One query's embedding: `EmbeddingModel` (8-bit weights, batch-of-one path) against
-//! the f32 reference (candle's `BertModel`, as `tests/reference` runs it), measured in
+//! One query's embedding: `EmbeddingModel` (its own batch-of-one path, in the weight
+//! format `EmbeddingModel::load` picks for this CPU) against the f32 reference (candle's `BertModel`, as `tests/reference` runs it), measured in
 //! the same process, interleaved query by query, so machine load hits both alike.
 //!
 //! For each of the fixture's 260 queries and each variant, every round embeds the query
@@ -7,7 +7,8 @@
 //! round, the median of every timing, the single fastest, the tokenizer's share, and
 //! the lowest cosine between the two variants' vectors of a query (and, first, how much
 //! the resident set grows when the fast model loads). Then the fast path
-//! alone, the same rounds without the reference in between.
+//! alone, the same rounds without the reference in between, and the other weight format
+//! alone (what `load` chose against).
 //!
 //! The model comes from `$IRIS_DISCOVERY_DATA` (see `tests/eval/mod.rs`); without it
 //! the bench says so and measures nothing. Run with `cargo bench -p iris-discovery
@@ -18,7 +19,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use iris_discovery::embed::EmbeddingModel;
+use iris_discovery::embed::{EmbeddingModel, WeightFormat};
 
 #[path = "../tests/eval/mod.rs"]
 mod eval;
@@ -97,7 +98,8 @@ fn main() {
     let reference = reference::ReferenceModel::load(&dir).expect("the model loads");
     let reference_load = started.elapsed();
     println!(
-        "load: EmbeddingModel {fast_load:.1?} (quantises the weights), f32 reference {reference_load:.1?}"
+        "load: EmbeddingModel {fast_load:.1?} ({}, the format for this CPU), f32 reference {reference_load:.1?}",
+        fast.variant()
     );
     let queries: Vec<String> = eval::load_queries(QUERIES)
         .expect("the MCP query fixture loads")
@@ -155,7 +157,7 @@ fn main() {
         pieces[pieces.len() / 2],
     );
     reference_time.print("f32 reference (BertModel)");
-    fast_time.print("EmbeddingModel (q8_0)");
+    fast_time.print(&format!("EmbeddingModel ({})", fast.variant()));
     tokenizer_time.print("  of which the tokenizer");
     println!("lowest cosine between the two variants' query vectors: {lowest_cosine:.4}");
 
@@ -169,5 +171,27 @@ fn main() {
             alone.record(i, started.elapsed());
         }
     }
-    alone.print("EmbeddingModel alone");
+    alone.print(&format!("EmbeddingModel alone ({})", fast.variant()));
+
+    // The other weight format, alone: what `load` chose against on this CPU.
+    let other = match fast.format() {
+        WeightFormat::Q8_0 => WeightFormat::F32,
+        WeightFormat::F32 => WeightFormat::Q8_0,
+    };
+    let slow = EmbeddingModel::load_with(&dir, other).expect("the model loads");
+    for query in queries.iter().take(10) {
+        black_box(slow.embed(&[query]).unwrap());
+    }
+    let mut other_time = Summary::new(queries.len());
+    for _ in 0..ROUNDS {
+        for (i, query) in queries.iter().enumerate() {
+            let started = Instant::now();
+            black_box(slow.embed(&[black_box(query)]).unwrap());
+            other_time.record(i, started.elapsed());
+        }
+    }
+    other_time.print(&format!(
+        "EmbeddingModel alone ({}, not chosen)",
+        slow.variant()
+    ));
 }

@@ -112,6 +112,43 @@ fn print_table(set: &EvalSet, half: Half, rankers: &mut [(&str, Ranker<'_>)]) ->
     rows
 }
 
+/// Prints the share of queries that the lexical or the dense ranking puts first: the
+/// most a hybrid that chooses between the two top hits can reach at R@1 (a fusion may
+/// also lift a tool both lists rank lower, so this is a yardstick, not a bound on
+/// every fusion), next to BM25's R@1 plus the 15 points issue 19 asks of the hybrid.
+#[cfg(feature = "embed")]
+fn print_bound(set: &EvalSet, half: Half, rows: &[Row], rankers: &mut [(&str, Ranker<'_>)]) {
+    let cases = set.half(half);
+    let mut firsts: Vec<Vec<bool>> = Vec::new();
+    for (name, rank) in rankers.iter_mut() {
+        if *name == "lexical" || *name == "dense" {
+            firsts.push(
+                cases
+                    .iter()
+                    .map(|c| {
+                        rank(&c.query, 1)
+                            .first()
+                            .is_some_and(|&i| set.tools[i].name == c.expected)
+                    })
+                    .collect(),
+            );
+        }
+    }
+    let either = (0..cases.len())
+        .filter(|&i| firsts.iter().any(|f| f[i]))
+        .count();
+    let bm25 = rows
+        .iter()
+        .find(|r| r.0 == "BM25" && r.1 == "all")
+        .map_or(0.0, |r| r.2.at1);
+    println!(
+        "\n(lexical or dense first on {either} of {} = {:.3}; BM25 + 0.15 = {:.3})",
+        cases.len(),
+        either as f64 / cases.len().max(1) as f64,
+        bm25 + 0.15
+    );
+}
+
 /// Prints the "all sets, pooled" rows: per half and ranking, R@1 / R@5 / MRR over the
 /// queries of every set in `sets` together (each query ranked in its own set's
 /// catalog), from the `all` rows the tables returned.
@@ -753,6 +790,10 @@ fn main() {
                 ));
             }
             let rows = print_table(set, half, &mut rankers);
+            #[cfg(feature = "embed")]
+            if dense.is_some() {
+                print_bound(set, half, &rows, &mut rankers);
+            }
             results.push((set.name.clone(), half, rows));
         }
     }

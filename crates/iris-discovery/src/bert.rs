@@ -3,12 +3,15 @@
 //! feed-forward block, each followed by a residual LayerNorm — the same computation as
 //! candle's `BertModel`, arranged for one short query on a CPU:
 //!
-//! - the linear layers' weights are quantised at load time to 8 bits (GGML `Q8_0`: blocks
-//!   of 32 weights sharing one f16 scale), so a forward pass streams about 11 MB of
-//!   weights (about 14 MB where the inputs are padded, below) instead of 42 MB, and candle multiplies them with its integer kernels
-//!   (AVX-VNNI tiles where the CPU has them, for which a 384-wide input is padded with
-//!   zeros to 512); each product quantises its input rows to 8 bits as well, as
-//!   llama.cpp does. Everything else stays f32;
+//! - with [`WeightFormat::Q8_0`] the linear layers' weights are quantised at load time to
+//!   8 bits (GGML `Q8_0`: blocks of 32 weights sharing one f16 scale), so a forward pass
+//!   streams about 11 MB of weights (about 14 MB where the inputs are padded, below)
+//!   instead of 42 MB, and candle multiplies them with its integer kernels (AVX-VNNI
+//!   tiles where the CPU has them, for which a 384-wide input is padded with zeros to
+//!   512); each product quantises its input rows to 8 bits as well, as llama.cpp does.
+//!   With [`WeightFormat::F32`] they stay f32 and candle's f32 product runs them (on a
+//!   CPU without VNNI tiles, candle's plain AVX2 8-bit dot products are slower than
+//!   that). Everything else is f32 either way;
 //! - query, key and value are one fused product, with the attention scale folded into
 //!   the query weights; position and token-type embeddings are one precomputed table;
 //! - between the four matrix products of a layer, the work on a few rows (attention,
@@ -23,9 +26,7 @@ use candle_core::{Device, Module, Result, Tensor};
 use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{Config, HiddenAct};
 
-/// The weight format, as [`EmbeddingModel::variant`](crate::embed::EmbeddingModel::variant)
-/// reports it.
-pub(crate) const VARIANT: &str = "q8_0";
+use crate::embed::WeightFormat;
 
 /// Input widths the 8-bit kernel runs as fast tiles (candle's VNNI path) come in whole
 /// super-blocks of 256.
@@ -34,7 +35,7 @@ const SUPER_BLOCK: usize = 256;
 /// Whether candle multiplies `Q8_0` weights with its AVX-VNNI tiles (given an input width
 /// of whole super-blocks); they are several times faster than its plain AVX2 dot
 /// products, worth a third more work on a 384-wide input padded to 512.
-fn has_vnni_tiles() -> bool {
+pub(crate) fn has_vnni_tiles() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         (is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vnni"))
@@ -46,7 +47,8 @@ fn has_vnni_tiles() -> bool {
     }
 }
 
-/// A linear layer `x · Wᵀ + b` over `Q8_0` (or, for an odd width, f32) weights.
+/// A linear layer `x · Wᵀ + b` over `Q8_0` (or, for [`WeightFormat::F32`] or an odd
+/// width, f32) weights.
 struct Linear {
     weight: QMatMul,
     bias: Vec<f32>,
@@ -56,14 +58,15 @@ struct Linear {
 }
 
 impl Linear {
-    /// Quantises `weight` (`out × in`) unless `in` is not a whole number of blocks.
-    fn new(weight: Tensor, bias: Tensor) -> Result<Self> {
+    /// Quantises `weight` (`out × in`) for [`WeightFormat::Q8_0`] unless `in` is not a
+    /// whole number of blocks.
+    fn new(weight: Tensor, bias: Tensor, format: WeightFormat) -> Result<Self> {
         let (output, input) = weight.dims2()?;
         let bias = bias.to_vec1::<f32>()?;
         if bias.len() != output {
             candle_core::bail!("a bias of {} for {output} outputs", bias.len());
         }
-        if !input.is_multiple_of(GgmlDType::Q8_0.block_size()) {
+        if format == WeightFormat::F32 || !input.is_multiple_of(GgmlDType::Q8_0.block_size()) {
             return Ok(Self {
                 weight: QMatMul::Tensor(weight),
                 bias,
@@ -89,8 +92,17 @@ impl Linear {
         })
     }
 
-    fn load(vb: &VarBuilder<'_>, input: usize, output: usize) -> Result<Self> {
-        Self::new(vb.get((output, input), "weight")?, vb.get(output, "bias")?)
+    fn load(
+        vb: &VarBuilder<'_>,
+        input: usize,
+        output: usize,
+        format: WeightFormat,
+    ) -> Result<Self> {
+        Self::new(
+            vb.get((output, input), "weight")?,
+            vb.get(output, "bias")?,
+            format,
+        )
     }
 
     /// `rows` rows of `xs` (each `input` wide) through the layer, bias added.
@@ -240,7 +252,7 @@ struct Layer {
 }
 
 impl Layer {
-    fn load(vb: &VarBuilder<'_>, config: &Config) -> Result<Self> {
+    fn load(vb: &VarBuilder<'_>, config: &Config, format: WeightFormat) -> Result<Self> {
         let hidden = config.hidden_size;
         let head = hidden / config.num_attention_heads;
         let attention = vb.pp("attention");
@@ -255,22 +267,25 @@ impl Layer {
         let qkv = Linear::new(
             Tensor::cat(&[(query_w * scale)?, key_w, value_w], 0)?,
             Tensor::cat(&[(query_b * scale)?, key_b, value_b], 0)?,
+            format,
         )?;
         let output = attention.pp("output");
         let eps = config.layer_norm_eps;
         Ok(Self {
             qkv,
-            attention_out: Linear::load(&output.pp("dense"), hidden, hidden)?,
+            attention_out: Linear::load(&output.pp("dense"), hidden, hidden, format)?,
             attention_norm: LayerNorm::load(&output.pp("LayerNorm"), hidden, eps)?,
             intermediate: Linear::load(
                 &vb.pp("intermediate").pp("dense"),
                 hidden,
                 config.intermediate_size,
+                format,
             )?,
             output: Linear::load(
                 &vb.pp("output").pp("dense"),
                 config.intermediate_size,
                 hidden,
+                format,
             )?,
             output_norm: LayerNorm::load(&vb.pp("output").pp("LayerNorm"), hidden, eps)?,
         })
@@ -292,8 +307,8 @@ pub(crate) struct Bert {
 }
 
 impl Bert {
-    /// Loads the weights (`bert.`-prefixed or not) and quantises the linear layers.
-    pub(crate) fn load(vb: VarBuilder<'_>, config: &Config) -> Result<Self> {
+    /// Loads the weights (`bert.`-prefixed or not); the linear layers' in `format`.
+    pub(crate) fn load(vb: VarBuilder<'_>, config: &Config, format: WeightFormat) -> Result<Self> {
         let vb = if vb.contains_tensor("bert.embeddings.word_embeddings.weight") {
             vb.pp("bert")
         } else {
@@ -319,7 +334,7 @@ impl Bert {
         let position_embeddings = positions.broadcast_add(&token_types.narrow(0, 0, 1)?)?;
         let encoder = vb.pp("encoder");
         let layers = (0..config.num_hidden_layers)
-            .map(|i| Layer::load(&encoder.pp(format!("layer.{i}")), config))
+            .map(|i| Layer::load(&encoder.pp(format!("layer.{i}")), config, format))
             .collect::<Result<Vec<_>>>()?;
         Ok(Self {
             word_embeddings: word_embeddings.flatten_all()?.to_vec1()?,

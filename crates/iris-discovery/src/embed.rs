@@ -7,13 +7,17 @@
 //! the real (unpadded) tokens, scaled to unit length, as sentence-transformers computes
 //! it. The dot product of two such vectors is their cosine similarity.
 //!
-//! The forward pass is this crate's own (`bert.rs`): the linear layers' weights are
-//! quantised to 8 bits (`Q8_0`) at load time and a batch of one needs no attention mask,
-//! so one short query embeds several times faster than with candle's f32 `BertModel`,
-//! its vectors within a cosine of 0.99 of that model's (`tests/all/fast_embed.rs`).
-//! Vectors of different [`variant`](EmbeddingModel::variant)s must not be mixed.
+//! The forward pass is this crate's own (`bert.rs`): a batch of one needs no attention
+//! mask and the work between the matrix products is plain loops, and the linear layers'
+//! weights are in a [`WeightFormat`]: [`EmbeddingModel::load`] quantises them to 8 bits
+//! (`Q8_0`) where the CPU has candle's AVX-VNNI tiles, and keeps them f32 elsewhere,
+//! where candle's 8-bit products are slower than its f32 ones. One short query embeds
+//! several times faster than with candle's f32 `BertModel` on a VNNI CPU (about 1.4× on
+//! an AVX2-only one), its vectors within a cosine of 0.99 of that model's in either
+//! format (`tests/all/fast_embed.rs`). Vectors of different
+//! [`variant`](EmbeddingModel::variant)s must not be mixed.
 //!
-//! The 8-bit products run on candle's own thread pool (`CANDLE_NUM_THREADS`, by default
+//! The products run on candle's own thread pool (`CANDLE_NUM_THREADS`, by default
 //! one thread per core), which synchronises a few dozen times per query: on a machine
 //! whose cores are busy with other work, `CANDLE_NUM_THREADS=1` gives steadier (if
 //! slightly slower at best) query latency.
@@ -29,6 +33,38 @@ use crate::bert::{self, Bert};
 use crate::config::check_model_dir;
 use crate::error::{Error, Result};
 
+/// The format of the linear layers' weights in [`EmbeddingModel`]'s forward pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WeightFormat {
+    /// 8-bit GGML `Q8_0` blocks, quantised at load time: a quarter of the weight stream,
+    /// and fast where candle multiplies them with AVX-VNNI tiles.
+    Q8_0,
+    /// The file's f32 weights as they are (the same vectors as candle's `BertModel`).
+    F32,
+}
+
+impl WeightFormat {
+    /// The faster format on this CPU: [`Q8_0`](Self::Q8_0) where candle has its AVX-VNNI
+    /// tiles (AVX-512 VNNI or AVX-VNNI), else [`F32`](Self::F32) — measured on an AVX2-only
+    /// CPU, candle's plain 8-bit dot products took 21 ms a query against 11 ms for f32
+    /// (`docs/benchmarks.md`).
+    pub fn for_this_cpu() -> Self {
+        if bert::has_vnni_tiles() {
+            Self::Q8_0
+        } else {
+            Self::F32
+        }
+    }
+
+    /// The name [`EmbeddingModel::variant`] reports: `"q8_0"` or `"f32"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Q8_0 => "q8_0",
+            Self::F32 => "f32",
+        }
+    }
+}
+
 /// Texts run through the model together (sorted by length, so padding stays small).
 const BATCH: usize = 16;
 
@@ -39,6 +75,7 @@ const BATCH: usize = 16;
 /// memory (about 90 MB for all-MiniLM-L6-v2).
 pub struct EmbeddingModel {
     model: Bert,
+    format: WeightFormat,
     tokenizer: Tokenizer,
     dim: usize,
     dir: PathBuf,
@@ -49,6 +86,7 @@ impl std::fmt::Debug for EmbeddingModel {
         f.debug_struct("EmbeddingModel")
             .field("dir", &self.dir)
             .field("dim", &self.dim)
+            .field("format", &self.format)
             .finish_non_exhaustive()
     }
 }
@@ -70,13 +108,22 @@ impl EmbeddingModel {
     /// Word pieces kept per text, `[CLS]` and `[SEP]` included; longer texts are cut.
     pub const MAX_TOKENS: usize = 128;
 
-    /// Loads the model in `dir` onto the CPU.
+    /// Loads the model in `dir` onto the CPU, in the faster format for this CPU
+    /// ([`WeightFormat::for_this_cpu`]).
     ///
     /// # Errors
     /// [`Error::ModelMissing`] (`MODEL_MISSING`) naming the first missing file;
     /// [`Error::ModelLoad`] (`MODEL_LOAD_FAILED`) when a file is not a valid config,
     /// tokenizer or safetensors file, or the weights do not fit the config.
     pub fn load(dir: impl AsRef<Path>) -> Result<Self> {
+        Self::load_with(dir, WeightFormat::for_this_cpu())
+    }
+
+    /// Loads the model in `dir` onto the CPU with its linear layers in `format`.
+    ///
+    /// # Errors
+    /// As [`EmbeddingModel::load`].
+    pub fn load_with(dir: impl AsRef<Path>, format: WeightFormat) -> Result<Self> {
         let dir = dir.as_ref();
         let [config_path, tokenizer_path, weights_path] = check_model_dir(dir)?;
         let config =
@@ -99,9 +146,10 @@ impl EmbeddingModel {
         let weights = std::fs::read(&weights_path).map_err(|e| load_error(&weights_path, e))?;
         let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)
             .map_err(|e| load_error(&weights_path, e))?;
-        let model = Bert::load(vb, &config).map_err(|e| load_error(&weights_path, e))?;
+        let model = Bert::load(vb, &config, format).map_err(|e| load_error(&weights_path, e))?;
         Ok(Self {
             model,
+            format,
             tokenizer,
             dim,
             dir: dir.to_owned(),
@@ -114,10 +162,16 @@ impl EmbeddingModel {
     }
 
     /// What the vectors depend on besides the model files: the weight format of the
-    /// forward pass (`"q8_0"`). A vector cache that persists across processes (such as the eval bench's) must key by it, so vectors of another
-    /// variant (such as the f32 ones of earlier versions) are never mixed in.
+    /// forward pass (`"q8_0"` or `"f32"`, [`WeightFormat::name`]). A vector cache that
+    /// persists across processes (such as the eval bench's) must key by it, so vectors
+    /// of another variant are never mixed in.
     pub fn variant(&self) -> &'static str {
-        bert::VARIANT
+        self.format.name()
+    }
+
+    /// The format of the linear layers' weights.
+    pub fn format(&self) -> WeightFormat {
+        self.format
     }
 
     /// The directory the model was loaded from.

@@ -37,9 +37,10 @@
 //! sets) and every tool vector by its text, so a catalog that only grows embeds only
 //! its new tools (the runner prepares the backend at assembly, so even the first search
 //! embeds only its query). A query costs one embedding (about 2 ms for a short query
-//! on a 2-core CPU with the quantised forward pass of [`crate::embed`]), one dot
-//! product per tool over one contiguous matrix, the lexical ranking and the fusion
-//! (under 1 ms together at 10,000 tools; `docs/benchmarks.md`).
+//! on a 2-core AVX-VNNI CPU with the quantised forward pass of [`crate::embed`], about
+//! 12 ms on an AVX2-only one with f32 weights), one dot product per tool over one
+//! contiguous matrix, the lexical ranking and the fusion (about 1–2 ms together at
+//! 10,000 tools; `docs/benchmarks.md`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};

@@ -1,10 +1,11 @@
-//! The fast embedding path (`EmbeddingModel`: its own BERT forward pass over 8-bit
-//! weights, no attention mask for a batch of one) against the f32 reference (candle's
-//! `BertModel`, `tests/reference`): every fixture tool text and query must embed to
-//! nearly the same direction, and the rankings they give must agree.
+//! The fast embedding path (`EmbeddingModel`: its own BERT forward pass over 8-bit or
+//! f32 weights, no attention mask for a batch of one) against the f32 reference
+//! (candle's `BertModel`, `tests/reference`): in both weight formats, every fixture tool
+//! text and query must embed to nearly the same direction, and the rankings they give
+//! must agree.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use iris_discovery::embed::EmbeddingModel;
+use iris_discovery::embed::{EmbeddingModel, WeightFormat};
 use iris_discovery::hybrid::tool_text;
 
 use crate::eval;
@@ -61,10 +62,12 @@ fn same_top1(fast: (&[Vec<f32>], &[Vec<f32>]), slow: (&[Vec<f32>], &[Vec<f32>]))
     agree as f64 / fast.1.len() as f64
 }
 
+/// Both weight formats are checked on every CPU; [`EmbeddingModel::load`] picks one.
+const FORMATS: [WeightFormat; 2] = [WeightFormat::Q8_0, WeightFormat::F32];
+
 #[test]
 fn fast_path_matches_the_f32_reference_on_every_fixture_text() {
     let dir = eval::model_dir();
-    let fast = EmbeddingModel::load(&dir).expect("run .ci/setup: the model loads");
     let slow = ReferenceModel::load(&dir).expect("run .ci/setup: the model loads");
     let (tools, queries) = fixture_texts();
     assert!(tools.len() > 300 && queries.len() > 250);
@@ -72,44 +75,75 @@ fn fast_path_matches_the_f32_reference_on_every_fixture_text() {
     // Tool texts the way the hybrid index embeds them: all at once (padded batches,
     // with an attention mask); queries one at a time (no padding, no mask).
     let tool_refs: Vec<&str> = tools.iter().map(String::as_str).collect();
-    let fast_tools = fast.embed(&tool_refs).unwrap();
     let slow_tools = slow.embed(&tool_refs).unwrap();
-    let mut fast_queries = Vec::with_capacity(queries.len());
-    let mut slow_queries = Vec::with_capacity(queries.len());
-    for query in &queries {
-        fast_queries.push(fast.embed(&[query]).unwrap().pop().unwrap());
-        slow_queries.push(slow.embed(&[query]).unwrap().pop().unwrap());
-    }
+    let slow_queries: Vec<Vec<f32>> = queries
+        .iter()
+        .map(|q| slow.embed(&[q]).unwrap().pop().unwrap())
+        .collect();
+    for format in FORMATS {
+        let fast = EmbeddingModel::load_with(&dir, format).expect("the model loads");
+        assert_eq!(fast.format(), format);
+        let fast_tools = fast.embed(&tool_refs).unwrap();
+        let fast_queries: Vec<Vec<f32>> = queries
+            .iter()
+            .map(|q| fast.embed(&[q]).unwrap().pop().unwrap())
+            .collect();
 
-    let mut lowest = (f32::MAX, String::new());
-    let texts = tools.iter().chain(&queries);
-    let fast_all = fast_tools.iter().chain(&fast_queries);
-    let slow_all = slow_tools.iter().chain(&slow_queries);
-    for ((text, f), s) in texts.zip(fast_all).zip(slow_all) {
-        assert_eq!(f.len(), fast.dim());
-        assert!((dot(f, f) - 1.0).abs() < 1e-4, "not unit length: {text:?}");
-        let cosine = dot(f, s);
-        assert!(
-            cosine >= MIN_COSINE,
-            "cosine {cosine} < {MIN_COSINE} for {text:?}"
-        );
-        if cosine < lowest.0 {
-            lowest = (cosine, text.clone());
+        let mut lowest = (f32::MAX, String::new());
+        let texts = tools.iter().chain(&queries);
+        let fast_all = fast_tools.iter().chain(&fast_queries);
+        let slow_all = slow_tools.iter().chain(&slow_queries);
+        for ((text, f), s) in texts.zip(fast_all).zip(slow_all) {
+            assert_eq!(f.len(), fast.dim());
+            assert!((dot(f, f) - 1.0).abs() < 1e-4, "not unit length: {text:?}");
+            let cosine = dot(f, s);
+            assert!(
+                cosine >= MIN_COSINE,
+                "{format:?}: cosine {cosine} < {MIN_COSINE} for {text:?}"
+            );
+            if cosine < lowest.0 {
+                lowest = (cosine, text.clone());
+            }
         }
-    }
-    eprintln!(
-        "lowest fast/reference cosine: {:.5} ({:?})",
-        lowest.0, lowest.1
-    );
+        eprintln!(
+            "{format:?}: lowest fast/reference cosine: {:.5} ({:?})",
+            lowest.0, lowest.1
+        );
 
-    // The dense top-1 tool agrees for nearly every query.
-    let agree = same_top1((&fast_tools, &fast_queries), (&slow_tools, &slow_queries));
-    assert!(agree >= 0.95, "dense top-1 agrees on only {agree:.3}");
+        // The dense top-1 tool agrees for nearly every query.
+        let agree = same_top1((&fast_tools, &fast_queries), (&slow_tools, &slow_queries));
+        assert!(
+            agree >= 0.95,
+            "{format:?}: dense top-1 agrees on only {agree:.3}"
+        );
+    }
+}
+
+/// `load` takes the format this CPU runs faster, and the variant names the format (a
+/// vector cache keys by it).
+#[test]
+fn load_picks_the_format_for_this_cpu_and_names_it() {
+    let dir = eval::model_dir();
+    let auto = EmbeddingModel::load(&dir).expect("run .ci/setup: the model loads");
+    assert_eq!(auto.format(), WeightFormat::for_this_cpu());
+    assert_eq!(auto.variant(), auto.format().name());
+    let names: Vec<&str> = FORMATS.iter().map(|f| f.name()).collect();
+    assert_eq!(names, ["q8_0", "f32"]);
+    let f32 = EmbeddingModel::load_with(&dir, WeightFormat::F32).unwrap();
+    assert_eq!(f32.variant(), "f32");
+    assert!(format!("{f32:?}").contains("F32"));
 }
 
 #[test]
 fn a_text_embeds_alike_alone_and_padded_in_a_batch() {
-    let fast = EmbeddingModel::load(eval::model_dir()).expect("run .ci/setup: the model loads");
+    for format in FORMATS {
+        embeds_alike_alone_and_batched(format);
+    }
+}
+
+fn embeds_alike_alone_and_batched(format: WeightFormat) {
+    let fast = EmbeddingModel::load_with(eval::model_dir(), format)
+        .expect("run .ci/setup: the model loads");
     let texts = [
         "list open pull requests",
         "create a calendar event for tomorrow at noon with the whole team",
