@@ -159,6 +159,26 @@ impl ApprovalHandler for Secrets {
     }
 }
 
+/// A runner over `fx` (and `host`) whose handler answers secrets with `values` in
+/// order, then nothing; and that handler, to count what it was asked.
+async fn answering_runner(
+    fx: &Fixture,
+    host: &HostRegistry,
+    values: &[&str],
+) -> (AgentRunner, Arc<Secrets>) {
+    let loaded = AgentConfig::load_with_env(fx.file(), false).unwrap();
+    let handler = Arc::new(Secrets {
+        values: Mutex::new(values.iter().map(|v| (*v).to_owned()).collect()),
+        ..Secrets::default()
+    });
+    let runner = AgentRunner::builder_from_loaded(&loaded, host, None)
+        .await
+        .unwrap()
+        .approval_handler(ArcHandler(Arc::clone(&handler)))
+        .build();
+    (runner, handler)
+}
+
 /// Captures every `tracing` event and span (TRACE, with span fields) into a buffer.
 #[derive(Clone, Default)]
 struct Captured(Arc<Mutex<Vec<u8>>>);
@@ -390,16 +410,8 @@ async fn a_wrong_key_gets_two_rounds_then_the_failure_stands() {
         "provider_api_keys: {tavily: tvly-stale}\nrun_store: {kind: memory}\n",
         script,
     );
-    let loaded = AgentConfig::load_with_env(fx.file(), false).unwrap();
-    let handler = Arc::new(Secrets {
-        values: Mutex::new(vec!["tvly-wrong-1".into(), "tvly-wrong-2".into()]),
-        ..Secrets::default()
-    });
-    let runner = AgentRunner::builder_from_loaded(&loaded, &HostRegistry::new(), None)
-        .await
-        .unwrap()
-        .approval_handler(ArcHandler(Arc::clone(&handler)))
-        .build();
+    let (runner, handler) =
+        answering_runner(&fx, &HostRegistry::new(), &["tvly-wrong-1", "tvly-wrong-2"]).await;
     let outcome = runner.run("search").await;
     assert_eq!(outcome.output(), Some("gave up"), "{outcome:?}");
     assert_eq!(handler.asked.lock().unwrap().len(), 2);
@@ -574,16 +586,7 @@ model:
                 }))
                 .map_err(|e| e.to_string())
         });
-    let loaded = AgentConfig::load_with_env(fx.file(), false).unwrap();
-    let handler = Arc::new(Secrets {
-        values: Mutex::new(vec![GOOD_KEY.into()]),
-        ..Secrets::default()
-    });
-    let runner = AgentRunner::builder_from_loaded(&loaded, &host, None)
-        .await
-        .unwrap()
-        .approval_handler(ArcHandler(Arc::clone(&handler)))
-        .build();
+    let (runner, handler) = answering_runner(&fx, &host, &[GOOD_KEY]).await;
     let all = events(&runner, "bill them").await;
     let results = finished(&all);
     assert_eq!(outcome(&all).output(), Some("found it"));
@@ -665,16 +668,7 @@ model:
 "#,
         &[("mcp.json", &mcp.to_string())],
     );
-    let loaded = AgentConfig::load_with_env(fx.file(), false).unwrap();
-    let handler = Arc::new(Secrets {
-        values: Mutex::new(vec![NEW.into()]),
-        ..Secrets::default()
-    });
-    let runner = AgentRunner::builder_from_loaded(&loaded, &HostRegistry::new(), None)
-        .await
-        .unwrap()
-        .approval_handler(ArcHandler(Arc::clone(&handler)))
-        .build();
+    let (runner, handler) = answering_runner(&fx, &HostRegistry::new(), &[NEW]).await;
     // The server expires the old token before the run's first call.
     std::fs::write(&tokens, format!("{NEW}\n")).unwrap();
     let all = events(&runner, "echo").await;
@@ -744,16 +738,7 @@ async fn a_key_healed_in_a_subagent_reaches_the_parent() {
             ("agents/searcher.yaml", &child),
         ],
     );
-    let loaded = AgentConfig::load_with_env(fx.file(), false).unwrap();
-    let handler = Arc::new(Secrets {
-        values: Mutex::new(vec![GOOD_KEY.into()]),
-        ..Secrets::default()
-    });
-    let runner = AgentRunner::builder_from_loaded(&loaded, &HostRegistry::new(), None)
-        .await
-        .unwrap()
-        .approval_handler(ArcHandler(Arc::clone(&handler)))
-        .build();
+    let (runner, handler) = answering_runner(&fx, &HostRegistry::new(), &[GOOD_KEY]).await;
     let outcome = runner.run("search, and let a child search first").await;
     assert_eq!(outcome.output(), Some("both searched"), "{outcome:?}");
     assert_eq!(
