@@ -163,15 +163,7 @@ fn main() {
 
     // The fast path alone, as a process that serves searches runs it: no f32 matrix
     // products of the reference (and their thread pool) in between.
-    let mut alone = Summary::new(queries.len());
-    for _ in 0..ROUNDS {
-        for (i, query) in queries.iter().enumerate() {
-            let started = Instant::now();
-            black_box(fast.embed(&[black_box(query)]).unwrap());
-            alone.record(i, started.elapsed());
-        }
-    }
-    alone.print(&format!("EmbeddingModel alone ({})", fast.variant()));
+    alone(&fast, &queries).print(&format!("EmbeddingModel alone ({})", fast.variant()));
 
     // The other weight format, alone: what `load` chose against on this CPU.
     let other = match fast.format() {
@@ -182,16 +174,21 @@ fn main() {
     for query in queries.iter().take(10) {
         black_box(slow.embed(&[query]).unwrap());
     }
-    let mut other_time = Summary::new(queries.len());
-    for _ in 0..ROUNDS {
-        for (i, query) in queries.iter().enumerate() {
-            let started = Instant::now();
-            black_box(slow.embed(&[black_box(query)]).unwrap());
-            other_time.record(i, started.elapsed());
-        }
-    }
-    other_time.print(&format!(
+    alone(&slow, &queries).print(&format!(
         "EmbeddingModel alone ({}, not chosen)",
         slow.variant()
     ));
+}
+
+/// [`ROUNDS`] rounds of every query through `model` alone, one at a time.
+fn alone(model: &EmbeddingModel, queries: &[String]) -> Summary {
+    let mut time = Summary::new(queries.len());
+    for _ in 0..ROUNDS {
+        for (i, query) in queries.iter().enumerate() {
+            let started = Instant::now();
+            black_box(model.embed(&[black_box(query)]).unwrap());
+            time.record(i, started.elapsed());
+        }
+    }
+    time
 }
