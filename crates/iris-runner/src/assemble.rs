@@ -861,20 +861,18 @@ fn load_decision(loaded: &LoadedConfig) -> Result<Option<DecisionConfig>> {
             yaml_error_summary(&e.to_string(), location)
         ))
     })?;
-    // The seed's memory junction has no memory tools to serve yet.
-    if decision.memory.recall {
-        return Err(Error::FeatureUnavailable {
-            key: "decision.memory.recall".into(),
-            message: format!(
-                "{}: memory recall needs memory tools (memory_search / memory_fetch), \
-                 which this release does not build; set it to false or remove it",
-                section.path.display()
-            ),
-        });
-    }
     decision
         .validate(loaded.config.context_policy.deferred_tools)
-        .map_err(|e| reference(e.to_string()))?;
+        .map_err(|e| match &e {
+            // The seed's memory junction: accepted, but no memory tools serve it yet.
+            iris_decision::Error::InvalidConfig { field, .. } if field == "memory.recall" => {
+                Error::FeatureUnavailable {
+                    key: "decision.memory.recall".into(),
+                    message: format!("{}: {e}", section.path.display()),
+                }
+            }
+            _ => reference(e.to_string()),
+        })?;
     Ok(Some(decision))
 }
 

@@ -332,6 +332,14 @@ async fn cancel_while_asking(h: &Harness, tool: &str, args: Value) -> ToolOutput
     r
 }
 
+/// After a cancelled call the session is fine: the next call's elicitation is
+/// answered.
+async fn next_call_is_answered(h: &Harness, tool: &str) {
+    let (handler, _) = scripted(ElicitationAnswer::accept(json!({"colour": "teal"})));
+    let r = call_with(h, tool, Some(handler)).await;
+    assert_eq!(r.model_content(), "action=accept colour=teal", "{r:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_cancelled_during_an_input_required_round_ends_at_once() {
     let h = stdio_harness();
@@ -341,10 +349,7 @@ async fn a_call_cancelled_during_an_input_required_round_ends_at_once() {
     let e = r.error_info().unwrap();
     assert_eq!(e.details["cancellation"], "none_in_flight", "{e:?}");
     assert!(e.message.contains("while the host was answering"), "{e:?}");
-    // The session is fine: the next call is answered.
-    let (handler, _) = scripted(ElicitationAnswer::accept(json!({"colour": "teal"})));
-    let r = call_with(&h, "mcp__f__ask_form", Some(handler)).await;
-    assert_eq!(r.model_content(), "action=accept colour=teal", "{r:?}");
+    next_call_is_answered(&h, "mcp__f__ask_form").await;
     h.manager.close().await;
 }
 
@@ -359,9 +364,7 @@ async fn a_call_cancelled_during_a_standalone_elicitation_ends_at_once() {
         e.details["cancellation"], "notifications/cancelled",
         "{e:?}"
     );
-    let (handler, _) = scripted(ElicitationAnswer::accept(json!({"colour": "teal"})));
-    let r = call_with(&h, "mcp__old__ask", Some(handler)).await;
-    assert_eq!(r.model_content(), "action=accept colour=teal", "{r:?}");
+    next_call_is_answered(&h, "mcp__old__ask").await;
     h.manager.close().await;
 }
 

@@ -16,6 +16,42 @@ use serde_json::{Value, json};
 
 use crate::support::{fixtures, python};
 
+/// `executor` served over streamable HTTP on a loopback port, until [`Served::stop`].
+struct Served {
+    url: String,
+    shutdown: CancellationSignal,
+    serving: tokio::task::JoinHandle<Result<(), iris_mcp::McpError>>,
+    _workspace: tempfile::TempDir,
+}
+
+impl Served {
+    async fn start(executor: ToolExecutor) -> Self {
+        let workspace = tempfile::tempdir().unwrap();
+        let bound = McpToolServer::new(executor, workspace.path())
+            .bind_http(HttpOptions::new("127.0.0.1:0".parse().unwrap()))
+            .await
+            .unwrap();
+        let url = format!("http://{}/mcp", bound.local_addr().unwrap());
+        let shutdown = CancellationSignal::new();
+        let serving = tokio::spawn({
+            let shutdown = shutdown.clone();
+            async move { bound.run(&shutdown).await }
+        });
+        Self {
+            url,
+            shutdown,
+            serving,
+            _workspace: workspace,
+        }
+    }
+
+    /// Shuts the server down and checks it stopped cleanly.
+    async fn stop(self) {
+        self.shutdown.cancel();
+        self.serving.await.unwrap().unwrap();
+    }
+}
+
 /// Runs `serve_client.py` on `script`; its printed JSON.
 async fn client(script: &Value) -> Value {
     let out = tokio::process::Command::new(python())
@@ -50,18 +86,8 @@ async fn a_long_call_reports_progress_to_the_client() {
     let executor = ToolExecutor::new(registry)
         .with_heartbeat_interval(Duration::from_millis(150))
         .with_default_timeout(Duration::from_secs(20));
-    let workspace = tempfile::tempdir().unwrap();
-    let server = McpToolServer::new(executor, workspace.path());
-    let bound = server
-        .bind_http(HttpOptions::new("127.0.0.1:0".parse().unwrap()))
-        .await
-        .unwrap();
-    let url = format!("http://{}/mcp", bound.local_addr().unwrap());
-    let shutdown = CancellationSignal::new();
-    let serving = tokio::spawn({
-        let shutdown = shutdown.clone();
-        async move { bound.run(&shutdown).await }
-    });
+    let served = Served::start(executor).await;
+    let url = served.url.clone();
 
     for mode in ["auto", "legacy"] {
         let script = json!({
@@ -86,8 +112,7 @@ async fn a_long_call_reports_progress_to_the_client() {
             "{out}"
         );
     }
-    shutdown.cancel();
-    serving.await.unwrap().unwrap();
+    served.stop().await;
 }
 
 /// A 2026-07-28 client's approval retry that cannot be used (a reused handle, a
@@ -116,17 +141,8 @@ async fn an_unusable_approval_retry_has_a_stable_code() {
     // The seed's default policy: a write tool needs a human's approval.
     let executor =
         ToolExecutor::new(registry).with_permission_policy(DefaultPermissionPolicy::new());
-    let workspace = tempfile::tempdir().unwrap();
-    let bound = McpToolServer::new(executor, workspace.path())
-        .bind_http(HttpOptions::new("127.0.0.1:0".parse().unwrap()))
-        .await
-        .unwrap();
-    let url = format!("http://{}/mcp", bound.local_addr().unwrap());
-    let shutdown = CancellationSignal::new();
-    let serving = tokio::spawn({
-        let shutdown = shutdown.clone();
-        async move { bound.run(&shutdown).await }
-    });
+    let served = Served::start(executor).await;
+    let url = served.url.clone();
 
     let a = json!({"text": "a"});
     let retries =
@@ -170,6 +186,5 @@ async fn an_unusable_approval_retry_has_a_stable_code() {
     refused(&out["results"][2]["retries"][0], "unknown");
     assert_eq!(runs.load(Ordering::SeqCst), 1, "only the good retry ran");
 
-    shutdown.cancel();
-    serving.await.unwrap().unwrap();
+    served.stop().await;
 }
