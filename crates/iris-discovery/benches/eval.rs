@@ -13,8 +13,10 @@
 //!   each `irrelevance` entry against its own functions;
 //! - `bfcl-simple`: BFCL v4 non-live `simple_python`, `simple_java` and
 //!   `simple_javascript`, every function pooled into one catalog;
-//! - both BFCL sets again with their twins merged (`eval::merge_twins`), then "all sets,
-//!   pooled" rows, as labelled and twins merged.
+//! - both BFCL sets again with their twins merged (`eval::merge_twins`), and once more
+//!   with equivalents accepted (`eval::accept_equivalents`: another entry's tool that
+//!   does the labelled tool's job counts as right); then "all sets, pooled" rows, as
+//!   labelled, twins merged, and twins merged with equivalents accepted.
 //!
 //! Then the lexical weights swept over the tune halves (fixture and the merged BFCL
 //! sets) and the "no tool" threshold sweeps.
@@ -128,7 +130,7 @@ fn print_bound(set: &EvalSet, half: Half, rows: &[Row], rankers: &mut [(&str, Ra
                     .map(|c| {
                         rank(&c.query, 1)
                             .first()
-                            .is_some_and(|&i| set.tools[i].name == c.expected)
+                            .is_some_and(|&i| c.is_right(&set.tools[i].name))
                     })
                     .collect(),
             );
@@ -646,17 +648,20 @@ fn hybrid_scores(
 fn main() {
     let data = data_dir();
     let fixture = eval::fixture_set(CATALOG, QUERIES).expect("the fixture loads");
-    let bfcl = match (
+    let multiple_files = match (
         read(&data.join("bfcl/BFCL_v4_multiple.json")),
         read(&data.join("bfcl/possible_answer/BFCL_v4_multiple.json")),
         read(&data.join("bfcl/BFCL_v4_irrelevance.json")),
     ) {
-        (Some(m), Some(a), Some(i)) => Some((
-            eval::bfcl_pooled(&m, &a).expect("BFCL multiple loads"),
-            eval::bfcl_none_cases(&m, &a, &i).expect("BFCL none cases load"),
-        )),
+        (Some(m), Some(a), Some(i)) => Some((m, a, i)),
         _ => None,
     };
+    let bfcl = multiple_files.as_ref().map(|(m, a, i)| {
+        (
+            eval::bfcl_pooled(m, a).expect("BFCL multiple loads"),
+            eval::bfcl_none_cases(m, a, i).expect("BFCL none cases load"),
+        )
+    });
     // BFCL `simple_python`, `simple_java`, `simple_javascript`: one function per entry,
     // every function of the three files pooled into one catalog.
     let simple: Option<Vec<(String, String)>> = ["python", "java", "javascript"]
@@ -668,13 +673,15 @@ fn main() {
             ))
         })
         .collect();
-    let simple = simple.map(|files| {
-        let files: Vec<(&str, &str)> = files
+    let simple_files: Option<Vec<(&str, &str)>> = simple.as_ref().map(|files| {
+        files
             .iter()
             .map(|(q, a)| (q.as_str(), a.as_str()))
-            .collect();
-        eval::bfcl_pool("bfcl-simple", &files).expect("BFCL simple loads")
+            .collect()
     });
+    let simple = simple_files
+        .as_ref()
+        .map(|files| eval::bfcl_pool("bfcl-simple", files).expect("BFCL simple loads"));
     #[cfg(feature = "embed")]
     let model = match iris_discovery::embed::EmbeddingModel::load(eval::model_dir()) {
         Ok(model) => Some(Arc::new(model)),
@@ -721,6 +728,33 @@ fn main() {
         sets.push(simple);
     }
     sets.extend(&merged_sets);
+    // Equivalents accepted (`eval::accept_equivalents`), over the twins-merged sets: a
+    // tool of another entry that does the labelled tool's job counts as right too.
+    let mut files_of: Vec<Vec<(&str, &str)>> = Vec::new();
+    if let Some((m, a, _)) = &multiple_files {
+        files_of.push(vec![(m.as_str(), a.as_str())]);
+    }
+    if let Some(files) = &simple_files {
+        files_of.push(files.clone());
+    }
+    let equivalent_sets: Vec<EvalSet> = merged_sets
+        .iter()
+        .zip(&files_of)
+        .map(|(set, files)| {
+            let accepting = eval::accept_equivalents(set, files).expect("answers load");
+            let with = accepting.cases.iter().filter(|c| !c.accepted.is_empty());
+            let (test, tune) = with.fold((0, 0), |(test, tune), c| match c.half {
+                Half::Test => (test + 1, tune),
+                Half::Tune => (test, tune + 1),
+            });
+            println!(
+                "\n({}: {test} test and {tune} tune questions have another tool accepted)",
+                accepting.name
+            );
+            accepting
+        })
+        .collect();
+    sets.extend(&equivalent_sets);
     let mut results: Vec<(String, Half, Vec<Row>)> = Vec::new();
     #[cfg(feature = "embed")]
     let mut tool_memo: HashMap<String, Vec<f32>> = HashMap::new();
@@ -800,12 +834,19 @@ fn main() {
     let as_labelled: Vec<&str> = sets
         .iter()
         .map(|s| s.name.as_str())
-        .filter(|n| !n.ends_with("twins merged"))
+        .filter(|n| !n.ends_with("twins merged") && !n.ends_with("equivalents accepted"))
         .collect();
     print_pooled("as labelled", &results, &as_labelled);
     let mut with_merge: Vec<&str> = vec![fixture.name.as_str()];
     with_merge.extend(merged_sets.iter().map(|s| s.name.as_str()));
     print_pooled("twins merged", &results, &with_merge);
+    let mut with_equivalents: Vec<&str> = vec![fixture.name.as_str()];
+    with_equivalents.extend(equivalent_sets.iter().map(|s| s.name.as_str()));
+    print_pooled(
+        "twins merged, equivalents accepted",
+        &results,
+        &with_equivalents,
+    );
 
     // The lexical weights, revisited on the tune halves (twins merged).
     let mut tune_sets = vec![&fixture];

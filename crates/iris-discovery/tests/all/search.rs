@@ -886,6 +886,7 @@ fn metrics_and_none_metrics_count_right() {
         expected: expected.to_owned(),
         kind: eval::QueryKind::of(query, expected),
         half: eval::Half::Test,
+        accepted: Vec::new(),
     };
     let cases = [
         case("first", "mcp__jira__add_comment"),
@@ -923,4 +924,77 @@ fn metrics_and_none_metrics_count_right() {
         (m.precision, m.recall, m.positive_accuracy),
         (0.5, 0.5, 0.5)
     );
+}
+
+/// One BFCL entry per line: a question about a circle of radius 4 in inches, labelled
+/// `calculate_circumference`, pooled with tools of other entries.
+const BFCL_EQUIVALENTS: &str = r#"{"id": "simple_python_10", "question": [[{"role": "user", "content": "Circumference of a circle of radius 4 inches?"}]], "function": [{"name": "calculate_circumference", "description": "Circumference of a circle.", "parameters": {"type": "dict", "properties": {"radius": {"type": "integer"}, "unit": {"type": "string"}}, "required": ["radius"]}}]}
+{"id": "simple_python_11", "question": [[{"role": "user", "content": "Circle of radius 2?"}]], "function": [{"name": "geometry.circumference", "description": "Circumference from a radius.", "parameters": {"type": "dict", "properties": {"radius": {"type": "integer"}, "units": {"type": "string"}}, "required": ["Radius"]}}]}
+{"id": "simple_python_12", "question": [[{"role": "user", "content": "A circle's area, radius 3?"}]], "function": [{"name": "geometry.area_circle", "description": "Area of a circle.", "parameters": {"type": "dict", "properties": {"radius": {"type": "integer"}}, "required": ["radius"]}}]}
+{"id": "simple_python_13", "question": [[{"role": "user", "content": "Circumference with a diameter of 8?"}]], "function": [{"name": "circumference_from_diameter", "description": "Circumference from a diameter.", "parameters": {"type": "dict", "properties": {"diameter": {"type": "integer"}}, "required": ["diameter"]}}]}
+{"id": "simple_python_14", "question": [[{"role": "user", "content": "Get a circumference."}]], "function": [{"name": "get_circumference", "description": "Anything.", "parameters": {"type": "dict", "properties": {"radius": {"type": "integer"}}}}]}
+{"id": "simple_python_15", "question": [[{"role": "user", "content": "Circumference in some unit."}]], "function": [{"name": "circumference.calculate", "description": "Circumference with a unit.", "parameters": {"type": "dict", "properties": {"radius": {"type": "integer"}, "unit": {"type": "string"}}, "required": ["radius", "unit"]}}]}
+"#;
+
+const BFCL_EQUIVALENTS_ANSWERS: &str = r#"{"id": "simple_python_10", "ground_truth": [{"calculate_circumference": {"radius": [4], "unit": ["", "inches"]}}]}
+{"id": "simple_python_11", "ground_truth": [{"geometry.circumference": {"radius": [2], "units": [""]}}]}
+{"id": "simple_python_12", "ground_truth": [{"geometry.area_circle": {"radius": [3]}}]}
+{"id": "simple_python_13", "ground_truth": [{"circumference_from_diameter": {"diameter": [8]}}]}
+{"id": "simple_python_14", "ground_truth": [{"get_circumference": {}}]}
+{"id": "simple_python_15", "ground_truth": [{"circumference.calculate": {"radius": [1], "unit": ["cm"]}}]}
+"#;
+
+#[test]
+fn equivalents_are_accepted_by_one_strict_rule() {
+    let files = [(BFCL_EQUIVALENTS, BFCL_EQUIVALENTS_ANSWERS)];
+    let pooled = eval::bfcl_pool("bfcl-simple", &files).unwrap();
+    let accepting = eval::accept_equivalents(&pooled, &files).unwrap();
+    assert_eq!(accepting.name, "bfcl-simple, equivalents accepted");
+    assert_eq!(names(&accepting.tools), names(&pooled.tools));
+    let accepted: Vec<(&str, Vec<&str>)> = accepting
+        .cases
+        .iter()
+        .map(|c| {
+            (
+                c.expected.as_str(),
+                c.accepted.iter().map(String::as_str).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        accepted,
+        [
+            // Radius given (the unit too): the other circumference tools that need only
+            // what was given, and whose name words beyond the operation are all in it
+            // (`Radius` matches `radius`). Not the area (other words), not the diameter
+            // one (a parameter not given), not one requiring nothing.
+            (
+                "calculate_circumference",
+                vec!["geometry_circumference", "circumference_calculate"]
+            ),
+            // `units` was left out (its only value is ""), so the tools requiring a unit
+            // are not accepted; the labelled tool never lists itself.
+            ("geometry_circumference", vec!["calculate_circumference"]),
+            ("geometry_area_circle", vec![]),
+            ("circumference_from_diameter", vec![]),
+            // A call with no arguments accepts nothing.
+            ("get_circumference", vec![]),
+            (
+                "circumference_calculate",
+                vec!["calculate_circumference", "geometry_circumference"]
+            ),
+        ]
+    );
+    // A ranking that puts an accepted tool first is right at R@1; as labelled it is not.
+    let first_is = |name: &'static str| {
+        let at = accepting.tools.iter().position(|t| t.name == name).unwrap();
+        move |_: &str, _: usize| vec![at]
+    };
+    let case = [&accepting.cases[0]];
+    let plain = [&pooled.cases[0]];
+    let hit = eval::metrics(&accepting.tools, &case, first_is("geometry_circumference"));
+    let miss = eval::metrics(&pooled.tools, &plain, first_is("geometry_circumference"));
+    assert_eq!((hit.at1, miss.at1), (1.0, 0.0));
+    let neighbour = eval::metrics(&accepting.tools, &case, first_is("geometry_area_circle"));
+    assert_eq!(neighbour.at1, 0.0);
 }

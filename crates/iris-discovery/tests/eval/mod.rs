@@ -399,6 +399,16 @@ pub struct Case {
     pub kind: QueryKind,
     /// The half it belongs to.
     pub half: Half,
+    /// Other tools counted as right for it (empty but in an "equivalents accepted" set,
+    /// see [`accept_equivalents`]).
+    pub accepted: Vec<String>,
+}
+
+impl Case {
+    /// Whether `name` answers this case: the expected tool or an accepted one.
+    pub fn is_right(&self, name: &str) -> bool {
+        name == self.expected || self.accepted.iter().any(|a| a == name)
+    }
 }
 
 /// A catalog and labelled queries over it.
@@ -430,6 +440,7 @@ pub fn fixture_set(catalog: &str, queries: &str) -> Result<EvalSet> {
             half: half_of(&q.query),
             query: q.query,
             expected: q.expected,
+            accepted: Vec::new(),
         })
         .collect();
     Ok(EvalSet {
@@ -464,7 +475,7 @@ pub fn metrics(
     let (mut at1, mut at5, mut rr) = (0usize, 0usize, 0.0f64);
     for case in cases {
         let hits = rank(&case.query, MRR_DEPTH);
-        if let Some(p) = hits.iter().position(|&i| tools[i].name == case.expected) {
+        if let Some(p) = hits.iter().position(|&i| case.is_right(&tools[i].name)) {
             at1 += usize::from(p == 0);
             at5 += usize::from(p < 5);
             rr += 1.0 / (p + 1) as f64;
@@ -667,6 +678,149 @@ fn bfcl_answers(jsonl: &str) -> Result<HashMap<String, String>> {
     Ok(out)
 }
 
+/// The ground-truth call of each `possible_answer` entry, keyed by its question: the
+/// function's tool name and the names of the parameters it is given a value for (a
+/// parameter whose only acceptable value is `""`, "leave it out", is not given).
+fn bfcl_calls(files: &[(&str, &str)]) -> Result<HashMap<String, (String, Vec<String>)>> {
+    let mut out = HashMap::new();
+    for (questions, answers) in files {
+        let mut by_id = HashMap::new();
+        for line in answers.lines().filter(|l| !l.trim().is_empty()) {
+            let answer: BfclAnswer = serde_json::from_str(line)?;
+            if let Some((name, args)) = answer.ground_truth.first().and_then(|m| m.iter().next()) {
+                let given = args
+                    .as_object()
+                    .map(|args| {
+                        args.iter()
+                            .filter(|(_, v)| match v {
+                                Value::Array(values) => values.iter().any(|v| v != ""),
+                                _ => true,
+                            })
+                            .map(|(k, _)| k.clone())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                by_id.insert(answer.id, (bfcl_tool_name(name), given));
+            }
+        }
+        for entry in bfcl_entries(questions)? {
+            if let Some(call) = by_id.remove(&entry.id) {
+                out.entry(bfcl_query(&entry)).or_insert(call);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Name words that say how a tool works (`get`, `calculate`) or name no subject
+/// (`info`, `data`), not what it is about: [`accept_equivalents`] leaves them out when
+/// it compares two names.
+const OPERATION_WORDS: &[&str] = &[
+    "get",
+    "calculate",
+    "calc",
+    "compute",
+    "find",
+    "search",
+    "fetch",
+    "retrieve",
+    "create",
+    "make",
+    "check",
+    "lookup",
+    "info",
+    "details",
+    "data",
+];
+
+/// A parameter or name word reduced for comparison: lower-case letters and digits,
+/// one trailing plural `s` dropped (`units` and `unit`, `Radius` and `radius`).
+fn comparable(word: &str) -> String {
+    let mut w: String = word
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    if w.len() > 3 && w.ends_with('s') {
+        w.pop();
+    }
+    w
+}
+
+/// A pooled BFCL set (as labelled or twins merged) where a tool that does the same job
+/// as the labelled one also counts as right: the set named `<name>, equivalents
+/// accepted`. A pooled catalog offers many tools from different entries for one job
+/// (`calculate_circumference` and `geometry_circumference`, `solve_quadratic_equation`
+/// and `math_roots_quadratic`), and a question's label names only its own entry's.
+/// The rule is mechanical, the same for every ranking, and strict: another tool `B` is
+/// accepted for a question when `B` requires at least one parameter, the question's
+/// ground-truth call gives a value to a parameter of the same name for every one `B`
+/// requires (names compared by [`comparable`]), and the words of one name beyond the
+/// [`OPERATION_WORDS`] are all words of the other (`circumference` of
+/// `geometry_circumference`). Near misses stay wrong: `calculate_derivative(func,
+/// x_value)` for `calculus_derivative(function, value)`, `math_roots_quadratic` for
+/// `solve_quadratic_equation`; so do neighbours (`math_gcd` for `math_lcm`,
+/// `restaurant_find_nearby` for `library_find_nearby`). `files` are the `(questions,
+/// answers)` pairs the set was pooled from.
+pub fn accept_equivalents(set: &EvalSet, files: &[(&str, &str)]) -> Result<EvalSet> {
+    let calls = bfcl_calls(files)?;
+    let topic = |name: &str| -> std::collections::HashSet<String> {
+        name_words(name)
+            .iter()
+            .map(|w| comparable(w))
+            .filter(|w| !OPERATION_WORDS.contains(&w.as_str()))
+            .collect()
+    };
+    let required: Vec<Vec<String>> = set
+        .tools
+        .iter()
+        .map(|t| {
+            t.input_schema
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).map(comparable).collect())
+                .unwrap_or_default()
+        })
+        .collect();
+    let cases = set
+        .cases
+        .iter()
+        .map(|case| {
+            let mut case = case.clone();
+            if let Some((_, given)) = calls.get(&case.query) {
+                let given: Vec<String> = given.iter().map(|g| comparable(g)).collect();
+                let expected = topic(&case.expected);
+                case.accepted = set
+                    .tools
+                    .iter()
+                    .zip(&required)
+                    .filter(|(tool, required)| {
+                        tool.name != case.expected
+                            && !required.is_empty()
+                            && required.iter().all(|r| given.contains(r))
+                            && {
+                                let other = topic(&tool.name);
+                                let (fewer, more) = if other.len() <= expected.len() {
+                                    (&other, &expected)
+                                } else {
+                                    (&expected, &other)
+                                };
+                                !fewer.is_empty() && fewer.is_subset(more)
+                            }
+                    })
+                    .map(|(tool, _)| tool.name.clone())
+                    .collect();
+            }
+            case
+        })
+        .collect();
+    Ok(EvalSet {
+        name: format!("{}, equivalents accepted", set.name),
+        tools: set.tools.clone(),
+        cases,
+    })
+}
+
 /// BFCL `multiple` pooled into one catalog: every function of every entry, once per
 /// name (the first description wins when two entries describe a name differently),
 /// and each entry's question labelled with its ground-truth function. Split by id.
@@ -699,6 +853,7 @@ pub fn bfcl_pool(name: &str, files: &[(&str, &str)]) -> Result<EvalSet> {
                     half: half_of(&entry.id),
                     query,
                     expected: expected.clone(),
+                    accepted: Vec::new(),
                 });
             }
         }
