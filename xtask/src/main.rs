@@ -81,6 +81,11 @@ fn root() -> PathBuf {
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
 }
 
+/// Where cargo puts its builds: `$CARGO_TARGET_DIR`, else `target/` in the workspace.
+fn target_dir() -> PathBuf {
+    env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from)
+}
+
 fn cargo() -> Command {
     let mut cmd = Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     cmd.current_dir(root());
@@ -173,8 +178,14 @@ fn docs() -> Result<(), String> {
 /// quickstart prints only from what the run really did: its events, its outcome, or the
 /// workspace afterwards.
 fn quickstart() -> Result<(), String> {
-    let mut cmd = cargo();
-    cmd.args(["run", "--quiet", "-p", "iris", "--example", "quickstart"]);
+    // Built for the whole workspace, the example has the same dependency features as
+    // `cargo test --workspace` gave it, so this reuses that build (`cargo run -p iris`
+    // would resolve features for `iris` alone and rebuild a large part of the tree).
+    let mut build = cargo();
+    build.args(["build", "--quiet", "--workspace", "--example", "quickstart"]);
+    run(build)?;
+    let mut cmd = Command::new(target_dir().join("debug/examples/quickstart"));
+    cmd.current_dir(root());
     eprintln!("xtask: running {cmd:?}");
     let out = cmd
         .output()
@@ -354,11 +365,9 @@ fn mcp_serve_bench() -> Result<(), String> {
         return Err("crates/iris-mcp/tests/fixtures/mcp/setup.sh failed".into());
     }
     let python = String::from_utf8_lossy(&venv.stdout).trim().to_owned();
-    let target =
-        env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from);
     let mut py = Command::new(python);
     py.arg(root().join("crates/iris-mcp/benches/serve_roundtrip.py"))
-        .arg(target.join("release/iris"))
+        .arg(target_dir().join("release/iris"))
         .arg("500");
     run(py)
 }
