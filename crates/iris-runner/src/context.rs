@@ -17,10 +17,11 @@
 //!   stored JSON), in pages of `limit` characters (default 4,000, at most 20,000) from
 //!   `offset`; the result's `data` says `total_chars` and `next_offset` (`null` at the
 //!   end).
-//! * **`context_search(query, cursor, limit)`** scans the history for messages whose
-//!   text holds `query` (case-insensitive), from message `cursor` (default 0), at most
-//!   `limit` hits (default 10, at most 50), each with its reference and a snippet;
-//!   `data.next_cursor` continues the scan (`null` at the end).
+//! * **`context_search(query, cursor, limit)`** scans the history, message by message
+//!   and each tool result on its own, for text that holds `query` (case-insensitive),
+//!   at most `limit` hits (default 10, at most 50), each with its reference and a
+//!   snippet; `data.next_cursor` is where the next page starts (pass it as `cursor`;
+//!   `null` at the end, default 0: the start).
 //!
 //! Both are read-only, auto-allowed and answered by the run loop itself (they read the
 //! run's history); outside a run they are a `TOOL_FAILED` error saying so.
@@ -113,7 +114,7 @@ impl RunLoopTool {
                 "type": "object",
                 "properties": {
                     "query": {"type": "string", "minLength": 1, "description": "Text to find, case-insensitive."},
-                    "cursor": {"type": "integer", "minimum": 0, "description": "Message index to start at, default 0."},
+                    "cursor": {"type": "integer", "minimum": 0, "description": "Where to continue: `next_cursor` of the last answer; default 0, the start."},
                     "limit": {"type": "integer", "minimum": 1, "maximum": SEARCH_MAX,
                         "description": "Hits to return, default 10."}
                 },
@@ -250,39 +251,52 @@ pub(crate) fn search(history: &[Message], args: &Value) -> ToolOutput {
         (Err(e), _) | (_, Err(e)) => return bad(e),
         _ => return bad("`limit` must be at least 1"),
     };
+    // The scan's positions: each tool result of a tool message on its own, each other
+    // message whole. A cursor is a position, so a page ends exactly at `limit` hits
+    // even inside a tool message that holds a whole turn's results.
+    let positions = history.iter().enumerate().flat_map(
+        |(index, message)| -> Vec<(usize, &Message, String, String)> {
+            match message.role {
+                Role::Tool => message
+                    .content
+                    .iter()
+                    .filter_map(|p| match p {
+                        Part::ToolResult(b) => Some((
+                            index,
+                            message,
+                            format!("result:{}", b.tool_use_id),
+                            blocks_text(&b.content),
+                        )),
+                        _ => None,
+                    })
+                    .collect(),
+                _ => vec![(
+                    index,
+                    message,
+                    format!("message:{index}"),
+                    message_text(message),
+                )],
+            }
+        },
+    );
     let mut hits = Vec::new();
     let mut next_cursor = None;
-    for (index, message) in history.iter().enumerate().skip(cursor) {
+    for (position, (index, message, reference, text)) in positions.enumerate().skip(cursor) {
         if hits.len() == limit {
-            next_cursor = Some(index);
+            next_cursor = Some(position);
             break;
         }
-        let refs: Vec<(String, String)> = match message.role {
-            Role::Tool => message
-                .content
-                .iter()
-                .filter_map(|p| match p {
-                    Part::ToolResult(b) => {
-                        Some((format!("result:{}", b.tool_use_id), blocks_text(&b.content)))
-                    }
-                    _ => None,
-                })
-                .collect(),
-            _ => vec![(format!("message:{index}"), message_text(message))],
-        };
-        for (reference, text) in refs {
-            let lower = text.to_lowercase();
-            if let Some(at) = lower.find(&query) {
-                // Char-safe snippet around the match.
-                let start_char = lower[..at].chars().count().saturating_sub(SNIPPET / 2);
-                let snippet: String = text.chars().skip(start_char).take(SNIPPET).collect();
-                hits.push(json!({
-                    "ref": reference,
-                    "message": index,
-                    "role": message.role,
-                    "snippet": snippet,
-                }));
-            }
+        let lower = text.to_lowercase();
+        if let Some(at) = lower.find(&query) {
+            // Char-safe snippet around the match.
+            let start_char = lower[..at].chars().count().saturating_sub(SNIPPET / 2);
+            let snippet: String = text.chars().skip(start_char).take(SNIPPET).collect();
+            hits.push(json!({
+                "ref": reference,
+                "message": index,
+                "role": message.role,
+                "snippet": snippet,
+            }));
         }
     }
     let text = if hits.is_empty() {
@@ -429,5 +443,45 @@ mod tests {
             search(&h, &json!({"query": ""})).error_code(),
             Some("INVALID_INPUT")
         );
+    }
+
+    #[test]
+    fn search_pages_end_at_limit_inside_one_tool_message() {
+        // One tool message holding a whole turn's three results, all matching.
+        let results: Vec<_> = (1..=3)
+            .map(|i| {
+                ToolOutput::text(format!("beta {i}"))
+                    .into_result(&format!("call_1_{i}"), "read_file")
+            })
+            .collect();
+        let h = vec![
+            Message::user("look for beta"),
+            Message::tool_results(&results),
+            Message::assistant("no beta here"),
+        ];
+        let refs = |out: &ToolOutput| -> Vec<String> {
+            out.data["hits"]
+                .as_array()
+                .map(|hits| {
+                    hits.iter()
+                        .filter_map(|h| h["ref"].as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let first = search(&h, &json!({"query": "beta", "limit": 2}));
+        assert_eq!(refs(&first), ["message:0", "result:call_1_1"]);
+        let second = search(
+            &h,
+            &json!({"query": "beta", "limit": 2, "cursor": first.data["next_cursor"]}),
+        );
+        assert_eq!(refs(&second), ["result:call_1_2", "result:call_1_3"]);
+        let third = search(
+            &h,
+            &json!({"query": "beta", "limit": 2, "cursor": second.data["next_cursor"]}),
+        );
+        assert_eq!(refs(&third), ["message:2"]);
+        assert_eq!(third.data["next_cursor"], Value::Null);
+        assert_eq!(third.data["hits"][0]["message"], 2);
     }
 }
