@@ -12,7 +12,8 @@ use iris_executor::HeartbeatListener;
 use iris_files::ReadState;
 use iris_hooks::{EventCommon, RunStatus as HookRunStatus};
 use iris_providers::chat::{
-    CompletionRequest, CompletionResponse, Message, ModelToolCall, StopReason, StreamEvent, Usage,
+    CompletionRequest, CompletionResponse, Message, ModelToolCall, Part, Role, StopReason,
+    StreamEvent, Usage,
 };
 use iris_providers::{CompletionProvider, ProviderError, Strict, StrictModeCall, next};
 use iris_tools_core::{
@@ -712,13 +713,30 @@ impl AgentRunner {
             self.collect_background(state, sink);
             self.deliver_background(state);
             if state.record.turns >= inner.max_turns {
-                return failed(RunError::new(
-                    codes::RUN_MAX_TURNS,
+                // Under `background_calls: wait` the loop also comes back here after
+                // an answer that came while background calls ran: then the model did
+                // not ask for tools, and the run ends for want of a request to give it
+                // their results.
+                let answered = state
+                    .record
+                    .history
+                    .iter()
+                    .rev()
+                    .find(|m| m.role == Role::Assistant)
+                    .is_some_and(|m| !m.content.iter().any(|p| matches!(p, Part::ToolCall { .. })));
+                let message = if answered {
+                    format!(
+                        "the model answered while background calls were running, and after {} \
+                         model requests (max_turns) none is left to give it their results",
+                        inner.max_turns
+                    )
+                } else {
                     format!(
                         "the model still asked for tools after {} model requests (max_turns)",
                         inner.max_turns
-                    ),
-                ));
+                    )
+                };
+                return failed(RunError::new(codes::RUN_MAX_TURNS, message));
             }
             state.record.turns += 1;
             let turn = state.record.turns;

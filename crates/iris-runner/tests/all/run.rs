@@ -907,6 +907,36 @@ fn a_background_call_answers_with_a_receipt_and_its_result_arrives_on_a_later_tu
 }
 
 #[test]
+fn max_turns_reached_while_waiting_on_a_background_call_says_so() {
+    runtime().block_on(async {
+        let done = Arc::new(AtomicUsize::new(0));
+        let registry = ToolRegistry::new();
+        registry.register(slow_report(&done, 300)).unwrap();
+        // The second request answers while the report still runs; `wait` would ask
+        // once more with its result, but max_turns allows only two requests.
+        let provider = ScriptedProvider::from_yaml(
+            "- tool_calls: [{name: build_report}]\n- {expect_tool_results: 1, text: Started.}\n",
+        )
+        .unwrap();
+        let runner = AgentRunner::builder(provider, ToolExecutor::new(registry))
+            .max_turns(2)
+            .build();
+        let RunOutcome::Failed { error } = runner.run("weekly report").await else {
+            panic!("expected RUN_MAX_TURNS")
+        };
+        assert_eq!(error.code, "RUN_MAX_TURNS");
+        assert!(
+            error
+                .message
+                .contains("answered while background calls were running"),
+            "{}",
+            error.message
+        );
+        assert!(!error.message.contains("still asked for tools"));
+    });
+}
+
+#[test]
 fn background_calls_drop_policy_completes_at_once_and_cancels_them() {
     runtime().block_on(async {
         let done = Arc::new(AtomicUsize::new(0));
