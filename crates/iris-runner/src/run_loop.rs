@@ -412,6 +412,21 @@ impl AgentRunner {
                 return Err(e.into());
             }
         };
+        // The loop indexes a pending turn's results by call: a record whose two lists
+        // differ (edited by hand, or written by another store implementation) is
+        // refused here instead of panicking later.
+        if let Some(pending) = &loaded.pending
+            && pending.results.len() != pending.calls.len()
+        {
+            let _ = store.release(run_id, &owner).await;
+            return Err(StoreError::failed(format!(
+                "run `{run_id}`: its stored turn {} has {} calls and {} result slots",
+                pending.turn,
+                pending.calls.len(),
+                pending.results.len()
+            ))
+            .into());
+        }
         if let Some(parent) = &loaded.parent
             && !self.inner.is_child
         {

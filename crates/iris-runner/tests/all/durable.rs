@@ -441,6 +441,57 @@ async fn a_tightened_policy_refuses_the_approved_call(kind: Kind) {
     assert!(!root.join("out.txt").exists());
 }
 
+/// A stored waiting run whose pending turn has fewer result slots than calls (a
+/// hand-edited row, another store implementation) is refused with
+/// `RUN_STORE_FAILED`, not a panic; nothing runs and the lease is given back.
+async fn a_stored_turn_with_missing_result_slots_is_refused(kind: Kind) {
+    let place = Place::new(kind).await;
+    let ws = tempfile::tempdir().unwrap();
+    let root = ws.path().canonicalize().unwrap();
+    let script = "- tool_calls: [{name: write_file, arguments: {file_path: out.txt, content: x}}]\n- {expect_tool_results: 1, text: done}\n";
+    let first = runner(
+        script,
+        &root,
+        place.open().await,
+        executor(&root, ApprovalMode::Confirm, vec![]),
+    );
+    let RunOutcome::Waiting {
+        run_id,
+        interaction,
+    } = first.run("write").await
+    else {
+        panic!()
+    };
+    let store = place.open().await;
+    store
+        .acquire(&run_id, "editor", Duration::from_secs(5))
+        .await
+        .unwrap();
+    let mut record = store.load(&run_id).await.unwrap().unwrap();
+    record.pending.as_mut().unwrap().results.clear();
+    store.save(&record, "editor").await.unwrap();
+    store.release(&run_id, "editor").await.unwrap();
+
+    let second = runner(
+        script,
+        &root,
+        place.open().await,
+        executor(&root, ApprovalMode::Confirm, vec![]),
+    );
+    let err = second
+        .resume(&run_id, interaction.id(), Answer::Approve)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, "RUN_STORE_FAILED", "{err}");
+    assert!(err.message.contains("1 calls and 0 result slots"), "{err}");
+    assert!(!root.join("out.txt").exists());
+    // The lease was given back: another owner takes it at once.
+    store
+        .acquire(&run_id, "after", Duration::from_secs(5))
+        .await
+        .unwrap();
+}
+
 /// `ask_question` waits; the answer must be one of the options; it becomes the
 /// call's result.
 async fn a_question_waits_for_its_answer(kind: Kind) {
@@ -720,6 +771,7 @@ on_every_store!(
     store_contract,
     approval_waits_and_another_process_resumes,
     a_tightened_policy_refuses_the_approved_call,
+    a_stored_turn_with_missing_result_slots_is_refused,
     a_question_waits_for_its_answer,
     a_crash_mid_call_is_recovered_without_a_blind_rerun,
     racing_resumes_drive_the_run_once,
