@@ -489,7 +489,9 @@ pub(crate) fn parse_http_date(text: &str) -> Option<SystemTime> {
     if fields.next()? != "GMT" || fields.next().is_some() || clock.next().is_some() {
         return None;
     }
-    if !(1..=31).contains(&day) || h > 23 || m > 59 || s > 60 {
+    // HTTP dates are four-digit years; outside them the date arithmetic below could
+    // overflow on a hostile header.
+    if !(1..=31).contains(&day) || !(1970..=9999).contains(&year) || h > 23 || m > 59 || s > 60 {
         return None;
     }
     let days = u64::try_from(days_from_civil(year, month, day)).ok()?;
@@ -676,6 +678,20 @@ mod tests {
             Some(UNIX_EPOCH + Duration::from_secs(951_825_600))
         );
         assert_eq!(parse_http_date("Sunday, 06-Nov-94 08:49:37 GMT"), None);
+        // Years a hostile header may carry: refused, not overflowed.
+        for year in [
+            "-9223372036854775808",
+            "9223372036854775807",
+            "1969",
+            "10000",
+        ] {
+            assert_eq!(
+                parse_http_date(&format!("Thu, 01 Jan {year} 00:00:00 GMT")),
+                None,
+                "{year}"
+            );
+        }
+        assert!(parse_http_date("Fri, 31 Dec 9999 23:59:59 GMT").is_some());
         assert_eq!(
             parse_go_duration("1h2m3.5s"),
             Some(Duration::from_millis(3_723_500))

@@ -582,7 +582,9 @@ impl ChatStream {
         let wire_index = chunk
             .index
             .unwrap_or_else(|| match (&chunk.id, self.calls.last()) {
-                (Some(id), Some(last)) if !id.is_empty() && *id != last.id => last.key + 1,
+                (Some(id), Some(last)) if !id.is_empty() && *id != last.id => {
+                    last.key.saturating_add(1)
+                }
                 (_, Some(last)) => last.key,
                 (_, None) => 0,
             });

@@ -650,3 +650,25 @@ fn base_urls_are_checked() {
         "PROVIDER_CONFIG_INVALID"
     );
 }
+
+#[tokio::test]
+async fn a_hostile_call_index_does_not_overflow() {
+    // The largest index, then a chunk that leaves `index` out and starts a new id: the
+    // next key would overflow; the stream is read without a panic.
+    let server = TestServer::start(Reply::sse(openai_sse(&[
+        role_chunk(),
+        call_start(u64::MAX, "call_a", "read_file"),
+        call_args(u64::MAX, "{\"file_path\": \"a.txt\"}"),
+        chunk(
+            json!({"tool_calls": [{"id": "call_b", "type": "function",
+                "function": {"name": "read_file", "arguments": ""}}]}),
+            None,
+        ),
+        chunk(json!({}), Some("tool_calls")),
+    ])))
+    .await;
+    let (_, turn) = stream_turn(&client(&server), &request()).await;
+    assert_eq!(turn.stop, StopReason::ToolUse);
+    assert_eq!(turn.tool_calls[0].id, "call_a");
+    assert_eq!(turn.tool_calls[0].arguments, json!({"file_path": "a.txt"}));
+}
