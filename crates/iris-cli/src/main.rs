@@ -7,7 +7,8 @@
 //!   returned an error result, or the run failed (`error[CODE]: …`); `iris resume` /
 //!   `iris runs show`: no such run (`RUN_NOT_FOUND`), or it does not wait for that
 //!   answer (`RUN_NOT_WAITING`, `RUN_INTERACTION_STALE`);
-//! - 2: bad command line or bad call input: input that is not JSON, or JSON the tool's
+//! - 2: bad command line (`CLI_USAGE`, a JSON error with `--json`) or bad call input:
+//!   input that is not JSON, or JSON the tool's
 //!   schema or parser rejects (an `INVALID_INPUT` result, which is still printed); an
 //!   answer that does not fit the waiting run (`RUN_ANSWER_INVALID`); a bad
 //!   `--session` id (`SESSION_ID_INVALID`);
@@ -105,8 +106,9 @@ Output: text escapes terminal controls (ESC, CR, bidi overrides show as \\x1b, \
 
 Exit codes: 0 success (a run completed); 1 problems found, the tool returned an error, the
 run failed, or no such run / nothing to answer (RUN_NOT_FOUND, RUN_NOT_WAITING,
-RUN_INTERACTION_STALE); 2 bad command line or call input (not JSON, or rejected by the
-tool's schema: INVALID_INPUT; RUN_ANSWER_INVALID; SESSION_ID_INVALID); 3 configuration or
+RUN_INTERACTION_STALE); 2 bad command line (CLI_USAGE) or call input (not JSON, or
+rejected by the tool's schema: INVALID_INPUT; RUN_ANSWER_INVALID; SESSION_ID_INVALID); 3
+configuration or
 assembly error, an untrusted folder, the run store failed, or stdout could not be
 written; 4 approval required but not given (a run waits for a human: RUN_WAITING, its run
 id and the resume commands are printed); 5 the run is driven by another process
@@ -452,8 +454,14 @@ impl From<TrustError> for Failure {
     }
 }
 
+/// The code of a command line clap refuses (exit 2).
+const CLI_USAGE: &str = "CLI_USAGE";
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e),
+    };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -473,6 +481,39 @@ fn main() -> ExitCode {
     // that never returns); the process does not wait for it.
     runtime.shutdown_timeout(SHUTDOWN_GRACE);
     ExitCode::from(code)
+}
+
+/// A command line clap refuses: its own text on stderr (help and the version on
+/// stdout, exit 0), or with `--json` one `{"error": {"code": "CLI_USAGE", "message"}}`
+/// on stdout, so a script reads every failure the same way; exit 2.
+fn usage_error(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) || !e.use_stderr() {
+        let _ = e.print();
+        return ExitCode::SUCCESS;
+    }
+    // `--json` among the flags (not after `--`, where it would be a prompt's word).
+    let json = std::env::args_os()
+        .skip(1)
+        .take_while(|a| a != "--")
+        .any(|a| a == "--json");
+    if json {
+        // clap's first line, without its `error: ` prefix or styles.
+        let rendered = e.render().to_string();
+        let first = rendered.lines().next().unwrap_or_default();
+        let message = first.strip_prefix("error: ").unwrap_or(first);
+        print_json(&json!({"error": {"code": CLI_USAGE, "message": message}}));
+        if let Some(e) = output::stdout_error() {
+            err_line(&format!(
+                "error[{}]: cannot write to stdout: {e}",
+                codes::IO_ERROR
+            ));
+            return ExitCode::from(3);
+        }
+    } else {
+        let _ = e.print();
+    }
+    ExitCode::from(2)
 }
 
 async fn main_async(cli: &Cli) -> u8 {

@@ -293,6 +293,43 @@ fn help_lists_examples_and_exit_codes() {
     }
 }
 
+/// A command line clap refuses is exit 2: clap's own text, or with `--json` one JSON
+/// error with the code `CLI_USAGE` on stdout (and nothing on stderr).
+#[test]
+fn a_bad_command_line_is_cli_usage_and_json_with_json() {
+    let rows: &[(&[&str], &str)] = &[
+        (&["--json", "run", "hi", "--model"], "--model"),
+        (&["--json", "tools", "--no-such-flag"], "--no-such-flag"),
+        (&["--json", "no-such-command"], "no-such-command"),
+        (
+            &["--json", "resume", "run_1", "--approve", "--deny", "x"],
+            "--deny",
+        ),
+    ];
+    for (args, names) in rows {
+        let run = iris(&examples(), args, &[], "");
+        assert_eq!(run.code, 2, "{args:?}: {run:?}");
+        let error: serde_json::Value =
+            serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {run:?}"));
+        assert_eq!(error["error"]["code"], "CLI_USAGE", "{args:?}: {run:?}");
+        let message = error["error"]["message"].as_str().unwrap();
+        assert!(message.contains(names), "{args:?}: {message}");
+        assert!(!message.starts_with("error:"), "{message}");
+        assert!(run.stderr.is_empty(), "{args:?}: {run:?}");
+    }
+    // Without --json (and with it only after `--`, as a prompt's word): clap's text.
+    for args in [
+        &["run", "hi", "--model"][..],
+        &["tools", "--no-such-flag", "--", "--json"][..],
+    ] {
+        let run = iris(&examples(), args, &[], "");
+        assert_eq!(run.code, 2, "{args:?}: {run:?}");
+        assert!(run.stdout.is_empty(), "{args:?}: {run:?}");
+        assert!(run.stderr.starts_with("error: "), "{args:?}: {run:?}");
+        assert!(run.stderr.contains("--help"), "{args:?}: {run:?}");
+    }
+}
+
 /// Config lookup: `./iris.yaml`, else `.iris/agent.yaml`, else a clear error.
 #[test]
 fn default_config_locations() {
