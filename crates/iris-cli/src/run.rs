@@ -293,6 +293,8 @@ pub(crate) async fn resume(
             };
             let interaction = &pending.interaction;
             let Some(answer) = answer.filter(|a| fits(a, interaction)) else {
+                // A subagent's child run is answered through its parent run.
+                let target = record.parent.as_ref().map_or(run_id, |r| r.run_id.as_str());
                 return Err(Failure::new(
                     2,
                     iris_runner::codes::RUN_ANSWER_INVALID,
@@ -300,7 +302,7 @@ pub(crate) async fn resume(
                         "run `{run_id}` waits for a human ({}: {}); answer it with {}",
                         interaction.kind(),
                         interaction.summary(),
-                        answer_commands(iris, run_id, interaction).join(" | ")
+                        answer_commands(iris, target, interaction).join(" | ")
                     ),
                 ));
             };
@@ -644,7 +646,8 @@ impl<'a> View<'a> {
         ));
         let why = match interaction.innermost() {
             Interaction::Approval(_) => {
-                "no terminal can answer here (--yes approves every call); the run is saved"
+                "no terminal can answer here (`run --yes` approves every call); the run \
+                 is saved"
             }
             Interaction::Question(_) => "no terminal can answer here; the run is saved",
             Interaction::Secret(_) => {

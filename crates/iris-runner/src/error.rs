@@ -114,7 +114,10 @@ pub enum Error {
         message: String,
     },
     /// The YAML names a host key that was not registered.
-    #[error("`{key}`: no {kind} named `{name}` is registered by the host; registered: [{}]", known.join(", "))]
+    #[error(
+        "`{key}`: no {kind} named `{name}` is registered by the host; {}",
+        registered(known)
+    )]
     HostKeyUnknown {
         /// The YAML key path, e.g. `tools.python.functions[0]`.
         key: String,
@@ -216,3 +219,13 @@ impl Error {
 
 /// This crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What a host registered, for [`Error::HostKeyUnknown`]: the names, or that there are
+/// none (as with the `iris` command line, which embeds no host code).
+fn registered(known: &[String]) -> String {
+    if known.is_empty() {
+        "it registered none (the `iris` command line registers no host code)".to_owned()
+    } else {
+        format!("registered: [{}]", known.join(", "))
+    }
+}

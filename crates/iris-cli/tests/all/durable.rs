@@ -86,7 +86,7 @@ fn approval_flow(dir: &Path, resume_dir: &Path, env: &[(&str, &str)]) {
     assert_eq!(
         lines[2..],
         [
-            "iris: no terminal can answer here (--yes approves every call); the run is saved: \
+            "iris: no terminal can answer here (`run --yes` approves every call); the run is saved: \
              answer it with",
             &*format!("  iris --trust resume {run_id} --approve"),
             &*format!("  iris --trust resume {run_id} --deny REASON"),

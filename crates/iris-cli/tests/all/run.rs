@@ -361,7 +361,7 @@ fn an_approval_without_a_terminal_waits_and_yes_approves() {
     assert_eq!(
         lines[lines.len() - 3..],
         [
-            "iris: no terminal can answer here (--yes approves every call); the run is saved: \
+            "iris: no terminal can answer here (`run --yes` approves every call); the run is saved: \
              answer it with",
             &*format!("  iris --config {config} resume {run_id} --approve"),
             &*format!("  iris --config {config} resume {run_id} --deny REASON"),

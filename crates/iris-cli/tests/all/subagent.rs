@@ -151,6 +151,19 @@ fn the_example_delegates_and_a_new_process_approves_the_childs_write() {
         )),
         "the child's answer goes to its parent: {shown:?}"
     );
+    // Without an answer, the child run's hint names its parent, which answers it.
+    let unanswered = at(root, &["resume", &child]);
+    assert_eq!(unanswered.code, 2, "{unanswered:?}");
+    assert!(
+        unanswered.stderr.contains("RUN_ANSWER_INVALID")
+            && unanswered.stderr.contains(&format!(
+                "iris --config iris.yaml resume {parent} --approve"
+            ))
+            && !unanswered
+                .stderr
+                .contains(&format!("resume {child} --approve")),
+        "{unanswered:?}"
+    );
     let direct = at(root, &["resume", &child, "--approve"]);
     assert_eq!(direct.code, 1, "{direct:?}");
     assert!(
