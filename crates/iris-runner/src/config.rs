@@ -589,6 +589,14 @@ impl AgentConfig {
                 "only `tool_search` reads it: requires context_policy.deferred_tools = true",
             ));
         }
+        if !self.tools.script.callable.is_empty()
+            && !self.tools.builtin.contains(&BuiltinKey::ExecToolScript)
+        {
+            return Err(invalid(
+                "tools.script.callable",
+                "only `run_tool_script` reads it: requires exec.tool_script in tools.builtin",
+            ));
+        }
         if self.context_policy.retention.is_some() && !self.context_policy.enabled {
             return Err(invalid(
                 "context_policy.retention",

@@ -48,6 +48,10 @@ fn config_errors_name_file_key_and_shape() {
         ),
         ("not_yaml", "tools: [\n"),
         ("mcp_missing_path", "mcp:\n  overrides: {}\n"),
+        (
+            "script_callable_without_tool_script",
+            "tools:\n  builtin: [file.write]\n  script: {callable: [write_file]}\n",
+        ),
     ];
     for (name, yaml) in cases {
         insta::assert_snapshot!(name, load_error(yaml), yaml);
