@@ -86,7 +86,10 @@ impl TransportKind {
 }
 
 /// Fields of a stdio server, as written in the file (expressions unexpanded).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+///
+/// Its `Debug` output shows the `env` *names* (values `<redacted>`) and how many
+/// arguments there are: literal values in the file may be credentials.
+#[derive(Clone, PartialEq, Eq, Default)]
 pub struct StdioConfig {
     /// The program to run.
     pub command: String,
@@ -104,7 +107,10 @@ pub struct StdioConfig {
 }
 
 /// Fields of a streamable-HTTP or SSE server, as written in the file.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+///
+/// Its `Debug` output shows header *names* (values `<redacted>`) and the URL with its
+/// userinfo and query values redacted: a literal `Authorization: Bearer …` is a secret.
+#[derive(Clone, PartialEq, Eq, Default)]
 pub struct HttpConfig {
     /// The endpoint (`url`, or its alias `serverUrl`).
     pub url: String,
@@ -114,6 +120,36 @@ pub struct HttpConfig {
     pub env_http_headers: BTreeMap<String, String>,
     /// Host variable holding a bearer token for `authorization`.
     pub bearer_token_env_var: Option<String>,
+}
+
+/// `map` with every value replaced by `<redacted>`: what `Debug` shows of headers and
+/// environments.
+fn hidden_values(map: &BTreeMap<String, String>) -> BTreeMap<&str, &'static str> {
+    map.keys().map(|k| (k.as_str(), redact::REDACTED)).collect()
+}
+
+impl std::fmt::Debug for StdioConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StdioConfig")
+            .field("command", &self.command)
+            .field("args", &format_args!("[{} arguments]", self.args.len()))
+            .field("cwd", &self.cwd)
+            .field("env", &hidden_values(&self.env))
+            .field("env_vars", &self.env_vars)
+            .field("env_file", &self.env_file)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpConfig")
+            .field("url", &redact::redact_urls(&self.url))
+            .field("headers", &hidden_values(&self.headers))
+            .field("env_http_headers", &self.env_http_headers)
+            .field("bearer_token_env_var", &self.bearer_token_env_var)
+            .finish()
+    }
 }
 
 /// The transport part of a server entry.
@@ -406,9 +442,6 @@ pub enum ResolvedTransport {
 
 impl std::fmt::Debug for ResolvedTransport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let hidden = |map: &BTreeMap<String, String>| -> BTreeMap<String, &'static str> {
-            map.keys().map(|k| (k.clone(), redact::REDACTED)).collect()
-        };
         match self {
             ResolvedTransport::Stdio {
                 command,
@@ -420,13 +453,13 @@ impl std::fmt::Debug for ResolvedTransport {
                 .field("command", command)
                 .field("args", &format!("[{} arguments]", args.len()))
                 .field("cwd", cwd)
-                .field("env", &hidden(env))
+                .field("env", &hidden_values(env))
                 .finish(),
             ResolvedTransport::Http { kind, url, headers } => f
                 .debug_struct("Http")
                 .field("kind", kind)
                 .field("url", &redact::redact_urls(url))
-                .field("headers", &hidden(headers))
+                .field("headers", &hidden_values(headers))
                 .finish(),
         }
     }

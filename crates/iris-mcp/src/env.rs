@@ -52,9 +52,21 @@ pub const CLIENT_PLACEHOLDERS: [&str; 14] = [
 /// assert_eq!(expand("${workspaceFolder}/x", &host).unwrap(), "${workspaceFolder}/x");
 /// assert!(expand("${MISSING}", &host).unwrap_err().contains("`MISSING` is not set"));
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+///
+/// Its `Debug` output lists the variable names, never their values (the host's
+/// environment holds its secrets).
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct HostEnv {
     vars: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for HostEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostEnv")
+            .field("len", &self.vars.len())
+            .field("names", &self.vars.keys().collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 impl HostEnv {

@@ -85,7 +85,8 @@ pub mod codes {
     /// JSON-RPC error's `data.code` (an `invalid_params` error), and the call can be
     /// sent again without the state to be asked anew.
     pub const MCP_APPROVAL_STATE_INVALID: &str = "MCP_APPROVAL_STATE_INVALID";
-    /// `mcp serve`: the server could not listen or a session could not start.
+    /// `mcp serve`: the server could not listen or a session could not start (also
+    /// the result of a call whose approval handle could not be made).
     pub const MCP_SERVE_FAILED: &str = "MCP_SERVE_FAILED";
     /// `mcp serve`: the HTTP address is not loopback and serving it was not allowed
     /// explicitly (with a bearer token).

@@ -219,7 +219,9 @@ enum State {
 /// manager.close().await;
 /// # Ok(()) }
 /// ```
-#[derive(Debug)]
+///
+/// Its `Debug` output names servers, host variables and values set with
+/// [`MCPManager::set_secret`], never their values.
 pub struct MCPManager {
     config: MCPConfig,
     registry: ToolRegistry,
@@ -235,6 +237,50 @@ pub struct MCPManager {
     credentialed: RwLock<Vec<(ServerConfig, Arc<Server>)>>,
     /// Host variables a host supplied at run time; they win over the environment.
     secrets: RwLock<BTreeMap<String, String>>,
+}
+
+impl std::fmt::Debug for MCPManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Names only: the config's, the environment's and `set_secret`'s values are
+        // credentials (their own `Debug` hides them too).
+        let state = match self.state.try_lock() {
+            Ok(state) => match &*state {
+                State::Idle => "idle".to_owned(),
+                State::Prepared(p) => format!(
+                    "prepared ({} servers, {} tools)",
+                    p.servers.len(),
+                    p.catalog.entries.len()
+                ),
+                State::Closed => "closed".to_owned(),
+            },
+            Err(_) => "busy".to_owned(),
+        };
+        let credentialed: Vec<String> = self
+            .credentialed
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(config, _)| config.name.clone())
+            .collect();
+        let secrets: Vec<String> = self
+            .secrets
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .keys()
+            .cloned()
+            .collect();
+        f.debug_struct("MCPManager")
+            .field("config", &self.config)
+            .field("workspace_root", &self.workspace_root)
+            .field("defer_tools", &self.defer_tools)
+            .field("host_env", &self.host_env)
+            .field("max_message_bytes", &self.max_message_bytes)
+            .field("generation", &self.catalog_generation())
+            .field("state", &state)
+            .field("credentialed", &credentialed)
+            .field("secrets", &secrets)
+            .finish_non_exhaustive()
+    }
 }
 
 struct Started {

@@ -27,10 +27,25 @@ pub(crate) const MIN_SECRET_CHARS: usize = 6;
 /// Replaces known secrets and the secret parts of URLs in text. Cheap to clone; the
 /// clones share one list, so a secret [added](Redactor::add) later (a token a host
 /// supplied at run time) is covered by every holder.
-#[derive(Debug, Clone, Default)]
+///
+/// Its `Debug` output says how many secrets it holds, never what they are.
+#[derive(Clone, Default)]
 pub(crate) struct Redactor {
     /// Longest first, so a secret that contains another is replaced whole.
     secrets: Arc<RwLock<Vec<String>>>,
+}
+
+impl std::fmt::Debug for Redactor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let count = self
+            .secrets
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len();
+        f.debug_struct("Redactor")
+            .field("secrets", &format_args!("<{count} redacted>"))
+            .finish()
+    }
 }
 
 impl Redactor {
@@ -303,5 +318,15 @@ mod tests {
         for want in ["u:p%40ss", "p%40ss", "p@ss", "a%20b", "a b", "c", "f"] {
             assert!(secrets.iter().any(|s| s == want), "{want} in {secrets:?}");
         }
+    }
+
+    #[test]
+    fn debug_counts_the_secrets_and_never_shows_one() {
+        let r = Redactor::new(["debug-secret-4242".to_owned()]);
+        r.add(["added-secret-8484".to_owned()]);
+        let text = format!("{r:?}");
+        assert!(!text.contains("debug-secret-4242"), "{text}");
+        assert!(!text.contains("added-secret-8484"), "{text}");
+        assert!(text.contains("<2 redacted>"), "{text}");
     }
 }

@@ -147,7 +147,8 @@ pub(crate) struct Pending {
 }
 
 /// The approvals in flight, by their `requestState` handle. The handle is 128 random
-/// bits; the state itself never leaves the server, so a client cannot forge one.
+/// bits from the operating system (no other source: when it fails, no handle is made);
+/// the state itself never leaves the server, so a client cannot forge one.
 #[derive(Debug, Default)]
 pub(crate) struct PendingApprovals {
     calls: Mutex<HashMap<String, Pending>>,
@@ -155,8 +156,16 @@ pub(crate) struct PendingApprovals {
 
 impl PendingApprovals {
     /// Keeps a call waiting and returns its handle.
-    pub(crate) fn insert(&self, tool: &str, arguments: Value, call_id: String) -> String {
-        let handle = random_handle();
+    ///
+    /// # Errors
+    /// Why the operating system's random source gave no handle; nothing is kept.
+    pub(crate) fn insert(
+        &self,
+        tool: &str,
+        arguments: Value,
+        call_id: String,
+    ) -> Result<String, String> {
+        let handle = random_handle()?;
         let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
         calls.retain(|_, p| p.created.elapsed() < PENDING_TTL);
         if calls.len() >= MAX_PENDING
@@ -176,7 +185,7 @@ impl PendingApprovals {
                 created: Instant::now(),
             },
         );
-        handle
+        Ok(handle)
     }
 
     /// Takes the call a handle names (once: an answer is used at most once), if it has
@@ -190,28 +199,27 @@ impl PendingApprovals {
 }
 
 /// 128 bits from the operating system's random source, as hex.
-fn random_handle() -> String {
+fn random_handle() -> Result<String, String> {
+    handle_from(|buf| rustix::rand::getrandom(buf, rustix::rand::GetRandomFlags::empty()))
+}
+
+/// A handle from 16 bytes `fill` writes (retrying an interrupted call). Its failure
+/// is the error: a handle made from anything predictable (the time, a counter) could
+/// be guessed by a client.
+fn handle_from(
+    mut fill: impl FnMut(&mut [u8]) -> rustix::io::Result<usize>,
+) -> Result<String, String> {
     let mut bytes = [0u8; 16];
     let mut filled = 0;
     while filled < bytes.len() {
-        match rustix::rand::getrandom(&mut bytes[filled..], rustix::rand::GetRandomFlags::empty()) {
+        match fill(&mut bytes[filled..]) {
+            Ok(0) => return Err("the random source returned no bytes".into()),
             Ok(n) => filled += n,
             Err(rustix::io::Errno::INTR) => {}
-            // getrandom(2) does not fail on Linux ≥ 3.17 once the pool is ready;
-            // should it, the handle still differs per call (time and a counter).
-            Err(_) => {
-                use std::sync::atomic::{AtomicU64, Ordering};
-                static COUNTER: AtomicU64 = AtomicU64::new(0);
-                let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-                let nanos = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_nanos())
-                    .unwrap_or_default();
-                return format!("{nanos:x}{n:x}");
-            }
+            Err(e) => return Err(format!("the random source failed: {e}")),
         }
     }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 #[cfg(test)]
@@ -290,10 +298,40 @@ mod tests {
     #[test]
     fn a_handle_is_used_once() {
         let pending = PendingApprovals::default();
-        let h = pending.insert("t", json!({}), "c1".into());
+        let h = pending
+            .insert("t", json!({}), "c1".into())
+            .unwrap_or_default();
         assert_eq!(h.len(), 32);
-        assert_ne!(h, pending.insert("t", json!({}), "c2".into()));
+        assert!(h.bytes().all(|b| b.is_ascii_hexdigit()), "{h}");
+        assert_ne!(Ok(h.clone()), pending.insert("t", json!({}), "c2".into()));
         assert_eq!(pending.take(&h).map(|p| p.call_id), Some("c1".into()));
         assert!(pending.take(&h).is_none());
+    }
+
+    #[test]
+    fn a_failing_random_source_makes_no_handle() {
+        // Interrupted calls and short reads are retried up to 16 bytes.
+        let mut calls = 0;
+        let handle = handle_from(|buf| {
+            calls += 1;
+            match calls {
+                1 => Err(rustix::io::Errno::INTR),
+                _ => {
+                    buf[0] = 0xab;
+                    Ok(1)
+                }
+            }
+        });
+        assert_eq!(handle, Ok("ab".repeat(16)));
+        // Any other failure, or a source that returns nothing, is an error: never a
+        // handle made from something a client could guess.
+        let failed = handle_from(|_| Err(rustix::io::Errno::NOSYS));
+        assert!(
+            failed
+                .as_ref()
+                .is_err_and(|e| e.starts_with("the random source failed")),
+            "{failed:?}"
+        );
+        assert!(handle_from(|_| Ok(0)).is_err());
     }
 }

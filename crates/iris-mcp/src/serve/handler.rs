@@ -16,6 +16,8 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::Value;
 
+use crate::error::codes;
+
 use super::approval::{self, INPUT_KEY, Verdict};
 use super::convert;
 use super::{SessionScope, Shared};
@@ -280,18 +282,33 @@ impl ServerHandler for IrisServer {
             } else if stateless(&context) {
                 // 2026-07-28 forbids server-to-client requests: the client asks its user
                 // and retries with the answer and this handle.
-                let handle =
-                    self.shared
-                        .pending
-                        .insert(&name, arguments.clone(), tool_use.id.clone());
-                let mut requests = InputRequests::new();
-                requests.insert(
-                    INPUT_KEY.to_owned(),
-                    InputRequest::Elicitation(ElicitRequest::new(approval::form(
-                        &name, &reason, &arguments,
-                    ))),
-                );
-                return Ok(InputRequiredResult::new(Some(requests), Some(handle)).into());
+                match self
+                    .shared
+                    .pending
+                    .insert(&name, arguments.clone(), tool_use.id.clone())
+                {
+                    Ok(handle) => {
+                        let mut requests = InputRequests::new();
+                        requests.insert(
+                            INPUT_KEY.to_owned(),
+                            InputRequest::Elicitation(ElicitRequest::new(approval::form(
+                                &name, &reason, &arguments,
+                            ))),
+                        );
+                        return Ok(InputRequiredResult::new(Some(requests), Some(handle)).into());
+                    }
+                    // No unguessable handle, no approval round: the call does not run.
+                    Err(why) => {
+                        result = ToolOutput::err(
+                            codes::MCP_SERVE_FAILED,
+                            format!(
+                                "`{name}` needs approval ({reason}) and was not run: no approval \
+                                 handle could be made ({why})"
+                            ),
+                        )
+                        .into_result(&tool_use.id, &name);
+                    }
+                }
             } else {
                 result = match self.ask(&name, &reason, &arguments, &context).await {
                     Verdict::Approved => {

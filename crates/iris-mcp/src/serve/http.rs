@@ -88,11 +88,15 @@ impl HttpOptions {
     /// use iris_mcp::serve::HttpOptions;
     /// let remote = HttpOptions::new("0.0.0.0:8931".parse().unwrap());
     /// assert_eq!(remote.check().unwrap_err().code(), "MCP_SERVE_ADDRESS_REFUSED");
-    /// assert!(remote.allow_remote(true).bearer_token("t").check().is_ok());
+    /// assert!(remote.clone().allow_remote(true).bearer_token("t").check().is_ok());
+    /// // An empty or blank token is no token.
+    /// let blank = remote.allow_remote(true).bearer_token(" ");
+    /// assert_eq!(blank.check().unwrap_err().code(), "MCP_SERVE_ADDRESS_REFUSED");
     /// ```
     ///
     /// # Errors
-    /// `MCP_SERVE_ADDRESS_REFUSED` saying which rule.
+    /// `MCP_SERVE_ADDRESS_REFUSED` saying which rule (an empty or whitespace-only
+    /// token counts as none).
     pub fn check(&self) -> Result<()> {
         let refused = |message: String| McpError::Serve {
             code: codes::MCP_SERVE_ADDRESS_REFUSED,
@@ -108,9 +112,14 @@ impl HttpOptions {
                  bind 127.0.0.1, or allow it explicitly (--allow-remote) with a bearer token"
             )));
         }
-        if self.bearer_token.is_none() {
+        let token_set = self
+            .bearer_token
+            .as_deref()
+            .is_some_and(|t| !t.trim().is_empty());
+        if !token_set {
             return Err(refused(format!(
-                "{ip} is not a loopback address and no bearer token is set (--token-env VAR)"
+                "{ip} is not a loopback address and no bearer token is set, or it is empty \
+                 (--token-env VAR)"
             )));
         }
         Ok(())
@@ -299,6 +308,29 @@ mod tests {
         assert!(constant_time_eq(b"abc", b"abc"));
         assert!(!constant_time_eq(b"abc", b"abd"));
         assert!(!constant_time_eq(b"abc", b"abcd"));
+    }
+
+    #[test]
+    fn a_remote_address_needs_permission_and_a_real_token() {
+        let remote = HttpOptions::new(SocketAddr::from(([0, 0, 0, 0], 8931)));
+        let code = |o: &HttpOptions| o.check().err().map(|e| e.code());
+        let refused = Some(codes::MCP_SERVE_ADDRESS_REFUSED);
+        assert_eq!(code(&remote), refused);
+        assert_eq!(code(&remote.clone().bearer_token("t0k")), refused);
+        let allowed = remote.allow_remote(true);
+        assert_eq!(code(&allowed), refused);
+        for blank in ["", " ", "\t\n"] {
+            assert_eq!(
+                code(&allowed.clone().bearer_token(blank)),
+                refused,
+                "{blank:?}"
+            );
+        }
+        assert_eq!(code(&allowed.bearer_token("t0k")), None);
+        // Loopback needs neither.
+        let local = HttpOptions::new(SocketAddr::from(([127, 0, 0, 1], 0)));
+        assert_eq!(code(&local), None);
+        assert_eq!(code(&local.bearer_token("")), None);
     }
 
     #[test]

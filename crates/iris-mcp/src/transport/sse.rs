@@ -187,16 +187,39 @@ impl Drop for SseTransport {
     }
 }
 
-/// Builds a header map from lower-cased names; the error names the bad header.
+/// Builds a header map from lower-cased names; the error names the bad header. Every
+/// value is marked sensitive (configured headers carry credentials): `Debug` shows it
+/// as `Sensitive` and HTTP/2 never puts it in the HPACK table.
 pub(crate) fn header_map(headers: &BTreeMap<String, String>) -> Result<HeaderMap, String> {
     let mut map = HeaderMap::new();
     for (name, value) in headers {
         let n =
             HeaderName::from_bytes(name.as_bytes()).map_err(|e| format!("header `{name}`: {e}"))?;
-        let v = HeaderValue::from_str(value).map_err(|e| format!("header `{name}`: {e}"))?;
+        let mut v = HeaderValue::from_str(value).map_err(|e| format!("header `{name}`: {e}"))?;
+        v.set_sensitive(true);
         map.insert(n, v);
     }
     Ok(map)
+}
+
+/// The error of a response that is not a success. A redirect is refused, not
+/// followed: reqwest would carry the configured headers (an `x-api-key`) to wherever
+/// it points.
+fn refused_status(request: &str, response: &reqwest::Response) -> String {
+    let status = response.status();
+    if !status.is_redirection() {
+        return format!("{request} answered HTTP {status}");
+    }
+    let location = response
+        .headers()
+        .get(reqwest::header::LOCATION)
+        .and_then(|l| l.to_str().ok())
+        .map(|l| format!(" to `{}`", crate::redact::redact_urls(l)))
+        .unwrap_or_default();
+    format!(
+        "{request} answered HTTP {status}, a redirect{location}; redirects are not followed \
+         (they could carry the configured headers elsewhere): configure the final URL"
+    )
 }
 
 /// Opens the event stream and waits for the `endpoint` event.
@@ -210,6 +233,9 @@ pub(crate) async fn connect(
     let base = reqwest::Url::parse(url).map_err(|e| format!("`{url}` is not a URL: {e}"))?;
     let headers = header_map(headers)?;
     let client = reqwest::Client::builder()
+        // A redirect would carry the configured headers (`x-api-key` is not one
+        // reqwest strips) to another host: a 3xx is an error instead.
+        .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
     let response = client
@@ -219,9 +245,8 @@ pub(crate) async fn connect(
         .send()
         .await
         .map_err(|e| format!("GET {base} failed: {e}"))?;
-    let status = response.status();
-    if !status.is_success() {
-        return Err(format!("GET {base} answered HTTP {status}"));
+    if !response.status().is_success() {
+        return Err(refused_status(&format!("GET {base}"), &response));
     }
     let mut reader = SseReader {
         response,
@@ -313,13 +338,10 @@ impl Transport<RoleClient> for SseTransport {
                     .send()
                     .await
                     .map_err(|e| std::io::Error::other(format!("POST failed: {e}")))?;
-                let status = response.status();
-                if status.is_success() {
+                if response.status().is_success() {
                     Ok(())
                 } else {
-                    Err(std::io::Error::other(format!(
-                        "POST answered HTTP {status}"
-                    )))
+                    Err(std::io::Error::other(refused_status("POST", &response)))
                 }
             }
             .await;
@@ -370,5 +392,22 @@ mod tests {
             assert_eq!(events[1].oversized, None);
             assert!(parser.buf.capacity() < 64 * 1024);
         }
+    }
+
+    #[test]
+    fn configured_header_values_are_sensitive() {
+        let headers = BTreeMap::from([
+            (
+                "authorization".to_owned(),
+                "Bearer hdr-secret-1357".to_owned(),
+            ),
+            ("x-api-key".to_owned(), "hdr-secret-2468".to_owned()),
+        ]);
+        let map = header_map(&headers).unwrap_or_default();
+        assert_eq!(map.len(), 2);
+        assert!(map.values().all(HeaderValue::is_sensitive), "{map:?}");
+        let text = format!("{map:?}");
+        assert!(!text.contains("hdr-secret"), "{text}");
+        assert!(text.contains("x-api-key"), "{text}");
     }
 }

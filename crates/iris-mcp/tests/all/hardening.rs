@@ -1,11 +1,14 @@
 //! Issue 15, the faults a hostile server or config file could trigger: stderr that is
 //! not UTF-8 or never ends a line, responses dropped for their size or depth, duplicate
-//! keys, secrets in URLs and headers, and servers that outlive a killed iris.
+//! keys, secrets in URLs, headers and `Debug` output, redirects that would carry the
+//! headers elsewhere, and servers that outlive a killed iris.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use iris_mcp::{
-    HostEnv, MCPManager, McpOverrides, ServerOverride, ServerStatus, codes, load_mcp_config,
+    HostEnv, MCPManager, McpOverrides, ServerOverride, ServerStatus, ServerTransport, codes,
+    load_mcp_config,
 };
 use iris_tools_core::{ToolExecutionContext, ToolOutput, ToolRegistry};
 use serde_json::{Value, json};
@@ -558,6 +561,163 @@ async fn a_secret_a_stdio_server_prints_on_stderr_is_redacted() {
     assert!(!text.contains("env-secret-7788"), "{text}");
     assert!(text.contains("fixture: leaking <redacted>"), "{text}");
     h.manager.close().await;
+}
+
+/// `{:?}` of the manager and of what it holds (config entries, the host environment,
+/// values given to `set_secret`) names the keys and never shows a value.
+#[test]
+fn debug_output_names_keys_and_never_shows_values() {
+    const HEADER: &str = "dbg-header-secret-1111";
+    const ENV: &str = "dbg-env-secret-2222";
+    const HOST: &str = "dbg-host-secret-3333";
+    const SET: &str = "dbg-set-secret-4444";
+    const ARG: &str = "dbg-arg-secret-5555";
+    const QUERY: &str = "dbg-query-secret-6666";
+    const ALL: [&str; 6] = [HEADER, ENV, HOST, SET, ARG, QUERY];
+    let cfg = config(
+        &[
+            (
+                "web",
+                format!(
+                    r#"{{"url": "http://127.0.0.1:9/mcp?key={QUERY}", "headers": {{"Authorization": "Bearer {HEADER}", "X-Api-Key": "${{IRIS_DBG_SET}}"}}}}"#
+                ),
+            ),
+            (
+                "local",
+                format!(
+                    r#"{{"command": "true", "args": ["--token={ARG}"], "env": {{"API_TOKEN": "{ENV}"}}}}"#
+                ),
+            ),
+        ],
+        &McpOverrides::new(),
+    );
+    let ServerTransport::StreamableHttp(http) = &cfg.servers["web"].transport else {
+        panic!("{:?}", cfg.servers["web"].transport.kind())
+    };
+    let ServerTransport::Stdio(stdio) = &cfg.servers["local"].transport else {
+        panic!("{:?}", cfg.servers["local"].transport.kind())
+    };
+    let host = HostEnv::from_iter([("IRIS_DBG_HOST", HOST)]);
+    let workspace = tempfile::tempdir().unwrap();
+    let manager = MCPManager::new(cfg.clone(), ToolRegistry::new(), workspace.path(), false)
+        .with_host_env(host.clone());
+    // No server is started: the value is only kept, and must not show either.
+    assert_eq!(cfg.servers["web"].credential_vars(), ["IRIS_DBG_SET"]);
+    assert!(manager.set_secret("IRIS_DBG_SET", SET).is_empty());
+
+    let rows = [
+        (
+            "HttpConfig",
+            format!("{http:?}"),
+            vec!["authorization", "<redacted>"],
+        ),
+        (
+            "StdioConfig",
+            format!("{stdio:?}"),
+            vec!["API_TOKEN", "<redacted>"],
+        ),
+        ("HostEnv", format!("{host:?}"), vec!["IRIS_DBG_HOST"]),
+        (
+            "MCPConfig",
+            format!("{cfg:?}"),
+            vec!["authorization", "API_TOKEN"],
+        ),
+        (
+            "MCPManager",
+            format!("{manager:?}"),
+            vec![
+                "authorization",
+                "API_TOKEN",
+                "IRIS_DBG_HOST",
+                "IRIS_DBG_SET",
+            ],
+        ),
+    ];
+    for (what, text, names) in rows {
+        for secret in ALL {
+            assert!(!text.contains(secret), "{what} shows `{secret}`: {text}");
+        }
+        for name in names {
+            assert!(text.contains(name), "{what} does not name `{name}`: {text}");
+        }
+    }
+}
+
+/// A local HTTP/1.1 listener on 127.0.0.1 that answers every request with `answer`
+/// and keeps each request's head (request line and headers). Ends with the runtime.
+async fn raw_http(answer: String) -> (u16, Arc<Mutex<Vec<String>>>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let heads: Arc<Mutex<Vec<String>>> = Arc::default();
+    let seen = Arc::clone(&heads);
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let seen = Arc::clone(&seen);
+            let answer = answer.clone();
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                seen.lock()
+                    .unwrap()
+                    .push(String::from_utf8_lossy(&head).into_owned());
+                let _ = stream.write_all(answer.as_bytes()).await;
+                let _ = stream.shutdown().await;
+            });
+        }
+    });
+    (port, heads)
+}
+
+/// An SSE endpoint that answers with a redirect is refused with a startup error that
+/// says so: the redirect is not followed, so the configured headers never reach the
+/// address it points to.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_sse_redirect_is_refused_and_the_headers_stay_home() {
+    const KEY: &str = "redirect-key-secret-7788";
+    let (target_port, target_heads) = raw_http(
+        "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_owned(),
+    )
+    .await;
+    let (port, heads) = raw_http(format!(
+        "HTTP/1.1 307 Temporary Redirect\r\nLocation: http://127.0.0.1:{target_port}/sse\r\n\
+         Content-Length: 0\r\nConnection: close\r\n\r\n"
+    ))
+    .await;
+    let entry = format!(
+        r#"{{"type": "sse", "url": "http://127.0.0.1:{port}/sse", "headers": {{"X-Api-Key": {}}}}}"#,
+        q(KEY)
+    );
+    let h = Harness::new(config(&[("moved", entry)], &McpOverrides::new()));
+    let err = h.manager.prepare().await.unwrap_err();
+    let text = format!("{err}\n{err:?}");
+    assert_eq!(err.code(), codes::MCP_STARTUP_FAILED, "{text}");
+    assert!(text.contains("HTTP 307"), "{text}");
+    assert!(text.contains("redirects are not followed"), "{text}");
+    assert!(
+        text.contains(&format!("http://127.0.0.1:{target_port}/sse")),
+        "{text}"
+    );
+    assert!(!text.contains(KEY), "{text}");
+    // The configured server was asked, with the header; the redirect's target never was.
+    let asked = heads.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(
+        asked[0].to_ascii_lowercase().contains("x-api-key"),
+        "{asked:?}"
+    );
+    let followed = target_heads.lock().unwrap().clone();
+    assert!(
+        followed.is_empty(),
+        "the redirect was followed: {followed:?}"
+    );
 }
 
 // ---------------------------------------------------------------------------------
