@@ -402,28 +402,37 @@ async fn approval_waits_and_another_process_resumes(kind: Kind) {
     assert_eq!(err.code, "RUN_NOT_WAITING", "{err}");
 }
 
-/// Permission is checked again when the approved call runs: a policy tightened
-/// between the wait and the resume refuses it.
-async fn a_tightened_policy_refuses_the_approved_call(kind: Kind) {
-    let place = Place::new(kind).await;
-    let ws = tempfile::tempdir().unwrap();
-    let root = ws.path().canonicalize().unwrap();
-    let script = "- tool_calls: [{name: write_file, arguments: {file_path: out.txt, content: x}}]\n- {expect_tool_results: 1, text: done}\n";
+/// A model that writes `out.txt`, then says `done`.
+const WRITE_OUT: &str = "- tool_calls: [{name: write_file, arguments: {file_path: out.txt, content: x}}]\n- {expect_tool_results: 1, text: done}\n";
+
+/// A run of [`WRITE_OUT`] on `place` that waits for the write's approval: its id and
+/// the interaction.
+async fn waiting_write(place: &Place, root: &Path) -> (String, Interaction) {
     let first = runner(
-        script,
-        &root,
+        WRITE_OUT,
+        root,
         place.open().await,
-        executor(&root, ApprovalMode::Confirm, vec![]),
+        executor(root, ApprovalMode::Confirm, vec![]),
     );
     let RunOutcome::Waiting {
         run_id,
         interaction,
     } = first.run("write").await
     else {
-        panic!()
+        panic!("expected the write to wait for approval")
     };
+    (run_id, interaction)
+}
+
+/// Permission is checked again when the approved call runs: a policy tightened
+/// between the wait and the resume refuses it.
+async fn a_tightened_policy_refuses_the_approved_call(kind: Kind) {
+    let place = Place::new(kind).await;
+    let ws = tempfile::tempdir().unwrap();
+    let root = ws.path().canonicalize().unwrap();
+    let (run_id, interaction) = waiting_write(&place, &root).await;
     let second = runner(
-        script,
+        WRITE_OUT,
         &root,
         place.open().await,
         executor(&root, ApprovalMode::Deny, vec![]),
@@ -448,20 +457,7 @@ async fn a_stored_turn_with_missing_result_slots_is_refused(kind: Kind) {
     let place = Place::new(kind).await;
     let ws = tempfile::tempdir().unwrap();
     let root = ws.path().canonicalize().unwrap();
-    let script = "- tool_calls: [{name: write_file, arguments: {file_path: out.txt, content: x}}]\n- {expect_tool_results: 1, text: done}\n";
-    let first = runner(
-        script,
-        &root,
-        place.open().await,
-        executor(&root, ApprovalMode::Confirm, vec![]),
-    );
-    let RunOutcome::Waiting {
-        run_id,
-        interaction,
-    } = first.run("write").await
-    else {
-        panic!()
-    };
+    let (run_id, interaction) = waiting_write(&place, &root).await;
     let store = place.open().await;
     store
         .acquire(&run_id, "editor", Duration::from_secs(5))
@@ -473,7 +469,7 @@ async fn a_stored_turn_with_missing_result_slots_is_refused(kind: Kind) {
     store.release(&run_id, "editor").await.unwrap();
 
     let second = runner(
-        script,
+        WRITE_OUT,
         &root,
         place.open().await,
         executor(&root, ApprovalMode::Confirm, vec![]),
