@@ -24,22 +24,23 @@ const SHOWN_CHARS: usize = 2_000;
 
 /// The store the YAML's `run_store` names, as `AgentRunner::builder_over` opens it:
 /// SQLite at `<workspace>/.iris/runs.db` by default (relative paths against the
-/// workspace), PostgreSQL from the URL in `url_env`, or memory. `None` for a SQLite
-/// file that does not exist yet: no run was ever stored, and listing creates nothing.
+/// workspace), PostgreSQL from the URL in `url_env`, or memory. For a SQLite file that
+/// does not exist yet (no run was ever stored; listing creates nothing), the store's
+/// description: `sqlite <path>`.
 ///
 /// # Errors
 /// `RUN_STORE_FAILED` (exit 3): the file or database cannot be opened, or `url_env` is
 /// not set.
-async fn open_store(loaded: &LoadedConfig) -> Result<Option<Arc<dyn RunStore>>, Failure> {
+async fn open_store(loaded: &LoadedConfig) -> Result<Result<Arc<dyn RunStore>, String>, Failure> {
     if let RunStoreConfig::Sqlite { path } = &loaded.config.run_store {
         let path = loaded
             .workspace
             .join(path.as_deref().unwrap_or(".iris/runs.db".as_ref()));
         if !path.exists() {
-            return Ok(None);
+            return Ok(Err(format!("sqlite {}", path.display())));
         }
     }
-    Ok(Some(iris_runner::open_store(loaded).await?))
+    Ok(Ok(iris_runner::open_store(loaded).await?))
 }
 
 /// `iris runs [--status S] [--limit N]`: newest first.
@@ -51,14 +52,14 @@ pub(crate) async fn list(
 ) -> Result<u8, Failure> {
     let store = open_store(loaded).await?;
     let (describe, runs) = match &store {
-        Some(store) => (
+        Ok(store) => (
             store.describe(),
             store
                 .list(status, limit)
                 .await
                 .map_err(|e| refusal(e.into()))?,
         ),
-        None => ("none yet".to_owned(), Vec::new()),
+        Err(missing) => (missing.clone(), Vec::new()),
     };
     if json {
         let rows: Vec<Value> = runs
@@ -117,8 +118,9 @@ pub(crate) async fn show(
     json: bool,
     iris: &str,
 ) -> Result<u8, Failure> {
-    let Some(store) = open_store(loaded).await? else {
-        return Err(not_found(run_id, "none yet"));
+    let store = match open_store(loaded).await? {
+        Ok(store) => store,
+        Err(missing) => return Err(not_found(run_id, &missing)),
     };
     let record = store
         .load(run_id)

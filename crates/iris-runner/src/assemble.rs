@@ -77,7 +77,8 @@ pub struct ToolEnvironment {
     /// Things that were accepted but not installed or may not do what the YAML hoped,
     /// one sentence each (for `iris check` and logs): `tools.subagent` in a child, the
     /// MCP config's warnings and servers' diagnostics, unknown `tools.script.callable`
-    /// names, a discovery backend whose preparation failed.
+    /// names, a discovery backend whose preparation failed, a decision config that
+    /// enables no junction.
     pub notes: Vec<String>,
     /// What uses secrets and takes new values at run time (the web tools' Tavily
     /// client, an owned decision client): [`AgentRunner::builder_over`](crate::AgentRunner::builder_over) hands
@@ -368,6 +369,13 @@ async fn assemble(
         )?;
     }
     let decision = load_decision(loaded)?;
+    if decision.as_ref().is_some_and(|d| !d.tools.discovery) {
+        notes.push(
+            "decision.path: the decision config enables no junction (tools.discovery is \
+             false), so nothing asks the decision model"
+                .into(),
+        );
+    }
 
     let hooks = build_hooks(config, host, command.as_ref())?;
     let mut executor = ToolExecutor::new(registry.clone()).with_permission_policy(

@@ -589,6 +589,18 @@ impl AgentConfig {
                 "only `tool_search` reads it: requires context_policy.deferred_tools = true",
             ));
         }
+        if self.web != WebConfig::default()
+            && !self
+                .tools
+                .builtin
+                .iter()
+                .any(|k| matches!(k, BuiltinKey::WebSearch | BuiltinKey::WebFetch))
+        {
+            return Err(invalid(
+                "web",
+                "only the web tools read it: requires web.search or web.fetch in tools.builtin",
+            ));
+        }
         if !self.tools.script.callable.is_empty()
             && !self.tools.builtin.contains(&BuiltinKey::ExecToolScript)
         {

@@ -323,8 +323,17 @@ fn unknown_runs_are_typed_errors() {
     let dir = workspace(&yaml(WRITE_SCRIPT, ""));
     let list = at(dir.path(), &["runs"], &[]);
     assert_eq!(list.code, 0, "{list:?}");
-    assert_eq!(list.stdout, "no runs in the run store (none yet)\n");
-    assert!(!dir.path().join(".iris/runs.db").exists());
+    let db = dir.path().join(".iris/runs.db");
+    assert_eq!(
+        list.stdout,
+        format!("no runs in the run store (sqlite {})\n", db.display())
+    );
+    let listed = at(dir.path(), &["--json", "runs"], &[]);
+    assert_eq!(listed.code, 0, "{listed:?}");
+    let listed: serde_json::Value = serde_json::from_str(&listed.stdout).unwrap();
+    assert_eq!(listed["store"], format!("sqlite {}", db.display()));
+    assert_eq!(listed["runs"], serde_json::json!([]));
+    assert!(!db.exists());
     let show = at(dir.path(), &["runs", "show", "run_nope"], &[]);
     assert_eq!(show.code, 1, "{show:?}");
     assert!(

@@ -353,6 +353,27 @@ async fn command_hook_denies_before_the_body() {
     env.close().await.unwrap();
 }
 
+/// A decision config that enables no junction is loaded and checked, and the notes
+/// say that nothing asks the decision model; one that enables discovery has no such
+/// note.
+#[tokio::test]
+async fn a_decision_config_that_enables_nothing_is_a_note() {
+    let fx = Fixture::new(
+        "decision:\n  path: decision.yaml\n",
+        &[("decision.yaml", "model: jev-1.13.0\n")],
+    );
+    let env = build(&fx, &HostRegistry::new()).await.unwrap();
+    assert!(env.decision.is_some());
+    assert_eq!(env.notes.len(), 1, "{:?}", env.notes);
+    assert!(
+        env.notes[0].starts_with("decision.path: ")
+            && env.notes[0].contains("nothing asks the decision model"),
+        "{:?}",
+        env.notes
+    );
+    env.close().await.unwrap();
+}
+
 /// Skills: `load_skill` reads the discovered skill; the note for accepted-but-skipped
 /// keys is recorded.
 #[tokio::test]

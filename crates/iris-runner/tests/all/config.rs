@@ -49,6 +49,10 @@ fn config_errors_name_file_key_and_shape() {
         ("not_yaml", "tools: [\n"),
         ("mcp_missing_path", "mcp:\n  overrides: {}\n"),
         (
+            "web_without_web_tools",
+            "tools:\n  builtin: [file.read]\nweb: {timeout_seconds: 5}\n",
+        ),
+        (
             "script_callable_without_tool_script",
             "tools:\n  builtin: [file.write]\n  script: {callable: [write_file]}\n",
         ),
