@@ -497,25 +497,6 @@ pub struct ServerOverride {
 /// Overrides for several servers, by raw server name.
 pub type McpOverrides = BTreeMap<String, ServerOverride>;
 
-/// The agent YAML's `mcp` section: `path` to one MCP file (relative to the agent YAML)
-/// and per-server `overrides`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AgentMcpConfig {
-    /// The MCP config file.
-    pub path: PathBuf,
-    /// Per-server overrides.
-    #[serde(default)]
-    pub overrides: McpOverrides,
-}
-
-impl AgentMcpConfig {
-    /// Loads the referenced file, resolving `path` against `agent_yaml_dir`.
-    pub fn load(&self, agent_yaml_dir: &Path) -> Result<MCPConfig> {
-        load_mcp_config(agent_yaml_dir.join(&self.path), &self.overrides)
-    }
-}
-
 /// A loaded MCP config file.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MCPConfig {

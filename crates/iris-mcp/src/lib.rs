@@ -16,8 +16,8 @@ pub mod tool;
 mod transport;
 
 pub use config::{
-    AgentMcpConfig, ConfigFormat, HttpConfig, MCPConfig, McpOverrides, ResolvedTransport,
-    ServerConfig, ServerOverride, ServerTransport, StdioConfig, TransportKind, load_mcp_config,
+    ConfigFormat, HttpConfig, MCPConfig, McpOverrides, ResolvedTransport, ServerConfig,
+    ServerOverride, ServerTransport, StdioConfig, TransportKind, load_mcp_config,
 };
 pub use elicitation::{
     ElicitationAnswer, ElicitationHandler, ElicitationKind, ElicitationRequest, InputRequired,

@@ -341,8 +341,10 @@ impl BuiltinKey {
             BuiltinKey::ExecPython => "exec.python",
             BuiltinKey::ExecToolScript => "exec.tool_script",
             BuiltinKey::HumanAsk => "human.ask",
-            BuiltinKey::WebSearch => "web.search",
-            BuiltinKey::WebFetch => "web.fetch",
+            // The web crate names its tools' keys; serde's renames above must match
+            // (`every_builtin_key_parses_in_table_order`).
+            BuiltinKey::WebSearch => iris_web::WebSearchTool::YAML_KEY,
+            BuiltinKey::WebFetch => iris_web::WebFetchTool::YAML_KEY,
         }
     }
 
@@ -359,8 +361,8 @@ impl BuiltinKey {
             BuiltinKey::ExecPython => "run_python",
             BuiltinKey::ExecToolScript => "run_tool_script",
             BuiltinKey::HumanAsk => "ask_question",
-            BuiltinKey::WebSearch => "web_search",
-            BuiltinKey::WebFetch => "web_fetch",
+            BuiltinKey::WebSearch => iris_web::WebSearchTool::NAME,
+            BuiltinKey::WebFetch => iris_web::WebFetchTool::NAME,
         }
     }
 }

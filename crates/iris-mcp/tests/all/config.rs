@@ -733,9 +733,18 @@ fn agent_yaml_mcp_section_and_files_on_disk() {
         "[mcp_servers.t]\ncommand = \"x\"\n",
     )
     .unwrap();
-    let yaml = "path: .mcp.json\noverrides:\n  t: {required: false, tool_timeout_sec: 3}\n";
-    let section: iris_mcp::AgentMcpConfig = serde_yaml_like(yaml);
-    let config = section.load(&dir.path().join("agents")).unwrap();
+    // What the runner's `mcp: {path: .mcp.json, overrides: {t: …}}` in
+    // `agents/iris.yaml` loads.
+    let overrides: McpOverrides = [(
+        "t".to_owned(),
+        iris_mcp::ServerOverride {
+            required: Some(false),
+            tool_timeout_sec: Some(3.0),
+            ..Default::default()
+        },
+    )]
+    .into();
+    let config = load_mcp_config(dir.path().join("agents").join(".mcp.json"), &overrides).unwrap();
     assert!(!config.servers["t"].required);
     assert_eq!(config.servers["t"].tool_timeout.as_secs(), 3);
     assert_eq!(
@@ -754,17 +763,6 @@ fn agent_yaml_mcp_section_and_files_on_disk() {
             .contains("nope.json: the file cannot be read"),
         "{missing}"
     );
-}
-
-/// The agent section as the runner deserializes it (YAML is JSON-compatible here).
-fn serde_yaml_like(yaml: &str) -> iris_mcp::AgentMcpConfig {
-    // The two-line YAML above, written as the JSON value it denotes.
-    assert!(yaml.starts_with("path: .mcp.json"));
-    serde_json::from_value(json!({
-        "path": ".mcp.json",
-        "overrides": {"t": {"required": false, "tool_timeout_sec": 3}}
-    }))
-    .unwrap()
 }
 
 /// Resolves the single server `a` of a JSON config against `host` in workspace `/ws`;
