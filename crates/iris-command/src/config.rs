@@ -111,7 +111,8 @@ impl DockerNetwork {
 /// assert_eq!((docker.cpus, docker.memory_mb, docker.pids_limit), (2.0, 1024, 128));
 /// assert!(docker.endpoint.is_none() && docker.environment.is_empty());
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Its `Debug` output names the environment's variables, never their values.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DockerConfig {
     /// The image; it must already exist in the engine.
@@ -260,7 +261,10 @@ fn check_endpoint(endpoint: &str) -> Result<(), CommandError> {
 /// let secret = CommandConfig::native().with_env_passthrough(["IRIS_PROVIDER_API_KEYS__TAVILY"]);
 /// assert!(secret.validate().unwrap_err().to_string().contains("never reach commands"));
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Its `Debug` output names the `env` variables, never their values (a token set for
+/// commands is as secret as the host's own).
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "RawCommandConfig")]
 pub struct CommandConfig {
     /// Native or Docker.
@@ -407,5 +411,41 @@ impl TryFrom<RawCommandConfig> for CommandConfig {
         };
         config.validate()?;
         Ok(config)
+    }
+}
+
+/// A variable map as its names, each with the value hidden.
+pub(crate) fn hidden_values<'a, K: std::fmt::Debug + 'a>(
+    names: impl IntoIterator<Item = &'a K>,
+) -> BTreeMap<String, &'static str> {
+    names
+        .into_iter()
+        .map(|k| (format!("{k:?}").trim_matches('"').to_owned(), "<redacted>"))
+        .collect()
+}
+
+impl std::fmt::Debug for DockerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DockerConfig")
+            .field("image", &self.image)
+            .field("endpoint", &self.endpoint)
+            .field("network", &self.network)
+            .field("cpus", &self.cpus)
+            .field("memory_mb", &self.memory_mb)
+            .field("pids_limit", &self.pids_limit)
+            .field("environment", &hidden_values(self.environment.keys()))
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for CommandConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CommandConfig")
+            .field("mode", &self.mode)
+            .field("timeout_seconds", &self.timeout_seconds)
+            .field("env", &hidden_values(self.env.keys()))
+            .field("env_passthrough", &self.env_passthrough)
+            .field("docker", &self.docker)
+            .finish()
     }
 }

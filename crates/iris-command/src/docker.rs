@@ -204,14 +204,32 @@ pub(crate) struct Prepared {
     keepalive: i64,
 }
 
-/// The Docker backend.
-#[derive(Debug)]
+/// The Docker backend. Its `Debug` output names the container's variables, never their
+/// values.
 pub(crate) struct DockerBackend {
     config: DockerConfig,
     /// The container's whole environment (`NAME=value`).
     env: Vec<String>,
     workspace: PathBuf,
     prepared: std::sync::Mutex<Option<Arc<Prepared>>>,
+}
+
+impl std::fmt::Debug for DockerBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names = self
+            .env
+            .iter()
+            .map(|pair| pair.split_once('=').map_or(pair.as_str(), |(name, _)| name));
+        f.debug_struct("DockerBackend")
+            .field("config", &self.config)
+            .field(
+                "env",
+                &crate::config::hidden_values(names.collect::<Vec<_>>().iter()),
+            )
+            .field("workspace", &self.workspace)
+            .field("prepared", &self.prepared)
+            .finish()
+    }
 }
 
 impl DockerBackend {

@@ -73,7 +73,7 @@ struct Prepared {
 }
 
 /// The native backend (stateless apart from its settings: each call is its own process).
-#[derive(Debug)]
+/// Its `Debug` output names the calls' variables, never their values.
 pub(crate) struct NativeBackend {
     /// The interpreter for `run_python`; `None` means [`PYTHON_ENV`] or `python3`.
     pub(crate) python: Mutex<Option<PathBuf>>,
@@ -82,6 +82,17 @@ pub(crate) struct NativeBackend {
     /// The whole environment of every call.
     env: BTreeMap<OsString, OsString>,
     prepared: OnceLock<Prepared>,
+}
+
+impl std::fmt::Debug for NativeBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NativeBackend")
+            .field("python", &self.python)
+            .field("containment", &self.containment)
+            .field("env", &crate::config::hidden_values(self.env.keys()))
+            .field("prepared", &self.prepared)
+            .finish()
+    }
 }
 
 impl NativeBackend {

@@ -250,11 +250,17 @@ macro_rules! command_tool {
         }
 
         impl $name {
-            /// The tool, running through the given binding.
+            /// The tool, running through the given binding. Its definition's timeout
+            /// is the binding's root timeout, so the executor's deadline is that
+            /// (`command.timeout_seconds`, default 120 s), not its own 60 s default.
             pub fn new(binding: CommandBinding) -> Self {
+                let mut definition = definition($kind);
+                if let Ok(root) = Duration::try_from_secs_f64(binding.timeout_seconds()) {
+                    definition = definition.with_timeout(root);
+                }
                 Self {
                     binding,
-                    definition: definition($kind),
+                    definition,
                 }
             }
         }

@@ -70,8 +70,15 @@ fn create_temp<'d>(
     name: &OsStr,
     rel: &str,
 ) -> Result<(TempFile<'d>, std::fs::File), ToolErrorInfo> {
-    // Keep the temporary name well below the usual 255-byte name limit.
-    let stem: String = name.to_string_lossy().chars().take(64).collect();
+    // Keep the temporary name well below the usual 255-byte name limit: at most 64
+    // bytes of the name, cut on a character boundary (64 characters of a non-Latin
+    // name would be up to 256 bytes).
+    let lossy = name.to_string_lossy();
+    let mut end = lossy.len().min(64);
+    while !lossy.is_char_boundary(end) {
+        end -= 1;
+    }
+    let stem = &lossy[..end];
     for _ in 0..16 {
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         let temp = OsString::from(format!(".{stem}.iris-{}-{n}.tmp", std::process::id()));

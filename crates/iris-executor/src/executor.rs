@@ -761,6 +761,16 @@ struct BodyWait<'n> {
     started: tokio::time::Instant,
 }
 
+/// The latest a timer is set: about 31.7 years. A deadline or heartbeat interval beyond
+/// it (`Duration::MAX` from a host, `--timeout 1e19`) means "never" in practice, and
+/// `Instant + Duration` would overflow on it.
+const FAR_FUTURE: Duration = Duration::from_secs(1_000_000_000);
+
+/// `at + after`, with `after` capped at [`FAR_FUTURE`] so the sum cannot overflow.
+fn later(at: tokio::time::Instant, after: Duration) -> tokio::time::Instant {
+    at + after.min(FAR_FUTURE)
+}
+
 impl BodyWait<'_> {
     async fn run(self, mut body: CatchUnwind<BoxFuture<'_, ToolOutput>>) -> ToolOutput {
         let Self {
@@ -773,9 +783,9 @@ impl BodyWait<'_> {
             heartbeat,
             started,
         } = self;
-        let expiry = tokio::time::sleep_until(started + limit);
+        let expiry = tokio::time::sleep_until(later(started, limit));
         tokio::pin!(expiry);
-        let mut next_beat = (!heartbeat.is_zero()).then(|| started + heartbeat);
+        let mut next_beat = (!heartbeat.is_zero()).then(|| later(started, heartbeat));
         loop {
             let beat = async {
                 match next_beat {
@@ -812,7 +822,7 @@ impl BodyWait<'_> {
                             deadline: deadline.duration,
                         });
                     }
-                    next_beat = next_beat.map(|at| at + heartbeat);
+                    next_beat = next_beat.map(|at| later(at, heartbeat));
                 }
             }
         }

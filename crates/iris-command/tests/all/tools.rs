@@ -148,3 +148,53 @@ async fn tools_register_and_a_borrower_cannot_close() {
         "idempotent"
     );
 }
+
+/// The executor's deadline for a command is the configured root timeout
+/// (`command.timeout_seconds`), above and below the executor's own 60 s default;
+/// a call's `timeout_seconds` then only shortens it.
+#[test]
+fn the_executor_deadline_of_a_command_is_the_configured_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    for (root, bound) in [(120.0, "tool"), (300.0, "tool"), (20.0, "tool")] {
+        let config = CommandConfig::native().with_timeout_seconds(root);
+        let binding = CommandBinding::owned(CommandService::new(config, dir.path()).unwrap());
+        let executor = iris_executor::ToolExecutor::new(ToolRegistry::new());
+        let ctx = ToolExecutionContext::new(dir.path());
+        for tool in command_tools(&binding) {
+            let deadline = executor.effective_deadline(tool.as_ref(), &ctx).unwrap();
+            assert_eq!(deadline.seconds(), root, "{}", tool.definition().name);
+            assert_eq!(deadline.bound.as_str(), bound);
+        }
+    }
+}
+
+/// `{:?}` of a config, a service and a Docker config names the variables it sets for
+/// commands, never their values.
+#[test]
+fn debug_output_names_variables_and_hides_their_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut docker = iris_command::DockerConfig::default();
+    docker
+        .environment
+        .insert("DOCKER_TOKEN".into(), "s3cret-docker".into());
+    let native = CommandConfig::native().with_env("API_TOKEN", "s3cret-native");
+    let service = CommandService::new(native.clone(), dir.path()).unwrap();
+    let docker_service = CommandService::new(
+        CommandConfig::docker(docker.clone()).with_env("API_TOKEN", "s3cret-native"),
+        dir.path(),
+    )
+    .unwrap();
+    for shown in [
+        format!("{native:?}"),
+        format!("{service:?}"),
+        format!("{docker:?}"),
+        format!("{docker_service:?}"),
+    ] {
+        assert!(!shown.contains("s3cret"), "a value is shown: {shown}");
+        assert!(
+            shown.contains("API_TOKEN") || shown.contains("DOCKER_TOKEN"),
+            "{shown}"
+        );
+    }
+    assert!(format!("{docker_service:?}").contains("DOCKER_TOKEN"));
+}

@@ -257,3 +257,33 @@ fn errors_are_one_line_with_the_path_in_details() {
     }
     insta::assert_snapshot!("path_errors", rendered.join("\n"));
 }
+
+/// A file name near the 255-byte limit in four-byte characters is written atomically:
+/// the temporary name keeps at most 64 bytes of it, not 64 characters.
+#[test]
+fn atomic_writes_of_long_non_latin_names_fit_the_name_limit() {
+    let ws = tempfile::tempdir().unwrap();
+    let name = "😀".repeat(63); // 252 bytes
+    let target = ws.path().join(&name);
+    let exists = || iris_tools_core::ToolErrorInfo::new("EXISTS", "taken");
+    iris_executor::atomic::write_atomic(
+        &target,
+        &name,
+        b"first",
+        iris_executor::atomic::WriteMode::CreateNew { exists: &exists },
+    )
+    .unwrap();
+    assert_eq!(std::fs::read(&target).unwrap(), b"first");
+    let root = iris_executor::workspace::WorkspaceDir::open_root(ws.path()).unwrap();
+    iris_executor::atomic::write_atomic_in(
+        &root,
+        std::ffi::OsStr::new(&name),
+        &name,
+        b"second",
+        iris_executor::atomic::WriteMode::Replace { verify: &|| Ok(()) },
+    )
+    .unwrap();
+    assert_eq!(std::fs::read(&target).unwrap(), b"second");
+    // No temporary file is left behind.
+    assert_eq!(std::fs::read_dir(ws.path()).unwrap().count(), 1);
+}

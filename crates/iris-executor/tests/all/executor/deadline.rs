@@ -303,3 +303,45 @@ async fn a_call_cancelled_before_start_never_runs() {
     );
     assert_eq!(runs.load(Ordering::SeqCst), 0);
 }
+
+/// Deadlines and heartbeat intervals too large to add to a clock (`Duration::MAX` from
+/// a host, `iris call --timeout 1e19`) mean "never": a body that yields before it
+/// finishes completes normally instead of panicking the executor.
+#[tokio::test(start_paused = true)]
+async fn a_deadline_too_large_for_the_clock_means_never() {
+    let registry = ToolRegistry::new();
+    register(&registry, def("slow", &[Cap::Read]), |_, _| async {
+        tokio::time::sleep(S(5)).await;
+        ToolOutput::text("done")
+    });
+    register(
+        &registry,
+        def("slow_own", &[Cap::Read]).with_timeout(Duration::MAX),
+        |_, _| async {
+            tokio::time::sleep(S(5)).await;
+            ToolOutput::text("done")
+        },
+    );
+    let executor = ToolExecutor::new(registry.clone())
+        .with_default_timeout(Duration::MAX)
+        .with_heartbeat_interval(Duration::MAX);
+    for (tool, ctx) in [
+        ("slow", ctx().tool_timeout(Duration::MAX)),
+        ("slow", ctx()),
+        ("slow_own", ctx()),
+    ] {
+        let result = executor
+            .execute_one(&ToolUse::new("c", tool, json!({})), &ctx, None)
+            .await;
+        assert_eq!(result.output.model_content(), "done", "{tool}: {result:?}");
+    }
+    let plain = ToolExecutor::new(registry);
+    let result = plain
+        .execute_one(
+            &ToolUse::new("c", "slow", json!({})),
+            &ctx().tool_timeout(Duration::from_secs_f64(1e19)),
+            None,
+        )
+        .await;
+    assert_eq!(result.output.model_content(), "done", "{result:?}");
+}
