@@ -5,10 +5,13 @@
 //! - the event's JSON wire format ([`HookEvent::to_json`]) is written to stdin;
 //! - stdout must be exactly one JSON object: `{}` (no result), `{"deny_reason": "…"}`
 //!   (`tool.before` only) or `{"feedback": "…"}` (`tool.after` only); any other key,
-//!   a second object, non-JSON text or truncated output is a protocol error;
+//!   a second object, non-JSON text or a truncated stdout is a protocol error;
 //! - stderr is diagnostics: it is logged and quoted in error messages, never parsed;
 //! - a non-zero exit is a hook error; the hook's deadline kills the whole process tree
 //!   (the dispatcher drops the call and iris-command kills the process group);
+//! - the command service's root `timeout_seconds` (`CommandConfig::timeout_seconds`,
+//!   120 s by default) caps every call it runs, hooks included: a hook whose own
+//!   deadline is longer times out at the cap, with a `HOOK_TIMEOUT` naming it;
 //! - a `run.finished` event whose run did not complete skips command hooks;
 //! - the hook runs with the command service's environment, never the host's: the
 //!   allow-list (`PATH`, `HOME`, `LANG`, `LC_*`, …), then `command.env_passthrough`, then
@@ -50,7 +53,9 @@ pub struct CommandHook {
 
 impl CommandHook {
     /// A hook running `command` with `/bin/sh -c` in the binding's workspace. The hook
-    /// borrows the binding: it never closes the service.
+    /// borrows the binding: it never closes the service. Its effective deadline is the
+    /// shorter of its registration's timeout and the service's root timeout
+    /// ([`CommandBinding::timeout_seconds`]), which caps every call the service runs.
     pub fn new(binding: &CommandBinding, command: impl Into<String>) -> Self {
         Self {
             binding: CommandBinding::borrowed(binding),
@@ -95,9 +100,15 @@ impl CommandHook {
         match outcome.status {
             CommandStatus::Exited => {}
             CommandStatus::TimedOut => {
+                // The hook's own deadline is enforced by the dispatcher, which drops this
+                // call; a timeout reported here is the command service's root cap.
                 return Err(HookError::new(
                     HookErrorKind::Timeout,
-                    "the command hook timed out",
+                    format!(
+                        "timed out after {:.3} s: the command service's `timeout_seconds` \
+                         caps a command hook's deadline",
+                        outcome.deadline_seconds
+                    ),
                 ));
             }
             CommandStatus::Cancelled => {
@@ -128,7 +139,8 @@ impl CommandHook {
                 ));
             }
         }
-        if outcome.output_truncated {
+        // Only stdout is parsed: a hook may write as much stderr (diagnostics) as it likes.
+        if outcome.output_stats.stdout.bytes_dropped > 0 {
             return Err(HookError::new(
                 HookErrorKind::Protocol,
                 format!(

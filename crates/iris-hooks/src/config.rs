@@ -45,7 +45,9 @@ pub struct HookSpec {
     #[serde(default)]
     pub tools: Option<Vec<String>>,
     /// Deadline in seconds (default 10; positive, at most
-    /// [`MAX_HOOK_TIMEOUT_SECONDS`]).
+    /// [`MAX_HOOK_TIMEOUT_SECONDS`]). A command hook is also capped by the command
+    /// service's root `command.timeout_seconds` (default 120): it times out at the
+    /// shorter of the two, with a `HOOK_TIMEOUT` naming the limit that applied.
     #[serde(default)]
     pub timeout_seconds: Option<f64>,
 }

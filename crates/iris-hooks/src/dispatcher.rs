@@ -84,7 +84,10 @@ impl HookDispatcher {
         event: HookEvent,
         cancellation: Option<&CancellationSignal>,
     ) -> Result<HookResult, HookError> {
-        let call = CatchUnwind::new(reg.handler.handle(event));
+        // `handle` itself runs inside the guarded poll: a closure handler that panics
+        // before it returns its future is isolated like one that panics inside it.
+        let handler = &reg.handler;
+        let call = CatchUnwind::new(Box::pin(async move { handler.handle(event).await }));
         let timed = tokio::time::timeout(reg.timeout, call);
         let outcome = match cancellation {
             Some(signal) => {

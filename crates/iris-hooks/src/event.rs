@@ -193,7 +193,7 @@ impl HookEvent {
 
     /// The stable JSON wire format (the seed's `event_to_dict`): a flat object with
     /// `version`, `event`, the common fields and the event's fields. See
-    /// `docs/hooks-wire-format.md`.
+    /// the "Wire format (version 1)" section of `docs/hooks.md`.
     pub fn to_json(&self) -> Value {
         let mut map = match serde_json::to_value(self) {
             Ok(Value::Object(map)) => map,

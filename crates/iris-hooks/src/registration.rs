@@ -104,7 +104,8 @@ pub struct HookRegistration {
     pub handler: Arc<dyn HookHandler>,
     /// For tool events: only these canonical tool names (`None` = every tool).
     pub tool_names: Option<BTreeSet<String>>,
-    /// Deadline of one invocation.
+    /// Deadline of one invocation (a command hook is also capped by its command
+    /// service's root timeout; see [`HookRegistrationBuilder::timeout_seconds`]).
     pub timeout: Duration,
 }
 
@@ -182,7 +183,9 @@ impl HookRegistrationBuilder {
     }
 
     /// Sets the deadline in seconds (positive, at most [`MAX_HOOK_TIMEOUT_SECONDS`];
-    /// default 10).
+    /// default 10). A command hook ([`crate::command::CommandHook`]) is also capped by
+    /// its command service's root timeout (`CommandConfig::timeout_seconds`, default
+    /// 120 s): past the shorter of the two it fails with `HOOK_TIMEOUT` naming it.
     #[must_use]
     pub fn timeout_seconds(mut self, seconds: f64) -> Self {
         self.timeout_seconds = seconds;

@@ -183,14 +183,18 @@ impl SkillTools {
     /// Load the full instructions of one skill from the skill catalog, with its bundled files.
     /// Use when a task matches a skill's description, before doing the task.
     /// The name must be a catalog skill name.
-    #[tool(capabilities(read), input_error = "refine_input_error")]
+    #[tool(
+        capabilities(read),
+        input_error = "refine_input_error",
+        execution_mode = "thread"
+    )]
     fn load_skill(
         &self,
         /// Skill name exactly as the skill catalog lists it, lower kebab-case, e.g. `pdf-forms`.
         name: SkillName,
     ) -> ToolOutput {
-        // The reads are blocking but small and bounded (one SKILL.md and a capped
-        // directory listing), so they run inline rather than on the blocking pool.
+        // The reads block (up to 1 MiB of SKILL.md and a listing of up to 10 000
+        // entries), so the body runs on a thread of its own, never on an async worker.
         match self.load(&name.0) {
             Ok(skill) => ToolOutput::text(skill.to_text())
                 .with_data("name", skill.name.as_str())

@@ -21,7 +21,11 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 async fn native(workspace: &Path) -> CommandBinding {
-    let service = CommandService::new(CommandConfig::default(), workspace).unwrap();
+    native_with(CommandConfig::default(), workspace).await
+}
+
+async fn native_with(config: CommandConfig, workspace: &Path) -> CommandBinding {
+    let service = CommandService::new(config, workspace).unwrap();
     service.prepare().await.unwrap();
     CommandBinding::owned(service)
 }
@@ -119,6 +123,16 @@ async fn command_hook_protocol_table() {
         (
             "head -c 3000000 /dev/zero | tr '\\0' x",
             Err("HOOK_PROTOCOL_ERROR): stdout was truncated (3000000 bytes written)"),
+        ),
+        // stderr is diagnostics, never parsed: past the 1 MiB capture limit it is cut,
+        // and the answer on stdout still counts.
+        (
+            "head -c 2000000 /dev/zero | tr '\\0' x >&2; echo '{}'",
+            Ok(None),
+        ),
+        (
+            "head -c 2000000 /dev/zero | tr '\\0' x >&2; echo '{\"deny_reason\": \"no\"}'",
+            Ok(Some("no")),
         ),
         (
             "kill -9 $$",
@@ -247,6 +261,39 @@ async fn a_hook_past_its_deadline_denies_and_its_process_tree_dies() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(!alive(pid), "grandchild {pid} survived the hook deadline");
+    binding.close().await.unwrap();
+}
+
+/// The command service's root timeout caps a hook's own deadline: a hook allowed 60 s
+/// on a service capped at 1 s times out after 1 s, and the error names that cap.
+#[tokio::test]
+async fn the_command_services_timeout_caps_a_longer_hook_deadline_and_is_named() {
+    let ws = tempfile::tempdir().unwrap();
+    let binding = native_with(
+        CommandConfig::default().with_timeout_seconds(1.0),
+        ws.path(),
+    )
+    .await;
+    let d = HookDispatcher::new(vec![hook(
+        &binding,
+        HookEventKind::ToolBefore,
+        "sleep 30; echo '{}'",
+        60.0,
+    )]);
+    let start = Instant::now();
+    assert_eq!(
+        before(&d, ws.path(), "ls").await,
+        BeforeOutcome::Deny(
+            "hook `guard` failed (HOOK_TIMEOUT): timed out after 1.000 s: the command \
+             service's `timeout_seconds` caps a command hook's deadline; the call was denied"
+                .into()
+        )
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        start.elapsed()
+    );
     binding.close().await.unwrap();
 }
 

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use iris_executor::{BeforeOutcome, BodyStatus, ToolHookDispatcher};
 use iris_hooks::{
-    EventCommon, HookDispatcher, HookError, HookEvent, HookEventKind, HookRegistration, HookResult,
-    RunStatus,
+    EventCommon, HookDispatcher, HookError, HookErrorKind, HookEvent, HookEventKind, HookFailure,
+    HookRegistration, HookResult, RunStatus,
 };
 use iris_tools_core::{CancellationSignal, ToolExecutionContext, ToolOutput};
 use serde_json::json;
@@ -33,6 +33,24 @@ fn hook(kind: HookEventKind, name: &str, log: &Log, answer: HookResult) -> HookR
 fn failing(kind: HookEventKind, name: &str) -> HookRegistration {
     HookRegistration::builder(kind, name, |_e: HookEvent| async {
         Err(HookError::failed("boom"))
+    })
+    .build()
+    .unwrap()
+}
+
+/// A hook that panics with `hook bug`: before it returns its future when
+/// `synchronous`, else on the future's first poll.
+fn panicking(kind: HookEventKind, name: &str, synchronous: bool) -> HookRegistration {
+    HookRegistration::builder(kind, name, move |_e: HookEvent| {
+        if synchronous {
+            panic!("hook bug");
+        }
+        async {
+            if true {
+                panic!("hook bug");
+            }
+            Ok(HookResult::None)
+        }
     })
     .build()
     .unwrap()
@@ -69,21 +87,13 @@ async fn before_hooks_run_in_order_and_first_deny_stops_the_chain() {
 async fn before_hooks_fail_closed() {
     use HookEventKind::ToolBefore;
     let log: Log = Log::default();
-    let panicking = HookRegistration::builder(ToolBefore, "panicky", |_e: HookEvent| async {
-        if true {
-            panic!("hook bug");
-        }
-        Ok(HookResult::None)
-    })
-    .build()
-    .unwrap();
     let cases: Vec<(HookRegistration, &str)> = vec![
         (
             failing(ToolBefore, "broken"),
             "hook `broken` failed (HOOK_FAILED): boom; the call was denied",
         ),
         (
-            panicking,
+            panicking(ToolBefore, "panicky", false),
             "hook `panicky` failed (HOOK_FAILED): panicked: hook bug; the call was denied",
         ),
         (
@@ -267,4 +277,71 @@ async fn each_handler_gets_its_own_snapshot() {
         *seen.lock().unwrap(),
         [json!({"command": "ls"}), json!({"command": "ls"})]
     );
+}
+
+/// A panic is isolated wherever the handler raises it: a closure that panics before it
+/// returns its future fails exactly like one whose future panics, on every event.
+#[tokio::test]
+async fn a_panicking_hook_is_isolated_whether_it_panics_before_or_inside_its_future() {
+    use HookEventKind::{RunFinished, RunStarted, ToolAfter, ToolBefore};
+    for synchronous in [false, true] {
+        let log: Log = Log::default();
+        let d = HookDispatcher::new(vec![
+            panicking(ToolBefore, "panicky", synchronous),
+            panicking(ToolAfter, "panicky", synchronous),
+            panicking(RunStarted, "panicky", synchronous),
+            panicking(RunFinished, "panicky", synchronous),
+            hook(ToolAfter, "later", &log, HookResult::feedback("still here")),
+            hook(RunStarted, "later", &log, HookResult::None),
+            hook(RunFinished, "later", &log, HookResult::None),
+        ]);
+        assert_eq!(
+            before(&d, &ctx()).await,
+            BeforeOutcome::Deny(
+                "hook `panicky` failed (HOOK_FAILED): panicked: hook bug; the call was denied"
+                    .into()
+            ),
+            "synchronous: {synchronous}"
+        );
+        let result = ToolOutput::text("out");
+        let feedback = d
+            .after_tool(
+                &ctx(),
+                "c1",
+                "exec_command",
+                &json!({"command": "ls"}),
+                &result,
+                BodyStatus::Success,
+            )
+            .await;
+        assert_eq!(feedback, ["still here"], "synchronous: {synchronous}");
+        let common = EventCommon::from_context(&ctx());
+        let panicked = |event| {
+            vec![HookFailure {
+                hook: "panicky".into(),
+                event,
+                error: HookError::new(HookErrorKind::HandlerFailed, "panicked: hook bug"),
+            }]
+        };
+        assert_eq!(
+            d.run_started(common.clone(), json!({}), json!("hi")).await,
+            panicked(RunStarted),
+            "synchronous: {synchronous}"
+        );
+        assert_eq!(
+            d.run_finished(common, json!({}), RunStatus::Completed)
+                .await,
+            panicked(RunFinished),
+            "synchronous: {synchronous}"
+        );
+        assert_eq!(
+            *log.lock().unwrap(),
+            [
+                "later:tool.after",
+                "later:run.started",
+                "later:run.finished"
+            ],
+            "synchronous: {synchronous}"
+        );
+    }
 }
