@@ -7,7 +7,9 @@
 //! of them, the `ToolError(code, message)` exception and the `ToolResult` a call
 //! returns (`.text`, `.data`; `str()` is the text). Each call opens one connection to
 //! the host's Unix socket, sends one JSON line and reads one JSON line back, so calls
-//! from several threads run in parallel.
+//! from several threads run in parallel (up to [`crate::MAX_CONCURRENT_CALLS`] at
+//! once; the host leaves further connections waiting). A connection that fails or
+//! closes without a reply raises `ToolError` with [`crate::codes::SCRIPT_CHANNEL_CLOSED`].
 //!
 //! The program the command service runs is a short prelude that installs the module
 //! in `sys.modules` and then executes the model's code with `exec(compile(code,
@@ -141,6 +143,9 @@ def call(name, **arguments):
     return ToolResult(reply.get("text", ""), reply.get("data") or {})
 
 
+# What generated functions call: a tool property may be named `call` (it becomes a
+# parameter that shadows the function), never `_call`.
+_call = call
 _UNSET = object()
 
 
@@ -167,6 +172,11 @@ fn py_str(text: &str) -> String {
 /// One function: required properties first (positional or keyword), then optional
 /// ones as keyword-only with an "unset" default, so only what the script passes is
 /// sent (the tool's own defaults apply, as for the model).
+///
+/// Every name the body uses besides the parameters starts with `_` (`_extra`,
+/// `_arguments`, `_args`, `_call`, `_UNSET`): a property is a parameter only when
+/// [`is_identifier`] admits it, which refuses a leading `_`, so no property can
+/// collide with them (a property named `extra` or `call` is an ordinary parameter).
 fn function(def: &ToolDefinition, out: &mut String) {
     let schema = def.input_schema.as_object();
     let properties = schema
@@ -219,7 +229,7 @@ fn function(def: &ToolDefinition, out: &mut String) {
         signature.extend(optional.iter().map(|o| format!("{o}=_UNSET")));
     }
     if !all_named {
-        signature.push("**extra".to_owned());
+        signature.push("**_extra".to_owned());
     }
     let mut doc = def.description.clone();
     if !doc_args.is_empty() {
@@ -234,11 +244,15 @@ fn function(def: &ToolDefinition, out: &mut String) {
         .collect();
     let _ = writeln!(out, "\n\ndef {}({}):", def.name, signature.join(", "));
     let _ = writeln!(out, "    {}", py_str(&doc));
-    let _ = write!(out, "    arguments = _args([{}])", pairs.join(", "));
+    let _ = write!(out, "    _arguments = _args([{}])", pairs.join(", "));
     if !all_named {
-        out.push_str("\n    arguments.update(extra)");
+        out.push_str("\n    _arguments.update(_extra)");
     }
-    let _ = writeln!(out, "\n    return call({}, **arguments)", py_str(&def.name));
+    let _ = writeln!(
+        out,
+        "\n    return _call({}, **_arguments)",
+        py_str(&def.name)
+    );
 }
 
 /// The `iris_tools` module source for these tools, talking to `socket_path` with
@@ -301,11 +315,18 @@ mod tests {
         );
         let src = module_source(&[def], "/tmp/s.sock", "t");
         assert!(
-            src.contains("def grep_search(pattern, *, path=_UNSET, **extra):"),
+            src.contains("def grep_search(pattern, *, path=_UNSET, **_extra):"),
             "{src}"
         );
         assert!(src.contains("pattern (string, required): regex"), "{src}");
         assert!(src.contains("TOOLS = [\"grep_search\"]"));
+    }
+
+    /// The code the module raises is the one `codes` documents.
+    #[test]
+    fn channel_failures_raise_the_documented_code() {
+        let quoted = format!("ToolError(\"{}\"", crate::codes::SCRIPT_CHANNEL_CLOSED);
+        assert_eq!(RUNTIME.matches(&quoted).count(), 2, "{quoted}");
     }
 
     #[test]

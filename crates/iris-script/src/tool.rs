@@ -14,12 +14,12 @@ use iris_tools_core::{
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio::sync::Notify;
+use tokio::sync::{Notify, Semaphore};
 use tracing::Instrument as _;
 
 use crate::callable::ScriptCallable;
 use crate::host::{CallRecord, Grant, PendingApproval, Session, SocketPath, random_hex};
-use crate::{RUN_TOOL_SCRIPT, codes, module};
+use crate::{MAX_CONCURRENT_CALLS, RUN_TOOL_SCRIPT, codes, module};
 
 const DESCRIPTION: &str = "Run Python that calls tools via `import iris_tools`; returns only what it prints.\n\
 Use for many calls whose results you need not read; else call tools directly.\n\
@@ -260,14 +260,29 @@ impl RunToolScriptTool {
         tokio::pin!(parent_cancelled);
         let mut tasks = tokio::task::JoinSet::new();
         let mut stopping = false;
+        // A connection is accepted only with a permit, held until it is served: at most
+        // MAX_CONCURRENT_CALLS request buffers at once; the others wait in the listen
+        // backlog (or in the program's `connect`) until a permit is free.
+        let permits = Arc::new(Semaphore::new(MAX_CONCURRENT_CALLS));
         let outcome = loop {
             tokio::select! {
                 outcome = &mut exec => break outcome,
-                accepted = listener.accept() => {
-                    if let Ok((stream, _)) = accepted {
+                (permit, accepted) = async {
+                    // Both futures are cancel-safe: a lost race drops the permit, and a
+                    // connection not yet accepted stays in the backlog.
+                    let permit = Arc::clone(&permits).acquire_owned().await;
+                    (permit, listener.accept().await)
+                } => {
+                    if let (Ok(permit), Ok((stream, _))) = (permit, accepted) {
                         let session = Arc::clone(&session);
                         // Each inner call's `execute_tool` span is a child of this call's.
-                        tasks.spawn(session.serve(stream).in_current_span());
+                        tasks.spawn(
+                            async move {
+                                session.serve(stream).await;
+                                drop(permit);
+                            }
+                            .in_current_span(),
+                        );
                     }
                 }
                 Some(_) = tasks.join_next(), if !tasks.is_empty() => {}

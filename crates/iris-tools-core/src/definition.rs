@@ -72,8 +72,10 @@ pub enum PreviewMode {
 
 /// Whether an old result may be reduced to a preview in a run's context view.
 ///
-/// A declaration for the run loop's context view (seed 000 `context_retention`): no
-/// run loop in this release reads it yet, see `docs/seed-coverage.md`.
+/// Read by the run loop's context view (seed 000 `context_retention`): with
+/// `context_policy.retention` set (`iris_runner::context::RetentionConfig`), old
+/// [`ContextRetention::Observation`] results are sent as previews while the store
+/// keeps the full record; see `docs/seed-coverage.md`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ContextRetention {

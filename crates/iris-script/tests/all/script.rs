@@ -330,3 +330,75 @@ async fn the_channel_token_is_not_in_the_programs_command_line() {
     assert_eq!(result.model_content(), "32 False\n");
     env.close().await;
 }
+
+/// A read-only tool that answers with the arguments it received, keys sorted.
+fn echo_args(name: &str, properties: serde_json::Value) -> impl iris_tools_core::Tool + use<> {
+    let def = ToolDefinition::new(
+        name,
+        "Echo the arguments.",
+        json!({"type": "object", "properties": properties}),
+    )
+    .with_capabilities([ToolCapability::Read]);
+    FnTool::new(def, |input, _ctx| async move {
+        ToolOutput::text(serde_json::to_string(&input).unwrap_or_default())
+    })
+}
+
+/// Properties named like the module's own helpers (`extra`, `call`) are ordinary
+/// parameters: the generated functions use underscore names for their internals, so
+/// the module still compiles and the calls still reach the host.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn properties_named_like_the_modules_internals_are_plain_parameters() {
+    let env = Env::native(ScriptCallable::default()).await;
+    // `type` is a soft keyword: it goes through `**_extra`, next to `extra`.
+    env.register(echo_args(
+        "tag",
+        json!({"extra": {"type": "string"}, "type": {"type": "string"}}),
+    ));
+    env.register(echo_args("dial", json!({"call": {"type": "string"}})));
+    let executor = ToolExecutor::new(env.registry.clone());
+    let code = r#"
+import iris_tools
+print(iris_tools.tag(extra="e", **{"type": "t"}).text)
+print(iris_tools.dial(call="c").text)
+"#;
+    let result = env.script(&executor, code, None).await;
+    assert_eq!(
+        result.model_content(),
+        "{\"extra\":\"e\",\"type\":\"t\"}\n{\"call\":\"c\"}\n"
+    );
+    assert_eq!(result.output.data["calls"]["names"], json!(["tag", "dial"]));
+    env.close().await;
+}
+
+/// A program opening more connections than the host serves at once still gets every
+/// answer: the extra ones wait for a free slot, so at most
+/// `MAX_CONCURRENT_CALLS` inner calls (and request buffers) are live at a time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_beyond_the_limit_wait_for_a_free_slot() {
+    let env = Env::native(ScriptCallable::default()).await;
+    let (active, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    env.register(probe(active, Arc::clone(&peak)));
+    let executor = ToolExecutor::new(env.registry.clone());
+    let calls = iris_script::MAX_CONCURRENT_CALLS * 2 + 8;
+    let code = format!(
+        r#"
+import iris_tools
+from concurrent.futures import ThreadPoolExecutor
+keys = [str(i) for i in range({calls})]
+with ThreadPoolExecutor(max_workers={calls}) as pool:
+    echoed = list(pool.map(lambda k: iris_tools.probe(key=k).text, keys))
+print(echoed == keys, len(echoed))
+"#
+    );
+    let result = env.script(&executor, &code, Some(60.0)).await;
+    assert_eq!(result.model_content(), format!("True {calls}\n"));
+    assert_eq!(result.output.data["calls"]["count"], calls);
+    assert_eq!(result.output.data["calls"]["errors"], json!([]));
+    assert_eq!(
+        peak.load(Ordering::SeqCst),
+        iris_script::MAX_CONCURRENT_CALLS,
+        "the host served more (or fewer) connections at once than its limit"
+    );
+    env.close().await;
+}

@@ -18,8 +18,13 @@ use super::TypedTool;
 /// per `#[preset]` parameter).
 pub(super) type PresetCheck = fn(&Value) -> std::result::Result<(), String>;
 
+/// The error names the type and the value's JSON kind only: serde's message quotes the
+/// value, and a preset is often a host secret.
 pub(super) fn check_as<T: DeserializeOwned>(value: &Value) -> std::result::Result<(), String> {
-    T::deserialize(value).map(drop).map_err(|e| e.to_string())
+    T::deserialize(value).map(drop).map_err(|_| {
+        let kind = json_kind(value);
+        format!("{kind} does not parse as `{}`", std::any::type_name::<T>())
+    })
 }
 
 /// One host-bound parameter: its name, how to check a value, and the bound value.
@@ -117,8 +122,11 @@ impl TypedCore {
             check(&value).map_err(|e| invalid(format!("preset `{name}` does not fit: {e}")))?;
         }
         if let Err(e) = jsonschema::validate(&slot.schema, &value) {
+            // Only the rule and where it sits in the schema: the message quotes the value.
             return Err(invalid(format!(
-                "preset `{name}` does not fit its schema: {e}"
+                "preset `{name}` does not fit its schema: rule `{}` at `{}` failed",
+                e.kind().keyword(),
+                e.schema_path()
             )));
         }
         slot.value = Some(value);
@@ -175,10 +183,14 @@ impl TypedCore {
         let input = self.parse_model(raw)?;
         // Every value was checked against its type when bound, so this only fails if
         // the tool was assembled by hand with mismatched types.
-        let presets = P::deserialize(&Value::Object(presets)).map_err(|e| {
+        let presets = P::deserialize(&Value::Object(presets)).map_err(|_| {
             ToolErrorInfo::new(
                 codes::INVALID_DEFINITION,
-                format!("presets of `{}` do not fit: {e}", self.definition.name),
+                format!(
+                    "presets of `{}` do not parse as `{}`",
+                    self.definition.name,
+                    std::any::type_name::<P>()
+                ),
             )
         })?;
         Ok((input, presets))
@@ -342,6 +354,49 @@ mod tests {
 
     use super::*;
     use serde_json::json;
+
+    /// A preset is often a host secret: an error binding it names the parameter and
+    /// the rule, never the value.
+    #[test]
+    fn a_rejected_preset_is_not_quoted_in_the_error() {
+        use crate::ToolExecutionContext;
+        use crate::typed::TypedTool;
+
+        #[derive(serde::Deserialize, schemars::JsonSchema)]
+        #[allow(dead_code)] // Never parsed: binding fails first.
+        struct Input {
+            #[schemars(regex(pattern = "^tok-"))]
+            token: String,
+            limit: u32,
+        }
+        let build = || {
+            TypedTool::builder("fetch")
+                .description("Fetch.")
+                .declare_preset::<u32>("limit")
+        };
+        let body = |_: Input, _: ToolExecutionContext| async { "ok" };
+        let by_schema = build()
+            .preset("token", "sk-SECRET")
+            .preset("limit", 3)
+            .build(body)
+            .unwrap_err()
+            .to_string();
+        assert!(by_schema.contains("preset `token`"), "{by_schema}");
+        assert!(by_schema.contains("rule `pattern`"), "{by_schema}");
+        assert!(!by_schema.contains("sk-SECRET"), "{by_schema}");
+        let by_type = build()
+            .preset("token", "tok-1")
+            .preset("limit", "sk-SECRET")
+            .build(body)
+            .unwrap_err()
+            .to_string();
+        assert!(by_type.contains("preset `limit`"), "{by_type}");
+        assert!(
+            by_type.contains("a string does not parse as `u32`"),
+            "{by_type}"
+        );
+        assert!(!by_type.contains("sk-SECRET"), "{by_type}");
+    }
 
     fn check_split(mut schema: Value, names: &[&str], expect: Value) {
         let names: Vec<String> = names.iter().map(|s| (*s).to_owned()).collect();
