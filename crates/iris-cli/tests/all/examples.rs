@@ -157,7 +157,8 @@ fn a_long_call_shows_its_heartbeat() {
         .find(|e| e["type"] == "heartbeat")
         .unwrap_or_else(|| panic!("no heartbeat in {all:?}"));
     assert_eq!(beat["call_id"], "call_1_1");
-    assert_eq!(beat["deadline_seconds"], 60.0);
+    // A command's deadline is the command service's `timeout_seconds` (default 120 s).
+    assert_eq!(beat["deadline_seconds"], 120.0);
     let text = run(dir.path(), config, false);
     assert_eq!(text.code, 0, "{text:?}");
     assert!(
@@ -165,5 +166,5 @@ fn a_long_call_shows_its_heartbeat() {
             .contains("tool exec_command (call_1_1) ... still running ("),
         "{text:?}"
     );
-    assert!(text.stderr.contains(" s of 60 s)"), "{text:?}");
+    assert!(text.stderr.contains(" s of 120 s)"), "{text:?}");
 }
