@@ -7,6 +7,7 @@ mod load;
 mod media;
 mod params;
 mod read_state;
+mod rules;
 mod service;
 mod text;
 mod tools;

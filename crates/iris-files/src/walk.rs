@@ -23,6 +23,7 @@ use iris_tools_core::{ToolErrorInfo, codes as core_codes};
 
 use crate::codes;
 use crate::config::FileToolsConfig;
+use crate::rules::IgnoreRules;
 use crate::text::clip_line;
 use crate::tools::MAX_GLOB_CHARS;
 
@@ -107,28 +108,54 @@ impl<T: Ord> Tally<T> {
 /// `.git/info/exclude` honoured (also outside git repositories) unless disabled, the
 /// host's global git excludes not read (results must not depend on who runs the
 /// agent), symlinks not followed, and the configured directory names skipped.
-fn walker(root: &Path, config: &FileToolsConfig) -> ignore::WalkParallel {
-    let respect = config.respect_ignore_files;
+///
+/// The `ignore` crate's own loading of ignore files is off: it opens them by path
+/// (following symlinks, blocking on a FIFO, without a size bound, in every directory
+/// above the root too). The rules are applied by the entry filter instead, from files
+/// read through the held workspace root `ws` ([`IgnoreRules`]).
+fn walker(
+    root: &Path,
+    ws: &WorkspaceDir,
+    config: &FileToolsConfig,
+) -> Result<ignore::WalkParallel, ToolErrorInfo> {
     let mut builder = WalkBuilder::new(root);
     builder
         .hidden(false)
-        .parents(respect)
-        .ignore(respect)
-        .git_ignore(respect)
-        .git_exclude(respect)
+        .parents(false)
+        .ignore(false)
+        .git_ignore(false)
+        .git_exclude(false)
         .git_global(false)
         .require_git(false)
         .follow_links(false)
         .threads(config.threads);
+    let rules = if config.respect_ignore_files {
+        let handle = ws.open_dir(Path::new("")).map_err(|e| {
+            ToolErrorInfo::new(
+                core_codes::IO_ERROR,
+                format!("cannot open the workspace root: {e}"),
+            )
+        })?;
+        Some(IgnoreRules::new(handle))
+    } else {
+        None
+    };
     let skip = config.skip_dirs.clone();
-    if !skip.is_empty() {
+    if rules.is_some() || !skip.is_empty() {
         builder.filter_entry(move |entry| {
-            entry.depth() == 0
-                || !entry.file_type().is_some_and(|t| t.is_dir())
-                || !skip.iter().any(|s| entry.file_name() == s.as_str())
+            if entry.depth() == 0 {
+                return true;
+            }
+            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+            if is_dir && skip.iter().any(|s| entry.file_name() == s.as_str()) {
+                return false;
+            }
+            !rules
+                .as_ref()
+                .is_some_and(|rules| rules.is_ignored(entry.path(), is_dir))
         });
     }
-    builder.build_parallel()
+    Ok(builder.build_parallel())
 }
 
 /// `path` relative to `base` with `/` separators.
@@ -212,6 +239,7 @@ where
 /// Walks `root` in parallel; `make` builds one per-thread visit function.
 fn walk<T, M, F>(
     root: &Path,
+    ws: &WorkspaceDir,
     config: &FileToolsConfig,
     k: usize,
     stop: &Stop,
@@ -223,7 +251,7 @@ where
     F: FnMut(&DirEntry, &mut Tally<T>) + Send,
 {
     let shared = Mutex::new(Tally::new(k));
-    walker(root, config).visit(&mut Builder {
+    walker(root, ws, config)?.visit(&mut Builder {
         k,
         shared: &shared,
         stop,
@@ -312,7 +340,7 @@ pub(crate) fn list_files(
     stop: &Stop,
 ) -> Result<Tally<String>, ToolErrorInfo> {
     let workspace = ws.path();
-    walk(root, config, k, stop, || {
+    walk(root, ws, config, k, stop, || {
         move |entry: &DirEntry, tally: &mut Tally<String>| {
             let path = entry.path();
             if let Some(f) = filter
@@ -489,7 +517,7 @@ pub(crate) fn grep(
     let line_chars = config.grep_line_chars;
     let max_line = config.grep_max_line_bytes;
     let workspace = ws.path();
-    walk(root, config, k, stop, || {
+    walk(root, ws, config, k, stop, || {
         let matcher = matcher.clone();
         let mut searcher = SearcherBuilder::new()
             .line_number(true)

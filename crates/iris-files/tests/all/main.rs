@@ -12,6 +12,8 @@ mod edit;
 mod escape;
 mod executor;
 mod grep;
+#[cfg(unix)] // FIFOs and symlinks as ignore files.
+mod ignore_files;
 mod images;
 mod inputs;
 mod list;
