@@ -413,7 +413,12 @@ impl CommandService {
         scope: &CommandScope,
         request: CommandRequest,
     ) -> Result<CommandOutcome, CommandError> {
-        let job = self.job(request)?;
+        // Checking the request resolves its cwd on the file system: on the blocking
+        // pool, never on an async worker.
+        let service = self.clone();
+        let job = iris_executor::blocking::run_blocking_io(move || service.job(request))
+            .await
+            .map_err(|e| CommandError::unavailable(e.message))??;
         let (id, entry) = {
             let mut state = self.lock_state()?;
             if state.closed {

@@ -184,13 +184,25 @@ async fn run(
             Err(e) => return ToolOutput::error(e),
         },
     };
-    let cwd: PathBuf = match WorkspacePolicy::new().resolve_path(&input.cwd, &ctx.workspace_root) {
-        Ok(path) => path,
-        Err(e) => {
+    // Resolving the cwd touches the file system: on the blocking pool.
+    let (typed, root) = (input.cwd.clone(), ctx.workspace_root.clone());
+    let resolved = iris_executor::blocking::run_blocking_io(move || {
+        WorkspacePolicy::new()
+            .resolve_path(&typed, &root)
+            .map(|path| {
+                let is_dir = path.is_dir();
+                (path, is_dir)
+            })
+    })
+    .await;
+    let (cwd, is_dir): (PathBuf, bool) = match resolved {
+        Ok(Ok(found)) => found,
+        Ok(Err(e)) => {
             return ToolOutput::error(e.to_info().with_detail("cwd", input.cwd.clone()));
         }
+        Err(e) => return ToolOutput::error(e),
     };
-    if !cwd.is_dir() {
+    if !is_dir {
         return ToolOutput::error(
             ToolErrorInfo::new(
                 codes::INVALID_PATH,
