@@ -68,7 +68,8 @@ pub struct FileToolsConfig {
     /// Whether `.gitignore`, `.ignore` and `.git/info/exclude` rules hide files from
     /// `list_files` and `grep_search` (they apply also outside git repositories).
     pub respect_ignore_files: bool,
-    /// Directory names never descended into by `list_files` and `grep_search`.
+    /// Directory names `list_files` and `grep_search` never descend into below the path
+    /// they walk (a `path` argument naming one is walked as asked).
     pub skip_dirs: Vec<String>,
     /// Walker threads; 0 picks the number of available cores.
     pub threads: usize,
