@@ -401,12 +401,29 @@ impl Process for NativeProcess {
     async fn kill(&mut self, _out: &mut Captures) -> Result<(), String> {
         let give_up = Instant::now() + KILL_CONFIRM;
         loop {
-            signal_group(self.pgid);
-            if let Some(cg) = &self.cgroup {
-                cg.kill();
-            }
-            let left =
-                group_alive(self.pgid) || self.cgroup.as_ref().is_some_and(CallCgroup::populated);
+            // Signalling is one syscall, but confirming reads /proc (every process's
+            // stat) and the cgroup's files: on the blocking pool, not the async worker.
+            // The cgroup travels there and back (it is removed when dropped).
+            let pgid = self.pgid;
+            let cgroup = self.cgroup.take();
+            let checked = iris_executor::blocking::run_blocking_io(move || {
+                signal_group(pgid);
+                if let Some(cg) = &cgroup {
+                    cg.kill();
+                }
+                let left = group_alive(pgid) || cgroup.as_ref().is_some_and(CallCgroup::populated);
+                (left, cgroup)
+            })
+            .await;
+            let left = match checked {
+                Ok((left, cgroup)) => {
+                    self.cgroup = cgroup;
+                    left
+                }
+                // The worker failed (its cgroup, dropped there, was killed and
+                // removed): check again on the next round.
+                Err(_) => true,
+            };
             if !left {
                 break;
             }
