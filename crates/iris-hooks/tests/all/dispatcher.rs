@@ -67,6 +67,21 @@ async fn before(d: &HookDispatcher, ctx: &ToolExecutionContext) -> BeforeOutcome
         .await
 }
 
+/// `tool.after` of a successful `exec_command {"command": "ls"}` whose output is
+/// `out`: the feedback collected.
+async fn after(d: &HookDispatcher) -> Vec<String> {
+    let result = ToolOutput::text("out");
+    d.after_tool(
+        &ctx(),
+        "c1",
+        "exec_command",
+        &json!({"command": "ls"}),
+        &result,
+        BodyStatus::Success,
+    )
+    .await
+}
+
 #[tokio::test]
 async fn before_hooks_run_in_order_and_first_deny_stops_the_chain() {
     use HookEventKind::ToolBefore;
@@ -197,17 +212,7 @@ async fn after_hooks_collect_feedback_in_order_and_survive_failures() {
         inspect,
         hook(ToolAfter, "second", &log, HookResult::feedback("two")),
     ]);
-    let result = ToolOutput::text("out");
-    let feedback = d
-        .after_tool(
-            &ctx(),
-            "c1",
-            "exec_command",
-            &json!({"command": "ls"}),
-            &result,
-            BodyStatus::Success,
-        )
-        .await;
+    let feedback = after(&d).await;
     assert_eq!(feedback, ["one", "two"]);
     let wire = seen.lock().unwrap().clone().unwrap();
     assert_eq!(wire["event"], "tool.after");
@@ -303,17 +308,7 @@ async fn a_panicking_hook_is_isolated_whether_it_panics_before_or_inside_its_fut
             ),
             "synchronous: {synchronous}"
         );
-        let result = ToolOutput::text("out");
-        let feedback = d
-            .after_tool(
-                &ctx(),
-                "c1",
-                "exec_command",
-                &json!({"command": "ls"}),
-                &result,
-                BodyStatus::Success,
-            )
-            .await;
+        let feedback = after(&d).await;
         assert_eq!(feedback, ["still here"], "synchronous: {synchronous}");
         let common = EventCommon::from_context(&ctx());
         let panicked = |event| {
