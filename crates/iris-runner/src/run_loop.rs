@@ -530,6 +530,12 @@ impl AgentRunner {
                     Interaction::Approval(a) => Some(&a.arguments),
                     _ => None,
                 };
+                // The store must say `running` before the call can have any effect: a
+                // crash from here on leaves a run that `recover` settles from the
+                // journal (a started call is in doubt), never a `waiting` one whose
+                // approval a second resume would run again.
+                state.record.interaction = None;
+                self.save(state).await.map_err(outcome_error)?;
                 let mut result = self
                     .run_approved(state, index, &call, &tool_use, &ctx, approved)
                     .await

@@ -683,6 +683,67 @@ async fn a_crash_mid_call_is_recovered_without_a_blind_rerun(kind: Kind) {
     }
 }
 
+/// A process "crashes" while running a call a human approved through `resume`: the
+/// store already says `running` (not `waiting`), so a second `resume` with the same
+/// approval is refused and `recover` asks about the call in doubt instead of running
+/// the side effect again.
+async fn a_crash_during_an_approved_call_is_in_doubt_not_approved_again(kind: Kind) {
+    let place = Place::new(kind).await;
+    let ws = tempfile::tempdir().unwrap();
+    let root = ws.path().canonicalize().unwrap();
+    let tool = Blocking::new("charge_card", false);
+    let script =
+        "- tool_calls: [{name: charge_card}]\n- {expect_tool_results: 1, text: finished}\n";
+    let confirm = |store| {
+        runner(
+            script,
+            &root,
+            store,
+            executor(
+                &root,
+                ApprovalMode::Confirm,
+                vec![Arc::clone(&tool) as Arc<dyn Tool>],
+            ),
+        )
+    };
+    let first = confirm(place.open().await);
+    let RunOutcome::Waiting {
+        run_id,
+        interaction,
+    } = first.run("pay").await
+    else {
+        panic!("expected the charge to wait for approval")
+    };
+    let resuming = tokio::spawn({
+        let (run_id, id) = (run_id.clone(), interaction.id().to_owned());
+        async move { first.resume(&run_id, &id, Answer::Approve).await }
+    });
+    tool.started.notified().await;
+    resuming.abort();
+    let _ = resuming.await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+
+    let second = confirm(place.open().await);
+    let again = second
+        .resume(&run_id, interaction.id(), Answer::Approve)
+        .await
+        .unwrap_err();
+    assert_eq!(again.code, "RUN_NOT_WAITING", "{again}");
+    let outcome = second.recover(&run_id).await.unwrap();
+    let RunOutcome::Waiting {
+        interaction: doubt, ..
+    } = &outcome
+    else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(doubt.kind(), "in_doubt", "{outcome:?}");
+    assert_eq!(
+        tool.calls.load(Ordering::SeqCst),
+        1,
+        "not run a second time"
+    );
+}
+
 /// Two runners race to resume one waiting run: exactly one drives it; the
 /// approved side effect happens once.
 async fn racing_resumes_drive_the_run_once(kind: Kind) {
@@ -770,6 +831,7 @@ on_every_store!(
     a_stored_turn_with_missing_result_slots_is_refused,
     a_question_waits_for_its_answer,
     a_crash_mid_call_is_recovered_without_a_blind_rerun,
+    a_crash_during_an_approved_call_is_in_doubt_not_approved_again,
     racing_resumes_drive_the_run_once,
 );
 
