@@ -125,7 +125,10 @@ impl AgentRunner {
         self.inner.store.as_ref()
     }
 
-    /// Starts renewing the run's lease every third of its time to live.
+    /// Starts renewing the run's lease every third of its time to live. A store that
+    /// fails for a moment (a busy SQLite file, a PostgreSQL reconnect) is tried again
+    /// at the next third; a lease that is gone stops the renewals (the run's next
+    /// save or journal write then fails `RUN_LEASE_LOST`).
     fn start_renewer(&self, state: &mut RunState) {
         let Some(store) = self.store().cloned() else {
             return;
@@ -135,9 +138,15 @@ impl AgentRunner {
         state.renewer = Some(tokio::spawn(async move {
             loop {
                 tokio::time::sleep(ttl / 3).await;
-                if let Err(e) = store.acquire(&run_id, &owner, ttl).await {
-                    tracing::warn!(target: TRACING_TARGET, run_id, error = %e, "cannot renew the run's lease");
-                    return;
+                match store.renew(&run_id, &owner, ttl).await {
+                    Ok(()) => {}
+                    Err(e @ StoreError::Failed { .. }) => {
+                        tracing::warn!(target: TRACING_TARGET, run_id, error = %e, "cannot renew the run's lease; trying again");
+                    }
+                    Err(e) => {
+                        tracing::warn!(target: TRACING_TARGET, run_id, error = %e, "the run's lease is gone; renewals stop");
+                        return;
+                    }
                 }
             }
         }));

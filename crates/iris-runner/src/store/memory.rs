@@ -153,6 +153,33 @@ impl RunStore for MemoryRunStore {
         Box::pin(async move { result })
     }
 
+    fn renew<'a>(
+        &'a self,
+        run_id: &'a str,
+        owner: &'a str,
+        ttl: Duration,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        let result = {
+            let mut rows = self.lock();
+            let now = now_ms();
+            match rows.get_mut(run_id) {
+                None => Err(StoreError::NotFound {
+                    run_id: run_id.to_owned(),
+                }),
+                Some(row) => match &row.lease {
+                    Some((holder, until)) if holder == owner && *until > now => {
+                        row.lease = Some((owner.to_owned(), now.saturating_add(ttl_ms(ttl))));
+                        Ok(())
+                    }
+                    _ => Err(StoreError::LeaseLost {
+                        run_id: run_id.to_owned(),
+                    }),
+                },
+            }
+        };
+        Box::pin(async move { result })
+    }
+
     fn release<'a>(&'a self, run_id: &'a str, owner: &'a str) -> BoxFuture<'a, StoreResult<()>> {
         if let Some(row) = self.lock().get_mut(run_id)
             && row.lease.as_ref().is_some_and(|(o, _)| o == owner)

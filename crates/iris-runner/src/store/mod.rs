@@ -405,6 +405,17 @@ pub trait RunStore: Send + Sync {
         ttl: Duration,
     ) -> BoxFuture<'a, StoreResult<()>>;
 
+    /// Extends `owner`'s live lease to `ttl` from now: the renewal of a run's driver.
+    /// `RUN_LEASE_LOST` when `owner` no longer holds a live lease (it expired, was
+    /// released or taken), so a late renewal never takes a lease back the way
+    /// [`acquire`](Self::acquire) would.
+    fn renew<'a>(
+        &'a self,
+        run_id: &'a str,
+        owner: &'a str,
+        ttl: Duration,
+    ) -> BoxFuture<'a, StoreResult<()>>;
+
     /// Gives the lease up (a no-op when `owner` does not hold it).
     fn release<'a>(&'a self, run_id: &'a str, owner: &'a str) -> BoxFuture<'a, StoreResult<()>>;
 

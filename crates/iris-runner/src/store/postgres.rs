@@ -319,6 +319,41 @@ impl RunStore for PostgresRunStore {
         })
     }
 
+    fn renew<'a>(
+        &'a self,
+        run_id: &'a str,
+        owner: &'a str,
+        ttl: Duration,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let now = now_ms();
+            let until = to_i64(now.saturating_add(ttl_ms(ttl)));
+            let n = client
+                .execute(
+                    "UPDATE iris_runs SET lease_expires_at_ms = $2
+                     WHERE run_id = $3 AND lease_owner = $1 AND lease_expires_at_ms > $4",
+                    &[&owner, &until, &run_id, &to_i64(now)],
+                )
+                .await
+                .map_err(|e| pg(&e))?;
+            if n == 1 {
+                return Ok(());
+            }
+            let exists = client
+                .query_opt("SELECT 1 FROM iris_runs WHERE run_id = $1", &[&run_id])
+                .await
+                .map_err(|e| pg(&e))?
+                .is_some();
+            let run_id = run_id.to_owned();
+            Err(if exists {
+                StoreError::LeaseLost { run_id }
+            } else {
+                StoreError::NotFound { run_id }
+            })
+        })
+    }
+
     fn release<'a>(&'a self, run_id: &'a str, owner: &'a str) -> BoxFuture<'a, StoreResult<()>> {
         Box::pin(async move {
             let client = self.client().await?;

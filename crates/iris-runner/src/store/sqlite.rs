@@ -298,6 +298,43 @@ impl RunStore for SqliteRunStore {
         })
     }
 
+    fn renew<'a>(
+        &'a self,
+        run_id: &'a str,
+        owner: &'a str,
+        ttl: Duration,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
+        self.with(move |conn| {
+            let now = now_ms();
+            let until = to_i64(now.saturating_add(ttl_ms(ttl)));
+            let n = conn
+                .execute(
+                    "UPDATE iris_runs SET lease_expires_at_ms = ?2
+                     WHERE run_id = ?3 AND lease_owner = ?1 AND lease_expires_at_ms > ?4",
+                    params![owner, until, run_id, to_i64(now)],
+                )
+                .map_err(sql)?;
+            if n == 1 {
+                return Ok(());
+            }
+            let exists = conn
+                .query_row(
+                    "SELECT 1 FROM iris_runs WHERE run_id = ?1",
+                    [&run_id],
+                    |_| Ok(()),
+                )
+                .optional()
+                .map_err(sql)?
+                .is_some();
+            Err(if exists {
+                StoreError::LeaseLost { run_id }
+            } else {
+                StoreError::NotFound { run_id }
+            })
+        })
+    }
+
     fn release<'a>(&'a self, run_id: &'a str, owner: &'a str) -> BoxFuture<'a, StoreResult<()>> {
         let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
         self.with(move |conn| {

@@ -234,6 +234,35 @@ async fn store_contract(kind: Kind) {
         store_codes::RUN_NOT_FOUND
     );
 
+    // Renewal extends only the holder's live lease: never someone else's, and never a
+    // lease that lapsed and went to another owner and was released meanwhile (a late
+    // renewal of the old driver; `acquire` would take that free lease back).
+    a.renew("run_a", "owner-a", ttl).await.unwrap();
+    assert_eq!(
+        b.renew("run_a", "owner-b", ttl).await.unwrap_err().code(),
+        store_codes::RUN_LEASE_LOST
+    );
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    b.acquire("run_a", "owner-b", ttl).await.unwrap();
+    b.save(&waiting, "owner-b").await.unwrap();
+    b.release("run_a", "owner-b").await.unwrap();
+    assert_eq!(
+        a.renew("run_a", "owner-a", ttl).await.unwrap_err().code(),
+        store_codes::RUN_LEASE_LOST
+    );
+    assert_eq!(
+        a.save(&waiting, "owner-a").await.unwrap_err().code(),
+        store_codes::RUN_LEASE_LOST
+    );
+    assert_eq!(
+        a.renew("run_none", "owner-a", ttl)
+            .await
+            .unwrap_err()
+            .code(),
+        store_codes::RUN_NOT_FOUND
+    );
+    a.acquire("run_a", "owner-a", ttl).await.unwrap();
+
     // Listing: newest first, by status.
     let mut done = record("run_b", RunStatus::Completed);
     done.updated_at_ms = 10;
