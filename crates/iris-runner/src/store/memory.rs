@@ -7,8 +7,8 @@ use std::time::Duration;
 use iris_tools_core::BoxFuture;
 
 use super::{
-    JournalEntry, RunRecord, RunStatus, RunStore, RunSummary, StoreError, StoreResult, now_ms,
-    ttl_ms,
+    JournalEntry, LeaseMode, RunRecord, RunStatus, RunStore, RunSummary, StoreError, StoreResult,
+    now_ms, ttl_ms,
 };
 
 #[derive(Debug)]
@@ -36,6 +36,28 @@ impl MemoryRunStore {
         // Every operation replaces whole values, so a poisoned lock holds no half
         // update.
         self.rows.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes or renews the lease of `run_id` for `owner` (see [`LeaseMode`]).
+    fn lease(&self, run_id: &str, owner: &str, ttl: Duration, mode: LeaseMode) -> StoreResult<()> {
+        let mut rows = self.lock();
+        let now = now_ms();
+        let Some(row) = rows.get_mut(run_id) else {
+            return Err(StoreError::NotFound {
+                run_id: run_id.to_owned(),
+            });
+        };
+        let live = row.lease.as_ref().filter(|(_, until)| *until > now);
+        let granted = match live {
+            Some((holder, _)) => holder == owner,
+            None => mode == LeaseMode::Take,
+        };
+        if !granted {
+            let until = live.map(|(_, until)| *until);
+            return Err(mode.refused(run_id.to_owned(), until, now));
+        }
+        row.lease = Some((owner.to_owned(), now.saturating_add(ttl_ms(ttl))));
+        Ok(())
     }
 }
 
@@ -129,27 +151,7 @@ impl RunStore for MemoryRunStore {
         owner: &'a str,
         ttl: Duration,
     ) -> BoxFuture<'a, StoreResult<()>> {
-        let result = {
-            let mut rows = self.lock();
-            let now = now_ms();
-            match rows.get_mut(run_id) {
-                None => Err(StoreError::NotFound {
-                    run_id: run_id.to_owned(),
-                }),
-                Some(row) => match &row.lease {
-                    Some((other, until)) if other != owner && *until > now => {
-                        Err(StoreError::Busy {
-                            run_id: run_id.to_owned(),
-                            expires_in_ms: until - now,
-                        })
-                    }
-                    _ => {
-                        row.lease = Some((owner.to_owned(), now.saturating_add(ttl_ms(ttl))));
-                        Ok(())
-                    }
-                },
-            }
-        };
+        let result = self.lease(run_id, owner, ttl, LeaseMode::Take);
         Box::pin(async move { result })
     }
 
@@ -159,24 +161,7 @@ impl RunStore for MemoryRunStore {
         owner: &'a str,
         ttl: Duration,
     ) -> BoxFuture<'a, StoreResult<()>> {
-        let result = {
-            let mut rows = self.lock();
-            let now = now_ms();
-            match rows.get_mut(run_id) {
-                None => Err(StoreError::NotFound {
-                    run_id: run_id.to_owned(),
-                }),
-                Some(row) => match &row.lease {
-                    Some((holder, until)) if holder == owner && *until > now => {
-                        row.lease = Some((owner.to_owned(), now.saturating_add(ttl_ms(ttl))));
-                        Ok(())
-                    }
-                    _ => Err(StoreError::LeaseLost {
-                        run_id: run_id.to_owned(),
-                    }),
-                },
-            }
-        };
+        let result = self.lease(run_id, owner, ttl, LeaseMode::Renew);
         Box::pin(async move { result })
     }
 

@@ -443,6 +443,31 @@ pub(crate) fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
+/// How a store extends a lease: [`RunStore::acquire`] takes it, [`RunStore::renew`]
+/// only extends the owner's live one. One statement per store serves both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LeaseMode {
+    /// Free, expired or already the owner's: taken (`RUN_BUSY` while another owner's
+    /// lease lives).
+    Take,
+    /// Only the owner's live lease is extended (`RUN_LEASE_LOST` otherwise).
+    Renew,
+}
+
+impl LeaseMode {
+    /// The error when the lease of the existing run `run_id`, expiring at `until` (ms
+    /// since the epoch, if any), was not extended at `now`.
+    pub(crate) fn refused(self, run_id: String, until: Option<u64>, now: u64) -> StoreError {
+        match self {
+            LeaseMode::Take => StoreError::Busy {
+                run_id,
+                expires_in_ms: until.unwrap_or(0).saturating_sub(now),
+            },
+            LeaseMode::Renew => StoreError::LeaseLost { run_id },
+        }
+    }
+}
+
 /// `ttl` in milliseconds, saturating.
 pub(crate) fn ttl_ms(ttl: Duration) -> u64 {
     u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)

@@ -8,8 +8,8 @@ use tokio_postgres::config::{Host, SslMode};
 use tokio_postgres::{Client, Config, NoTls};
 
 use super::{
-    JournalEntry, MIGRATIONS, RunRecord, RunStatus, RunStore, RunSummary, StoreError, StoreResult,
-    decode, encode, now_ms, ttl_ms,
+    JournalEntry, LeaseMode, MIGRATIONS, RunRecord, RunStatus, RunStore, RunSummary, StoreError,
+    StoreResult, decode, encode, now_ms, ttl_ms,
 };
 
 /// The advisory lock key that serializes schema migrations across processes.
@@ -57,6 +57,57 @@ fn is_local(host: &Host) -> bool {
 }
 
 impl PostgresRunStore {
+    /// Takes or renews the lease of `run_id` for `owner` (see [`LeaseMode`]). One
+    /// statement: the row lock it takes makes two racing processes see each other's
+    /// lease, so exactly one of them gets it.
+    fn lease<'a>(
+        &'a self,
+        run_id: &'a str,
+        owner: &'a str,
+        ttl: Duration,
+        mode: LeaseMode,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let now = now_ms();
+            let until = to_i64(now.saturating_add(ttl_ms(ttl)));
+            let statement = match mode {
+                LeaseMode::Take => {
+                    "UPDATE iris_runs SET lease_owner = $1, lease_expires_at_ms = $2
+                     WHERE run_id = $3 AND (lease_owner IS NULL OR lease_owner = $1
+                        OR lease_expires_at_ms <= $4)"
+                }
+                LeaseMode::Renew => {
+                    "UPDATE iris_runs SET lease_expires_at_ms = $2
+                     WHERE run_id = $3 AND lease_owner = $1 AND lease_expires_at_ms > $4"
+                }
+            };
+            let n = client
+                .execute(statement, &[&owner, &until, &run_id, &to_i64(now)])
+                .await
+                .map_err(|e| pg(&e))?;
+            if n == 1 {
+                return Ok(());
+            }
+            let row = client
+                .query_opt(
+                    "SELECT lease_expires_at_ms FROM iris_runs WHERE run_id = $1",
+                    &[&run_id],
+                )
+                .await
+                .map_err(|e| pg(&e))?;
+            let run_id = run_id.to_owned();
+            match row {
+                None => Err(StoreError::NotFound { run_id }),
+                Some(row) => {
+                    let until: Option<i64> = row.get(0);
+                    let until = until.map(|u| u64::try_from(u).unwrap_or(0));
+                    Err(mode.refused(run_id, until, now))
+                }
+            }
+        })
+    }
+
     /// Connects to the database at `url` (a `postgres://` URL or a key=value
     /// string) and applies the schema migrations.
     ///
@@ -277,46 +328,7 @@ impl RunStore for PostgresRunStore {
         owner: &'a str,
         ttl: Duration,
     ) -> BoxFuture<'a, StoreResult<()>> {
-        Box::pin(async move {
-            let client = self.client().await?;
-            let now = now_ms();
-            let until = to_i64(now.saturating_add(ttl_ms(ttl)));
-            // One statement: the row lock it takes makes two racing processes see each
-            // other's lease, so exactly one of them gets it.
-            let n = client
-                .execute(
-                    "UPDATE iris_runs SET lease_owner = $1, lease_expires_at_ms = $2
-                     WHERE run_id = $3 AND (lease_owner IS NULL OR lease_owner = $1
-                        OR lease_expires_at_ms <= $4)",
-                    &[&owner, &until, &run_id, &to_i64(now)],
-                )
-                .await
-                .map_err(|e| pg(&e))?;
-            if n == 1 {
-                return Ok(());
-            }
-            let row = client
-                .query_opt(
-                    "SELECT lease_expires_at_ms FROM iris_runs WHERE run_id = $1",
-                    &[&run_id],
-                )
-                .await
-                .map_err(|e| pg(&e))?;
-            match row {
-                None => Err(StoreError::NotFound {
-                    run_id: run_id.to_owned(),
-                }),
-                Some(row) => {
-                    let until: Option<i64> = row.get(0);
-                    Err(StoreError::Busy {
-                        run_id: run_id.to_owned(),
-                        expires_in_ms: u64::try_from(until.unwrap_or(0))
-                            .unwrap_or(0)
-                            .saturating_sub(now),
-                    })
-                }
-            }
-        })
+        self.lease(run_id, owner, ttl, LeaseMode::Take)
     }
 
     fn renew<'a>(
@@ -325,33 +337,7 @@ impl RunStore for PostgresRunStore {
         owner: &'a str,
         ttl: Duration,
     ) -> BoxFuture<'a, StoreResult<()>> {
-        Box::pin(async move {
-            let client = self.client().await?;
-            let now = now_ms();
-            let until = to_i64(now.saturating_add(ttl_ms(ttl)));
-            let n = client
-                .execute(
-                    "UPDATE iris_runs SET lease_expires_at_ms = $2
-                     WHERE run_id = $3 AND lease_owner = $1 AND lease_expires_at_ms > $4",
-                    &[&owner, &until, &run_id, &to_i64(now)],
-                )
-                .await
-                .map_err(|e| pg(&e))?;
-            if n == 1 {
-                return Ok(());
-            }
-            let exists = client
-                .query_opt("SELECT 1 FROM iris_runs WHERE run_id = $1", &[&run_id])
-                .await
-                .map_err(|e| pg(&e))?
-                .is_some();
-            let run_id = run_id.to_owned();
-            Err(if exists {
-                StoreError::LeaseLost { run_id }
-            } else {
-                StoreError::NotFound { run_id }
-            })
-        })
+        self.lease(run_id, owner, ttl, LeaseMode::Renew)
     }
 
     fn release<'a>(&'a self, run_id: &'a str, owner: &'a str) -> BoxFuture<'a, StoreResult<()>> {

@@ -8,8 +8,8 @@ use iris_tools_core::BoxFuture;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{
-    JournalEntry, MIGRATIONS, RunRecord, RunStatus, RunStore, RunSummary, StoreError, StoreResult,
-    decode, encode, now_ms, ttl_ms,
+    JournalEntry, LeaseMode, MIGRATIONS, RunRecord, RunStatus, RunStore, RunSummary, StoreError,
+    StoreResult, decode, encode, now_ms, ttl_ms,
 };
 
 /// Runs in one SQLite file (default `<workspace>/.iris/runs.db`), in WAL mode so
@@ -39,6 +39,50 @@ fn sql(e: rusqlite::Error) -> StoreError {
 }
 
 impl SqliteRunStore {
+    /// Takes or renews the lease of `run_id` for `owner` (see [`LeaseMode`]).
+    fn lease(
+        &self,
+        run_id: &str,
+        owner: &str,
+        ttl: Duration,
+        mode: LeaseMode,
+    ) -> BoxFuture<'_, StoreResult<()>> {
+        let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
+        self.with(move |conn| {
+            let now = now_ms();
+            let until = to_i64(now.saturating_add(ttl_ms(ttl)));
+            let statement = match mode {
+                LeaseMode::Take => {
+                    "UPDATE iris_runs SET lease_owner = ?1, lease_expires_at_ms = ?2
+                     WHERE run_id = ?3 AND (lease_owner IS NULL OR lease_owner = ?1
+                        OR lease_expires_at_ms <= ?4)"
+                }
+                LeaseMode::Renew => {
+                    "UPDATE iris_runs SET lease_expires_at_ms = ?2
+                     WHERE run_id = ?3 AND lease_owner = ?1 AND lease_expires_at_ms > ?4"
+                }
+            };
+            let n = conn
+                .execute(statement, params![owner, until, run_id, to_i64(now)])
+                .map_err(sql)?;
+            if n == 1 {
+                return Ok(());
+            }
+            let expires: Option<Option<i64>> = conn
+                .query_row(
+                    "SELECT lease_expires_at_ms FROM iris_runs WHERE run_id = ?1",
+                    [&run_id],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(sql)?;
+            match expires {
+                None => Err(StoreError::NotFound { run_id }),
+                Some(until) => Err(mode.refused(run_id, until.map(to_u64), now)),
+            }
+        })
+    }
+
     /// Opens (creating it and its folder when missing) the database at `path` and
     /// applies the schema migrations.
     ///
@@ -265,37 +309,7 @@ impl RunStore for SqliteRunStore {
         owner: &'a str,
         ttl: Duration,
     ) -> BoxFuture<'a, StoreResult<()>> {
-        let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
-        self.with(move |conn| {
-            let now = now_ms();
-            let until = to_i64(now.saturating_add(ttl_ms(ttl)));
-            let n = conn
-                .execute(
-                    "UPDATE iris_runs SET lease_owner = ?1, lease_expires_at_ms = ?2
-                     WHERE run_id = ?3 AND (lease_owner IS NULL OR lease_owner = ?1
-                        OR lease_expires_at_ms <= ?4)",
-                    params![owner, until, run_id, to_i64(now)],
-                )
-                .map_err(sql)?;
-            if n == 1 {
-                return Ok(());
-            }
-            let expires: Option<Option<i64>> = conn
-                .query_row(
-                    "SELECT lease_expires_at_ms FROM iris_runs WHERE run_id = ?1",
-                    [&run_id],
-                    |r| r.get(0),
-                )
-                .optional()
-                .map_err(sql)?;
-            match expires {
-                None => Err(StoreError::NotFound { run_id }),
-                Some(until) => Err(StoreError::Busy {
-                    run_id,
-                    expires_in_ms: to_u64(until.unwrap_or(0)).saturating_sub(now),
-                }),
-            }
-        })
+        self.lease(run_id, owner, ttl, LeaseMode::Take)
     }
 
     fn renew<'a>(
@@ -304,35 +318,7 @@ impl RunStore for SqliteRunStore {
         owner: &'a str,
         ttl: Duration,
     ) -> BoxFuture<'a, StoreResult<()>> {
-        let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
-        self.with(move |conn| {
-            let now = now_ms();
-            let until = to_i64(now.saturating_add(ttl_ms(ttl)));
-            let n = conn
-                .execute(
-                    "UPDATE iris_runs SET lease_expires_at_ms = ?2
-                     WHERE run_id = ?3 AND lease_owner = ?1 AND lease_expires_at_ms > ?4",
-                    params![owner, until, run_id, to_i64(now)],
-                )
-                .map_err(sql)?;
-            if n == 1 {
-                return Ok(());
-            }
-            let exists = conn
-                .query_row(
-                    "SELECT 1 FROM iris_runs WHERE run_id = ?1",
-                    [&run_id],
-                    |_| Ok(()),
-                )
-                .optional()
-                .map_err(sql)?
-                .is_some();
-            Err(if exists {
-                StoreError::LeaseLost { run_id }
-            } else {
-                StoreError::NotFound { run_id }
-            })
-        })
+        self.lease(run_id, owner, ttl, LeaseMode::Renew)
     }
 
     fn release<'a>(&'a self, run_id: &'a str, owner: &'a str) -> BoxFuture<'a, StoreResult<()>> {
