@@ -8,8 +8,8 @@
 //!   `iris runs show`: no such run (`RUN_NOT_FOUND`), or it does not wait for that
 //!   answer (`RUN_NOT_WAITING`, `RUN_INTERACTION_STALE`);
 //! - 2: bad command line (`CLI_USAGE`, a JSON error with `--json`) or bad call input:
-//!   input that is not JSON, or JSON the tool's
-//!   schema or parser rejects (an `INVALID_INPUT` result, which is still printed); an
+//!   input that is not JSON, or JSON the tool's schema or parser rejects (an
+//!   `INVALID_INPUT` result, which is still printed); an
 //!   answer that does not fit the waiting run (`RUN_ANSWER_INVALID`); a bad
 //!   `--session` id (`SESSION_ID_INVALID`);
 //! - 3: the configuration could not be loaded or assembled, a feature is not in this
@@ -107,12 +107,11 @@ Output: text escapes terminal controls (ESC, CR, bidi overrides show as \\x1b, \
 Exit codes: 0 success (a run completed); 1 problems found, the tool returned an error, the
 run failed, or no such run / nothing to answer (RUN_NOT_FOUND, RUN_NOT_WAITING,
 RUN_INTERACTION_STALE); 2 bad command line (CLI_USAGE) or call input (not JSON, or
-rejected by the tool's schema: INVALID_INPUT; RUN_ANSWER_INVALID; SESSION_ID_INVALID); 3
-configuration or
-assembly error, an untrusted folder, the run store failed, or stdout could not be
-written; 4 approval required but not given (a run waits for a human: RUN_WAITING, its run
-id and the resume commands are printed); 5 the run is driven by another process
-(RUN_BUSY); 129/130/143 ended by SIGHUP/SIGINT/SIGTERM.";
+rejected by the tool's schema: INVALID_INPUT; RUN_ANSWER_INVALID; SESSION_ID_INVALID);
+3 configuration or assembly error, an untrusted folder, the run store failed, or stdout
+could not be written; 4 approval required but not given (a run waits for a human:
+RUN_WAITING, its run id and the resume commands are printed); 5 the run is driven by
+another process (RUN_BUSY); 129/130/143 ended by SIGHUP/SIGINT/SIGTERM.";
 
 /// How long a cancelled call may take to stop what it started before it is dropped
 /// (its process groups are then killed by their owners' drop).

@@ -414,13 +414,14 @@ impl TryFrom<RawCommandConfig> for CommandConfig {
     }
 }
 
-/// A variable map as its names, each with the value hidden.
-pub(crate) fn hidden_values<'a, K: std::fmt::Debug + 'a>(
-    names: impl IntoIterator<Item = &'a K>,
+/// Variable names, each with its value shown as `<redacted>`: what `Debug` prints of
+/// an environment.
+pub(crate) fn hidden_values(
+    names: impl IntoIterator<Item = impl Into<String>>,
 ) -> BTreeMap<String, &'static str> {
     names
         .into_iter()
-        .map(|k| (format!("{k:?}").trim_matches('"').to_owned(), "<redacted>"))
+        .map(|n| (n.into(), "<redacted>"))
         .collect()
 }
 
@@ -433,7 +434,10 @@ impl std::fmt::Debug for DockerConfig {
             .field("cpus", &self.cpus)
             .field("memory_mb", &self.memory_mb)
             .field("pids_limit", &self.pids_limit)
-            .field("environment", &hidden_values(self.environment.keys()))
+            .field(
+                "environment",
+                &hidden_values(self.environment.keys().cloned()),
+            )
             .finish()
     }
 }
@@ -443,7 +447,7 @@ impl std::fmt::Debug for CommandConfig {
         f.debug_struct("CommandConfig")
             .field("mode", &self.mode)
             .field("timeout_seconds", &self.timeout_seconds)
-            .field("env", &hidden_values(self.env.keys()))
+            .field("env", &hidden_values(self.env.keys().cloned()))
             .field("env_passthrough", &self.env_passthrough)
             .field("docker", &self.docker)
             .finish()

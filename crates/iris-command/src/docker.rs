@@ -222,10 +222,7 @@ impl std::fmt::Debug for DockerBackend {
             .map(|pair| pair.split_once('=').map_or(pair.as_str(), |(name, _)| name));
         f.debug_struct("DockerBackend")
             .field("config", &self.config)
-            .field(
-                "env",
-                &crate::config::hidden_values(names.collect::<Vec<_>>().iter()),
-            )
+            .field("env", &crate::config::hidden_values(names))
             .field("workspace", &self.workspace)
             .field("prepared", &self.prepared)
             .finish()

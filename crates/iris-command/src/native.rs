@@ -89,7 +89,10 @@ impl std::fmt::Debug for NativeBackend {
         f.debug_struct("NativeBackend")
             .field("python", &self.python)
             .field("containment", &self.containment)
-            .field("env", &crate::config::hidden_values(self.env.keys()))
+            .field(
+                "env",
+                &crate::config::hidden_values(self.env.keys().map(|k| k.to_string_lossy())),
+            )
             .field("prepared", &self.prepared)
             .finish()
     }
