@@ -14,15 +14,17 @@ pub use iris_discovery as discovery;
 /// The executor pipeline: permission and workspace policy, breaker, hooks slot,
 /// middleware, deadlines, artifacts.
 pub use iris_executor as executor;
-/// Provider formats: tool specs per provider, strict mode, the tool-design lint.
+/// The model side: provider-neutral chat types and the `CompletionProvider` trait, the
+/// HTTP clients (OpenAI Chat Completions and compatible servers, OpenAI Responses,
+/// Anthropic Messages, Gemini) with streaming and bounded retries, the `ScriptedProvider`,
+/// tool specs per provider, strict mode and the tool-design lint.
 pub use iris_providers as providers;
 pub use iris_providers::adapters;
 pub use iris_providers::{Provider, Strict};
 pub use iris_tools_core::codes;
 
 /// The command environment (native and Docker) and `exec_command` / `run_python`
-/// (`command` feature; `docker` is an alias kept for the SPEC's feature list, the Docker
-/// backend is always compiled in).
+/// (`command` feature, which includes the Docker backend).
 #[cfg(feature = "command")]
 pub use iris_command as command;
 /// Decision types, the Jev client and the decision discovery backend (`decision` feature).
@@ -37,7 +39,9 @@ pub use iris_hooks as hooks;
 /// The MCP client layer: config loading, `MCPManager`, MCP tools (`mcp` feature).
 #[cfg(feature = "mcp")]
 pub use iris_mcp as mcp;
-/// The agent YAML and its assembly into a registry and an executor (`runner` feature).
+/// The agent YAML and its assembly into a registry and an executor, `AgentRunner` and
+/// its run loop, human-in-the-loop interactions and the run stores (SQLite, PostgreSQL)
+/// (`runner` feature).
 #[cfg(feature = "runner")]
 pub use iris_runner as runner;
 /// Code mode: `run_tool_script`, whose Python program calls tools through the
