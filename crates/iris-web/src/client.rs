@@ -29,7 +29,10 @@ const MAX_SERVER_MESSAGE_CHARS: usize = 200;
 /// * The key is sent as `Authorization: Bearer <key>` (marked sensitive) and appears in
 ///   no `Debug` output, error or result.
 /// * The base URL is configurable (default `https://api.tavily.com`); tests point it at a
-///   local server.
+///   local server. It must be `https`, or plain `http` only to a loopback host, so the
+///   key never crosses a network unencrypted.
+/// * Redirects are never followed: an answer `3xx` is a `WEB_HTTP_ERROR`, so the key
+///   cannot travel on to a host the configuration did not name.
 /// * Each request has one total deadline (connect, send, and reading the whole answer),
 ///   default 30 s.
 /// * The HTTP client is built on first use and reused.
@@ -97,7 +100,8 @@ impl TavilyClient {
     }
 
     /// Points the client at another server (a proxy, a test server). The URL must be
-    /// `http` or `https` with a host, and carry no credentials, query or fragment.
+    /// `https` with a host, or plain `http` to a loopback host (`localhost`,
+    /// `127.0.0.0/8`, `::1`), and carry no credentials, query or fragment.
     ///
     /// # Errors
     /// `WEB_CONFIG_INVALID` naming `base_url` when it breaks a rule.
@@ -212,6 +216,9 @@ impl TavilyClient {
         }
         let built = reqwest::Client::builder()
             .user_agent(concat!("iris-web/", env!("CARGO_PKG_VERSION")))
+            // A redirect would carry the Authorization header to a host the
+            // configuration never named; a 3xx answer is reported instead.
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| Error::Unreachable {
                 base_url: self.base_url.clone(),
@@ -334,20 +341,26 @@ impl fmt::Debug for TavilyClient {
 }
 
 /// Checks a base URL and gives it a trailing `/`, so endpoints join under its path.
+///
+/// Every request carries the key, so plain `http` is accepted only to a loopback host.
 fn parse_base_url(text: &str) -> Result<String> {
     let invalid = |reason: String| Error::Config {
         field: "base_url",
         reason,
     };
     let mut url = Url::parse(text.trim()).map_err(|e| invalid(format!("is not a URL ({e})")))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(invalid(format!(
-            "must use http or https, not `{}`",
-            url.scheme()
-        )));
-    }
-    if url.host_str().is_none_or(str::is_empty) {
+    let Some(host) = url.host_str().filter(|h| !h.is_empty()) else {
         return Err(invalid("has no host".into()));
+    };
+    match url.scheme() {
+        "https" => {}
+        "http" if is_loopback(host) => {}
+        "http" => {
+            return Err(invalid(
+                "uses plain http to a non-loopback host; the API key needs https".into(),
+            ));
+        }
+        other => return Err(invalid(format!("must use https, not `{other}`"))),
     }
     if !url.username().is_empty() || url.password().is_some() {
         // Credentials in a URL end up in logs and error messages; the key belongs in
@@ -362,6 +375,16 @@ fn parse_base_url(text: &str) -> Result<String> {
         url.set_path(&path);
     }
     Ok(url.into())
+}
+
+/// `localhost`, or an IPv4/IPv6 loopback address (`127.0.0.0/8`, `::1`).
+fn is_loopback(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// The deepest cause of an error, which names the real problem ("Connection refused")

@@ -32,7 +32,25 @@ fn base_url_rules() {
             Ok("http://127.0.0.1:8080/tavily/"),
         ),
         ("  https://proxy.example/  ", Ok("https://proxy.example/")),
-        ("ftp://api.tavily.com", Err("must use http or https")),
+        ("http://localhost:8080", Ok("http://localhost:8080/")),
+        ("http://[::1]:8080", Ok("http://[::1]:8080/")),
+        ("http://127.8.9.10", Ok("http://127.8.9.10/")),
+        // The key goes with every request: plain http only where it cannot cross a
+        // network.
+        (
+            "http://api.tavily.com",
+            Err("plain http to a non-loopback host"),
+        ),
+        (
+            "http://10.0.0.7:8080",
+            Err("plain http to a non-loopback host"),
+        ),
+        ("http://[fe80::1]", Err("plain http to a non-loopback host")),
+        (
+            "http://localhost.example",
+            Err("plain http to a non-loopback host"),
+        ),
+        ("ftp://api.tavily.com", Err("must use https, not `ftp`")),
         ("api.tavily.com", Err("is not a URL")),
         ("", Err("is not a URL")),
         (

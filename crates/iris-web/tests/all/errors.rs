@@ -347,3 +347,30 @@ async fn the_client_api_reports_the_deadline_it_was_given() {
     assert_eq!(err.to_string(), "the Tavily API did not answer within 1 ms");
     assert_eq!(err.to_info().details["timeout_seconds"], 0.001);
 }
+
+/// A redirect is reported, never followed: following it would send the key to a host
+/// the configuration never named.
+#[tokio::test]
+async fn a_redirect_is_an_error_and_is_not_followed() {
+    let elsewhere = TestServer::start(Reply::json(crate::support::search_answer())).await;
+    for status in [301, 302, 303, 307, 308] {
+        let target = format!("{}/search", elsewhere.url());
+        let server = TestServer::start(
+            Reply::raw(status, "text/plain", "moved").header("location", &target),
+        )
+        .await;
+        let result = call(&search_tool(client(&server)), json!({"query": "q"})).await;
+        check_failure(
+            &result,
+            &Expect {
+                code: "WEB_HTTP_ERROR",
+                retryable: false,
+                details: json!({"status": status}),
+                message: "the Tavily API answered HTTP 30",
+            },
+            &format!("redirect {status}"),
+        );
+        assert_eq!(server.requests().len(), 1);
+    }
+    assert!(elsewhere.requests().is_empty(), "a redirect was followed");
+}
