@@ -387,6 +387,16 @@ impl ServerConfig {
                         format!("Bearer {token}"),
                     )?;
                 }
+                if !headers.is_empty() && !sends_secrets_safely(&url) {
+                    // Every header may hold a credential (they are redacted as such), and
+                    // plain http would carry them across a network unencrypted.
+                    return Err(err(
+                        "url",
+                        "uses plain http to a non-loopback host, which would send the \
+                         configured headers unencrypted; use https"
+                            .into(),
+                    ));
+                }
                 let kind = self.transport.kind();
                 Ok(ResolvedTransport::Http { kind, url, headers })
             }
@@ -1426,4 +1436,24 @@ fn check_header_name(f: &Fields<'_>, field: &str, lower: &str) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// Whether a URL may carry credentials: `https`, or plain `http` to a loopback host
+/// (`localhost`, `127.0.0.0/8`, `::1`). A URL that does not parse is left to the HTTP
+/// client, which refuses it before anything is sent.
+fn sends_secrets_safely(url: &str) -> bool {
+    let Ok(parsed) = reqwest::Url::parse(url) else {
+        return true;
+    };
+    if parsed.scheme() != "http" {
+        return true;
+    }
+    parsed.host_str().is_some_and(|host| {
+        host.eq_ignore_ascii_case("localhost")
+            || host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    })
 }

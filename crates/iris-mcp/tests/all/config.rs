@@ -881,6 +881,38 @@ fn resolution_expands_expressions_once_at_prepare_time() {
                 ),
             ]),
         ),
+        // Headers may hold credentials: plain http only to a loopback host.
+        (
+            r#"{"url": "http://mcp.example/mcp", "bearer_token_env_var": "TOKEN"}"#,
+            Err(
+                "server `a`: field `url`: uses plain http to a non-loopback host, which would send the configured headers unencrypted; use https",
+            ),
+        ),
+        (
+            r#"{"url": "http://10.1.2.3:8080/mcp", "headers": {"X-Api-Key": "${SECRET}"}, "type": "sse"}"#,
+            Err("field `url`: uses plain http to a non-loopback host"),
+        ),
+        (
+            r#"{"url": "http://${HOST:-mcp.example}/mcp", "env_http_headers": {"X-Listed": "ONLY_LISTED"}}"#,
+            Err("field `url`: uses plain http to a non-loopback host"),
+        ),
+        (
+            r#"{"url": "http://127.0.0.1:8080/mcp", "bearer_token_env_var": "TOKEN"}"#,
+            Ok(&[("/url", json!("http://127.0.0.1:8080/mcp"))]),
+        ),
+        (
+            r#"{"url": "http://localhost/mcp", "headers": {"X-Secret": "${SECRET}"}}"#,
+            Ok(&[("/url", json!("http://localhost/mcp"))]),
+        ),
+        (
+            r#"{"url": "http://[::1]:9/mcp", "headers": {"X-Secret": "${SECRET}"}}"#,
+            Ok(&[("/url", json!("http://[::1]:9/mcp"))]),
+        ),
+        // Without headers there is nothing to protect.
+        (
+            r#"{"url": "http://mcp.example/mcp"}"#,
+            Ok(&[("/url", json!("http://mcp.example/mcp"))]),
+        ),
         (
             r#"{"url": "https://x", "bearer_token_env_var": "MISSING"}"#,
             Err(
