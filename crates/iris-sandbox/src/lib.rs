@@ -1,0 +1,26 @@
+#![doc = include_str!("../README.md")]
+
+pub mod error;
+mod helper;
+mod locate;
+#[cfg(target_os = "linux")]
+mod mounts;
+pub mod plan;
+pub mod policy;
+pub mod proxy;
+#[cfg(target_os = "linux")]
+mod ruleset;
+#[cfg(target_os = "linux")]
+mod syscalls;
+
+pub use error::SandboxError;
+pub use helper::run_helper_if_invoked;
+pub use locate::{HELPER_ENV, HELPER_NAME, check_plan, helper_error, locate_helper};
+pub use plan::{
+    ChannelPlan, HELPER_ERROR_PREFIX, HELPER_FAILED_EXIT, HELPER_MARKER, HelperPlan, PlanInputs,
+    PlanNetwork,
+};
+pub use policy::{
+    DEFAULT_DENY_READ, DEFAULT_PROTECTED, FilesystemAccess, NetworkAccess, SandboxPolicy,
+};
+pub use proxy::{EgressProxy, LoopbackOverrides};

@@ -1,0 +1,241 @@
+//! [`SandboxPolicy`]: what a sandboxed command may read, write and reach (the agent
+//! YAML's `command.sandbox`).
+//!
+//! | key | default | meaning |
+//! |---|---|---|
+//! | `filesystem` | `workspace-write` | `workspace-write`: read everywhere but `deny_read`, write only the workspace (less its protected paths), the call's temp folder and `/dev/null`-like devices; `read-only`: the same without the workspace; `off`: no file-system rule at all (`deny_read` and protected paths included) |
+//! | `deny_read` | [`DEFAULT_DENY_READ`] | more paths no command may read (absolute, or `~/…`), added to the defaults |
+//! | `protected` | `.iris`, `.git` | more paths inside the workspace that commands (and the file tools) may read but not change, relative to the workspace or absolute; the host adds the agent YAML and every file it references |
+//! | `network` | `off` | `off`: no socket at all but `socketpair` (no TCP, no UDP, no Unix socket); `on`: unrestricted; `{allow: [domains]}`: only TCP through the host's egress proxy, which admits the listed domains (exact, or `*.suffix` for strict subdomains) |
+//!
+//! ```
+//! use iris_sandbox::{FilesystemAccess, NetworkAccess, SandboxPolicy};
+//!
+//! let policy: SandboxPolicy = serde_json::from_str("{}")?;
+//! assert_eq!(policy.filesystem, FilesystemAccess::WorkspaceWrite);
+//! assert_eq!(policy.network, NetworkAccess::Off);
+//!
+//! let open: SandboxPolicy = serde_json::from_str(
+//!     r#"{"network": {"allow": ["pypi.org", "*.pythonhosted.org"]}}"#,
+//! )?;
+//! assert!(open.validate().is_ok());
+//! assert!(open.network.admits("files.pythonhosted.org"));
+//! assert!(!open.network.admits("example.com"));
+//! # Ok::<(), serde_json::Error>(())
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::SandboxError;
+
+/// The credential stores no sandboxed command may read, relative to the user's home:
+/// SSH keys, cloud and container credentials, `.netrc`, git's stored credentials and
+/// Iris's own configuration (its trusted-folders file). `$XDG_CONFIG_HOME/iris` is
+/// added when that variable is set.
+pub const DEFAULT_DENY_READ: [&str; 8] = [
+    "~/.ssh",
+    "~/.aws",
+    "~/.config/gcloud",
+    "~/.docker",
+    "~/.kube",
+    "~/.netrc",
+    "~/.git-credentials",
+    "~/.config/iris",
+];
+
+/// The workspace paths always protected (read-only to commands and file tools): Iris's
+/// own state (runs, artifacts, script sockets) and the repository's metadata (hooks,
+/// config).
+pub const DEFAULT_PROTECTED: [&str; 2] = [".iris", ".git"];
+
+/// What a sandboxed command may do with the file system.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FilesystemAccess {
+    /// Read everywhere but `deny_read`; write the workspace (less its protected paths),
+    /// the call's temp folder and `/dev/null`-like devices.
+    #[default]
+    WorkspaceWrite,
+    /// Read everywhere but `deny_read`; write only the call's temp folder and devices.
+    ReadOnly,
+    /// No file-system rule.
+    Off,
+}
+
+impl FilesystemAccess {
+    /// `workspace-write`, `read-only` or `off`, as in the YAML.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FilesystemAccess::WorkspaceWrite => "workspace-write",
+            FilesystemAccess::ReadOnly => "read-only",
+            FilesystemAccess::Off => "off",
+        }
+    }
+}
+
+/// What a sandboxed command may reach over the network.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NetworkAccess {
+    /// No socket but `socketpair`: no TCP, no UDP (so no DNS), no Unix socket.
+    #[default]
+    Off,
+    /// Unrestricted.
+    On,
+    /// TCP only to the host's egress proxy, which admits these domains.
+    Allow(Vec<String>),
+}
+
+impl NetworkAccess {
+    /// Whether the proxy admits `host` (case-insensitive): an exact entry, or a
+    /// `*.suffix` entry for a strict subdomain of the suffix. `Off` admits nothing, `On`
+    /// everything.
+    pub fn admits(&self, host: &str) -> bool {
+        match self {
+            NetworkAccess::Off => false,
+            NetworkAccess::On => true,
+            NetworkAccess::Allow(domains) => {
+                let host = host.trim_end_matches('.').to_ascii_lowercase();
+                domains.iter().any(|d| match d.strip_prefix("*.") {
+                    Some(suffix) => host
+                        .strip_suffix(suffix)
+                        .is_some_and(|head| head.len() > 1 && head.ends_with('.')),
+                    None => host == *d,
+                })
+            }
+        }
+    }
+
+    /// `off`, `on` or `allow`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            NetworkAccess::Off => "off",
+            NetworkAccess::On => "on",
+            NetworkAccess::Allow(_) => "allow",
+        }
+    }
+}
+
+/// The sandbox of the commands a model causes to run (see the [module docs](self)).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SandboxPolicy {
+    /// File-system access.
+    pub filesystem: FilesystemAccess,
+    /// Paths no command may read, added to [`DEFAULT_DENY_READ`].
+    pub deny_read: Vec<PathBuf>,
+    /// Workspace paths commands may not change, added to [`DEFAULT_PROTECTED`] and to
+    /// what the host adds.
+    pub protected: Vec<PathBuf>,
+    /// Network access.
+    pub network: NetworkAccess,
+}
+
+impl SandboxPolicy {
+    /// No sandbox at all: `filesystem: off`, `network: on`.
+    pub fn off() -> Self {
+        Self {
+            filesystem: FilesystemAccess::Off,
+            network: NetworkAccess::On,
+            ..Self::default()
+        }
+    }
+
+    /// Whether the policy restricts nothing, so commands run without the helper.
+    pub fn is_off(&self) -> bool {
+        self.filesystem == FilesystemAccess::Off && self.network == NetworkAccess::On
+    }
+
+    /// Checks the paths and domains; the error names the key (`deny_read`,
+    /// `protected`, `network.allow`).
+    pub fn validate(&self) -> Result<(), SandboxError> {
+        for path in &self.deny_read {
+            let text = path.to_string_lossy();
+            if !(path.is_absolute() || text.starts_with("~/")) {
+                return Err(SandboxError::config(
+                    "deny_read",
+                    format!(
+                        "`{}` must be absolute or start with `~/`",
+                        text.escape_debug()
+                    ),
+                ));
+            }
+        }
+        for path in &self.protected {
+            if path.as_os_str().is_empty()
+                || path
+                    .components()
+                    .any(|c| c == std::path::Component::ParentDir)
+            {
+                return Err(SandboxError::config(
+                    "protected",
+                    format!(
+                        "`{}` must be a non-empty path without `..`",
+                        path.to_string_lossy().escape_debug()
+                    ),
+                ));
+            }
+        }
+        if let NetworkAccess::Allow(domains) = &self.network {
+            if domains.is_empty() {
+                return Err(SandboxError::config(
+                    "network.allow",
+                    "lists no domain; use `network: off` to allow none",
+                ));
+            }
+            for domain in domains {
+                check_domain(domain)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The `deny_read` paths in force: the defaults and the policy's own, `~`
+    /// expanded with `home` (entries under `~` are skipped without a home).
+    pub fn deny_read_paths(&self, home: Option<&Path>) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        let defaults = DEFAULT_DENY_READ.iter().map(PathBuf::from);
+        for path in defaults.chain(self.deny_read.iter().cloned()) {
+            match path.strip_prefix("~") {
+                Ok(rest) => {
+                    if let Some(home) = home {
+                        out.push(home.join(rest));
+                    }
+                }
+                Err(_) => out.push(path),
+            }
+        }
+        if let Some(xdg) = std::env::var_os("XDG_CONFIG_HOME").filter(|v| !v.is_empty()) {
+            out.push(PathBuf::from(xdg).join("iris"));
+        }
+        out
+    }
+}
+
+/// A domain entry: lowercase letters, digits, `-` and `.`, optionally after `*.`; no
+/// scheme, port or path.
+fn check_domain(domain: &str) -> Result<(), SandboxError> {
+    let name = domain.strip_prefix("*.").unwrap_or(domain);
+    let valid = !name.is_empty()
+        && name.len() <= 253
+        && name.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        });
+    if valid {
+        Ok(())
+    } else {
+        Err(SandboxError::config(
+            "network.allow",
+            format!(
+                "`{}` is not a lowercase domain name or `*.suffix` (no scheme, port or path)",
+                domain.escape_debug()
+            ),
+        ))
+    }
+}
