@@ -645,8 +645,124 @@ fn hybrid_scores(
         .collect()
 }
 
+/// Prints the leave-one-set-out protocol (`eval::protocol`): the first round's choices
+/// and losses, the surviving steps, the left-out table (the headline), the default and
+/// the "no tool" threshold chosen the same way. Returns the default's tuning.
+fn print_protocol(sets: &[&EvalSet]) -> iris_discovery::search::Tuning {
+    use eval::protocol;
+    println!("## Leave-one-set-out protocol (issue 29)\n");
+    let started = Instant::now();
+    let outcome = protocol::run(sets);
+    println!("First round (every step allowed), per left-out set: the steps the other sets took, and those that lost on the left-out set:\n");
+    for fold in &outcome.first {
+        let taken: Vec<String> =
+            fold.choice.taken.iter().map(|(s, o)| format!("{s} = {o}")).collect();
+        println!(
+            "- {}: took [{}]; lost [{}]; R@1 BM25 {:.3}, chosen {:.3}",
+            fold.set,
+            taken.join(", "),
+            fold.lost.join(", "),
+            fold.rows[0].1.at1,
+            fold.rows[0].2.at1
+        );
+    }
+    println!("\nSurviving steps: [{}]", outcome.survivors.join(", "));
+    let groups = iris_discovery::search::thesaurus_groups();
+    let show = |mask: &dyn Fn(usize) -> bool| -> String {
+        groups
+            .iter()
+            .enumerate()
+            .filter(|&(g, _)| mask(g))
+            .map(|(_, words)| words.join("/"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    for fold in &outcome.first {
+        println!(
+            "- {}: kept {} groups; lost: {}",
+            fold.set,
+            fold.choice.groups.len(),
+            show(&|g| fold.lost_groups.contains(&g))
+        );
+    }
+    println!(
+        "\nSurviving thesaurus groups: {}\nDropped: {}\n",
+        show(&|g| outcome.groups & (1 << g) != 0),
+        show(&|g| outcome.groups & (1 << g) == 0)
+    );
+    println!("### Left-out table: each set ranked by what the other sets chose\n");
+    println!("| left-out set | kind | n | BM25 R@1 | default R@1 | Δ | BM25 R@5 | default R@5 | BM25 MRR | default MRR |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for fold in &outcome.folds {
+        for (kind, b, d) in &fold.rows {
+            if b.n == 0 {
+                continue;
+            }
+            println!(
+                "| {} | {} | {} | {:.3} | {:.3} | {:+.3} | {:.3} | {:.3} | {:.3} | {:.3} |",
+                fold.set,
+                kind.map_or("all", |k| k.label()),
+                b.n,
+                b.at1,
+                d.at1,
+                d.at1 - b.at1,
+                b.at5,
+                d.at5,
+                b.mrr,
+                d.mrr
+            );
+        }
+    }
+    for fold in &outcome.folds {
+        let taken: Vec<String> =
+            fold.choice.taken.iter().map(|(s, o)| format!("{s} = {o}")).collect();
+        println!("- without {}: [{}]", fold.set, taken.join(", "));
+    }
+    let taken: Vec<String> = outcome
+        .default
+        .taken
+        .iter()
+        .map(|(s, o)| format!("{s} = {o}"))
+        .collect();
+    println!(
+        "\nDefault (chosen over every set): [{}]; thesaurus groups: {}",
+        taken.join(", "),
+        show(&|g| outcome.default.groups.contains(&g))
+    );
+    println!("{:?}", outcome.default.tuning);
+    // The "no tool" threshold: per fold chosen on the other sets, checked on the
+    // left-out one; the shipped one chosen over every set.
+    println!("\n### \"No tool\" threshold: at most {:.0} % of answerable intents refused\n", protocol::MAX_FALSE_NONE * 100.0);
+    println!("| left-out set | threshold (other sets) | answerable refused on the left-out set |");
+    println!("|---|---|---|");
+    for (i, fold) in outcome.folds.iter().enumerate() {
+        let others: Vec<Vec<Option<f64>>> = sets
+            .iter()
+            .enumerate()
+            .filter(|&(j, _)| j != i)
+            .map(|(_, s)| protocol::top_relevance(s, fold.choice.tuning))
+            .collect();
+        let t = protocol::threshold(&others);
+        let left = protocol::top_relevance(sets[i], fold.choice.tuning);
+        println!("| {} | {t:.2} | {:.4} |", fold.set, protocol::false_none(&left, t));
+    }
+    let every: Vec<Vec<Option<f64>>> = sets
+        .iter()
+        .map(|s| protocol::top_relevance(s, outcome.default.tuning))
+        .collect();
+    println!("\nShipped threshold (every set): {:.2}", protocol::threshold(&every));
+    println!("\n(protocol: {:.1?})\n", started.elapsed());
+    outcome.default.tuning
+}
+
 fn main() {
     let data = data_dir();
+    let development = eval::development_sets().expect("the development sets load");
+    let development: Vec<&EvalSet> = development.iter().collect();
+    print_protocol(&development);
+    if std::env::args().any(|a| a == "--protocol-only") {
+        return;
+    }
     let fixture = eval::fixture_set(CATALOG, QUERIES).expect("the fixture loads");
     let multiple_files = match (
         read(&data.join("bfcl/BFCL_v4_multiple.json")),

@@ -109,26 +109,20 @@ pub struct SearchHit {
     pub score: f64,
 }
 
-/// BM25 term-frequency saturation.
+/// BM25 term-frequency saturation (the stock value).
 const K1: f64 = 1.2;
 /// Weight of a synonym alternative relative to the query word itself.
 const SYNONYM_WEIGHT: f64 = 0.7;
-/// Weight of a prefix alternative (a partial word completed from the index).
-const PREFIX_WEIGHT: f64 = 0.5;
-/// Weight of a word's surface form (as typed, not stemmed) on top of its stem.
-const SURFACE_WEIGHT: f64 = 0.4;
 /// At most this many completions are tried for one partial word.
 const MAX_PREFIX_EXPANSIONS: usize = 16;
 /// Multiplier for a tool whose name pairs a query verb with a query object.
 const VERB_OBJECT_BONUS: f64 = 1.15;
-/// Multiplier for a tool every word of whose own name the query contains as typed.
-const FULL_NAME_BONUS: f64 = 1.15;
 /// Query words beyond this many are ignored (bit masks track the words per tool).
 const MAX_QUERY_TERMS: usize = 64;
 /// Schema nesting deeper than this is not indexed (it only guards the recursion).
 const MAX_SCHEMA_DEPTH: usize = 32;
 
-/// The indexed fields of a definition, in [`FIELDS`] order.
+/// The indexed fields of a definition, in [`Tuning::field_weights`] order.
 #[derive(Clone, Copy)]
 enum Field {
     Name = 0,
@@ -140,20 +134,6 @@ enum Field {
 }
 
 const FIELD_COUNT: usize = 6;
-
-/// `(weight, length-normalisation b)` per field. Names and groups are short labels, so
-/// their length says little about relevance. The argument fields get the usual
-/// b = 0.75; the description 0.3 and twice the weight of an argument name, which the
-/// tune halves of three sets chose (issue 19, fourth round: `benches/eval.rs` prints
-/// the sweep), as they chose the full-name bonus.
-const FIELDS: [(f64, f64); FIELD_COUNT] = [
-    (5.0, 0.3),  // name
-    (3.0, 0.0),  // group
-    (1.5, 0.3),  // tags
-    (2.0, 0.3),  // description
-    (1.0, 0.75), // argument names
-    (0.5, 0.75), // argument descriptions
-];
 
 /// The ranking's weights, one value each: what [`SearchIndex::new`] uses
 /// ([`Tuning::DEFAULT`], the constants documented in the [module documentation](self)),
@@ -180,34 +160,46 @@ pub struct Tuning {
     /// Multiplier for a tool every word of whose own name the query contains as typed
     /// (at least 1).
     pub full_name_bonus: f64,
+    /// Whether words are reduced by the suffix-stripping stemmer (else only
+    /// lower-cased).
+    pub stemming: bool,
+    /// Whether the stop-word list is dropped from tools and queries.
+    pub stop_words: bool,
+    /// Whether a query that spells a tool's name out as one token ranks that tool above
+    /// every tool it does not name.
+    pub named_tier: bool,
+    /// Which groups of the thesaurus ([`thesaurus_groups`]) are used: bit `g` for group
+    /// `g`. A group left out neither expands a query word nor counts as a verb.
+    pub thesaurus_groups: u64,
 }
 
 impl Tuning {
-    /// The shipped weights.
+    /// The shipped ranking: stock BM25F (every field weight 1, b 0.75, k1 1.2, words
+    /// only lower-cased) plus what the leave-one-set-out protocol kept (issue 29,
+    /// `tests/eval/protocol.rs`): the thesaurus at 0.7 and the verb-object bonus of
+    /// 15 %. Stemming, stop words, other field weights and length norms, the full-name
+    /// bonus and the named tier were each chosen by some folds and lost on a left-out
+    /// set; prefix completion survived but gains too little over all sets to be taken.
+    /// All are off.
     pub const DEFAULT: Tuning = Tuning {
-        field_weights: [
-            FIELDS[0].0,
-            FIELDS[1].0,
-            FIELDS[2].0,
-            FIELDS[3].0,
-            FIELDS[4].0,
-            FIELDS[5].0,
-        ],
-        field_b: [
-            FIELDS[0].1,
-            FIELDS[1].1,
-            FIELDS[2].1,
-            FIELDS[3].1,
-            FIELDS[4].1,
-            FIELDS[5].1,
-        ],
+        field_weights: [1.0; FIELD_COUNT],
+        field_b: [0.75; FIELD_COUNT],
         k1: K1,
         synonym_weight: SYNONYM_WEIGHT,
-        prefix_weight: PREFIX_WEIGHT,
-        surface_weight: SURFACE_WEIGHT,
+        prefix_weight: 0.0,
+        surface_weight: 0.0,
         verb_object_bonus: VERB_OBJECT_BONUS,
-        full_name_bonus: FULL_NAME_BONUS,
+        full_name_bonus: 1.0,
+        stemming: false,
+        stop_words: false,
+        named_tier: false,
+        thesaurus_groups: u64::MAX,
     };
+
+    /// Whether thesaurus group `g` is used.
+    pub fn uses_group(&self, g: usize) -> bool {
+        g < 64 && self.thesaurus_groups & (1 << g) != 0
+    }
 }
 
 impl Default for Tuning {
@@ -246,16 +238,12 @@ enum Kind {
 #[rustfmt::skip]
 const THESAURUS: &[(Kind, &[&str])] = &[
     // Actions.
-    (Kind::Verb, &["create", "new", "add", "make", "open", "generate", "insert"]),
     (Kind::Verb, &["delete", "remove", "drop", "erase", "destroy", "discard", "purge"]),
-    (Kind::Verb, &["get", "fetch", "read", "show", "retrieve", "view", "display", "inspect", "describe", "load"]),
     (Kind::Verb, &["list", "enumerate", "all", "browse", "show", "get"]),
     (Kind::Verb, &["search", "find", "lookup", "look up", "query", "locate"]),
     (Kind::Verb, &["update", "edit", "modify", "change", "set", "alter", "adjust", "patch"]),
     (Kind::Verb, &["send", "post", "deliver", "notify"]),
-    (Kind::Verb, &["run", "execute", "exec", "trigger", "launch", "invoke", "start"]),
     (Kind::Verb, &["stop", "cancel", "abort", "halt", "kill", "terminate"]),
-    (Kind::Verb, &["comment", "reply", "respond", "annotate"]),
     (Kind::Verb, &["upload", "push", "publish"]),
     (Kind::Verb, &["download", "export", "save"]),
     (Kind::Verb, &["write", "save", "store", "overwrite"]),
@@ -264,7 +252,6 @@ const THESAURUS: &[(Kind, &[&str])] = &[
     (Kind::Verb, &["link", "associate", "connect", "attach"]),
     (Kind::Verb, &["click", "press", "tap"]),
     (Kind::Verb, &["select", "pick", "choose"]),
-    (Kind::Verb, &["diff", "compare"]),
     (Kind::Verb, &["convert", "transform"]),
     (Kind::Verb, &["navigate", "go", "visit", "open"]),
     (Kind::Verb, &["calculate", "compute", "estimate"]),
@@ -276,7 +263,6 @@ const THESAURUS: &[(Kind, &[&str])] = &[
     (Kind::Noun, &["directory", "folder", "dir"]),
     (Kind::Noun, &["file", "document", "doc"]),
     (Kind::Noun, &["docs", "documentation", "manual"]),
-    (Kind::Noun, &["comment", "remark", "note", "reply"]),
     (Kind::Noun, &["user", "member", "person", "profile", "account"]),
     (Kind::Noun, &["message", "msg", "chat"]),
     (Kind::Noun, &["email", "mail"]),
@@ -305,6 +291,15 @@ const THESAURUS: &[(Kind, &[&str])] = &[
     (Kind::Noun, &["code", "source"]),
 ];
 
+/// The thesaurus's groups, each as its words (a phrase is one entry), in the order
+/// [`Tuning::thesaurus_groups`] numbers them.
+pub fn thesaurus_groups() -> Vec<&'static [&'static str]> {
+    THESAURUS.iter().map(|(_, words)| *words).collect()
+}
+
+// `Tuning::thesaurus_groups` has one bit per group.
+const _: () = assert!(THESAURUS.len() <= 64);
+
 /// Splits, lower-cases, drops stop words and numbers, and stems `text`.
 ///
 /// This is the normalisation both the index and the queries go through, exposed so
@@ -318,11 +313,33 @@ const THESAURUS: &[(Kind, &[&str])] = &[
 pub fn analyze(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     for_each_word(text, |word| {
-        if let Some((term, _)) = normalize_word(word) {
+        if let Some((term, _)) = normalize_word(word, Analysis::FULL) {
             out.push(term);
         }
     });
     out
+}
+
+/// Which normalisations a [`SearchIndex`] applies (from its [`Tuning`]).
+#[derive(Clone, Copy)]
+struct Analysis {
+    stem: bool,
+    stop: bool,
+}
+
+impl Analysis {
+    /// What [`analyze`] applies: both.
+    const FULL: Analysis = Analysis {
+        stem: true,
+        stop: true,
+    };
+
+    fn of(tuning: &Tuning) -> Analysis {
+        Analysis {
+            stem: tuning.stemming,
+            stop: tuning.stop_words,
+        }
+    }
 }
 
 /// The prefix that keeps a word's surface form (lower-cased, not stemmed) apart from
@@ -331,9 +348,14 @@ const SURFACE_MARK: char = '=';
 
 /// [`analyze`] into `stems`, and into `surfaces` the surface form (marked with
 /// [`SURFACE_MARK`]) of every word the stemmer changed.
-fn analyze_into(text: &str, stems: &mut Vec<String>, surfaces: &mut Vec<String>) {
+fn analyze_into(
+    text: &str,
+    stems: &mut Vec<String>,
+    surfaces: &mut Vec<String>,
+    analysis: Analysis,
+) {
     for_each_word(text, |word| {
-        if let Some((term, surface)) = normalize_word(word) {
+        if let Some((term, surface)) = normalize_word(word, analysis) {
             if let Some(surface) = surface {
                 surfaces.push(surface);
             }
@@ -381,13 +403,16 @@ fn for_each_word(text: &str, mut f: impl FnMut(&str)) {
 
 /// Lower-cases and stems one word, with its marked surface form when stemming changed
 /// it; `None` for stop words, single characters and numbers.
-fn normalize_word(word: &str) -> Option<(String, Option<String>)> {
+fn normalize_word(word: &str, analysis: Analysis) -> Option<(String, Option<String>)> {
     let lower = word.to_lowercase();
     if lower.chars().count() < 2 || lower.chars().all(|c| c.is_ascii_digit()) {
         return None;
     }
-    if STOP_WORDS.binary_search(&lower.as_str()).is_ok() {
+    if analysis.stop && STOP_WORDS.binary_search(&lower.as_str()).is_ok() {
         return None;
+    }
+    if !analysis.stem {
+        return Some((lower, None));
     }
     let stemmed = stem(lower.clone());
     let surface = (stemmed != lower).then(|| format!("{SURFACE_MARK}{lower}"));
@@ -507,9 +532,12 @@ struct Thesaurus {
     by_term: HashMap<String, Vec<usize>>,
 }
 
-fn thesaurus() -> &'static Thesaurus {
-    static THESAURUS_CELL: OnceLock<Thesaurus> = OnceLock::new();
-    THESAURUS_CELL.get_or_init(|| {
+/// The thesaurus normalised with or without stemming, each built once per process.
+fn thesaurus(stemmed: bool) -> &'static Thesaurus {
+    static STEMMED: OnceLock<Thesaurus> = OnceLock::new();
+    static PLAIN: OnceLock<Thesaurus> = OnceLock::new();
+    let cell = if stemmed { &STEMMED } else { &PLAIN };
+    cell.get_or_init(|| {
         let mut groups = Vec::with_capacity(THESAURUS.len());
         let mut by_term: HashMap<String, Vec<usize>> = HashMap::new();
         for (g, (kind, words)) in THESAURUS.iter().enumerate() {
@@ -518,7 +546,10 @@ fn thesaurus() -> &'static Thesaurus {
                 // Thesaurus words are normalised without the stop list, so that a
                 // phrase member such as "look up" keeps both of its words.
                 let mut terms = Vec::new();
-                for_each_word(word, |w| terms.push(stem(w.to_lowercase())));
+                for_each_word(word, |w| {
+                    let lower = w.to_lowercase();
+                    terms.push(if stemmed { stem(lower) } else { lower });
+                });
                 if let [single] = terms.as_slice() {
                     let entry = by_term.entry(single.clone()).or_default();
                     if !entry.contains(&g) {
@@ -580,7 +611,7 @@ struct DocFields {
     name: Vec<String>,
 }
 
-fn doc_fields(def: &ToolDefinition) -> DocFields {
+fn doc_fields(def: &ToolDefinition, analysis: Analysis) -> DocFields {
     let mut fields: [Vec<String>; FIELD_COUNT] = Default::default();
     let mut surfaces: [Vec<String>; FIELD_COUNT] = Default::default();
     // `mcp__server__tool`: the last segment is the tool's own name, the rest is
@@ -590,17 +621,21 @@ fn doc_fields(def: &ToolDefinition) -> DocFields {
         _ => ("", def.name.as_str()),
     };
     let mut name = Vec::new();
-    analyze_into(own, &mut name, &mut surfaces[Field::Name as usize]);
+    analyze_into(own, &mut name, &mut surfaces[Field::Name as usize], analysis);
     fields[Field::Name as usize].extend(name.iter().cloned());
     for alias in &def.aliases {
         analyze_into(
             alias,
             &mut fields[Field::Name as usize],
             &mut surfaces[Field::Name as usize],
+            analysis,
         );
     }
     let group = &mut fields[Field::Group as usize];
-    for term in analyze(&def.group).into_iter().chain(analyze(namespace)) {
+    let (mut labels, mut unused) = (Vec::new(), Vec::new());
+    analyze_into(&def.group, &mut labels, &mut unused, analysis);
+    analyze_into(namespace, &mut labels, &mut unused, analysis);
+    for term in labels {
         // The group is a label: each of its words counts once.
         if !group.contains(&term) {
             group.push(term);
@@ -611,15 +646,17 @@ fn doc_fields(def: &ToolDefinition) -> DocFields {
             tag,
             &mut fields[Field::Tags as usize],
             &mut surfaces[Field::Tags as usize],
+            analysis,
         );
     }
     analyze_into(
         &def.description,
         &mut fields[Field::Description as usize],
         &mut surfaces[Field::Description as usize],
+        analysis,
     );
     let mut schema = SchemaText::default();
-    collect_schema(&def.input_schema, &mut schema, 0);
+    collect_schema(&def.input_schema, &mut schema, 0, analysis);
     fields[Field::ArgName as usize] = schema.names;
     surfaces[Field::ArgName as usize] = schema.name_surfaces;
     fields[Field::ArgDescription as usize] = schema.descriptions;
@@ -643,7 +680,7 @@ struct SchemaText {
 
 /// Collects property names and descriptions from a JSON Schema, recursing through
 /// nested objects, array items, combinators and local definitions.
-fn collect_schema(schema: &Value, out: &mut SchemaText, depth: usize) {
+fn collect_schema(schema: &Value, out: &mut SchemaText, depth: usize, analysis: Analysis) {
     if depth > MAX_SCHEMA_DEPTH {
         return;
     }
@@ -652,18 +689,23 @@ fn collect_schema(schema: &Value, out: &mut SchemaText, depth: usize) {
     };
     if let Some(Value::Object(props)) = obj.get("properties") {
         for (key, sub) in props {
-            analyze_into(key, &mut out.names, &mut out.name_surfaces);
+            analyze_into(key, &mut out.names, &mut out.name_surfaces, analysis);
             if let Some(Value::String(d)) = sub.get("description") {
-                analyze_into(d, &mut out.descriptions, &mut out.description_surfaces);
+                analyze_into(
+                    d,
+                    &mut out.descriptions,
+                    &mut out.description_surfaces,
+                    analysis,
+                );
             }
-            collect_schema(sub, out, depth + 1);
+            collect_schema(sub, out, depth + 1, analysis);
         }
     }
     match obj.get("items") {
-        Some(items @ Value::Object(_)) => collect_schema(items, out, depth + 1),
+        Some(items @ Value::Object(_)) => collect_schema(items, out, depth + 1, analysis),
         Some(Value::Array(items)) => {
             for item in items {
-                collect_schema(item, out, depth + 1);
+                collect_schema(item, out, depth + 1, analysis);
             }
         }
         _ => {}
@@ -671,14 +713,14 @@ fn collect_schema(schema: &Value, out: &mut SchemaText, depth: usize) {
     for key in ["anyOf", "oneOf", "allOf"] {
         if let Some(Value::Array(options)) = obj.get(key) {
             for option in options {
-                collect_schema(option, out, depth + 1);
+                collect_schema(option, out, depth + 1, analysis);
             }
         }
     }
     for key in ["$defs", "definitions"] {
         if let Some(Value::Object(defs)) = obj.get(key) {
             for sub in defs.values() {
-                collect_schema(sub, out, depth + 1);
+                collect_schema(sub, out, depth + 1, analysis);
             }
         }
     }
@@ -718,7 +760,8 @@ impl SearchIndex {
     pub fn with_tuning(defs: &[ToolDefinition], mut tuning: Tuning) -> Self {
         tuning.verb_object_bonus = tuning.verb_object_bonus.max(1.0);
         tuning.full_name_bonus = tuning.full_name_bonus.max(1.0);
-        let docs: Vec<DocFields> = defs.iter().map(doc_fields).collect();
+        let analysis = Analysis::of(&tuning);
+        let docs: Vec<DocFields> = defs.iter().map(|d| doc_fields(d, analysis)).collect();
         let mut vocabulary: HashMap<String, u32> = HashMap::new();
         fn intern(term: &str, vocabulary: &mut HashMap<String, u32>) -> u32 {
             if let Some(&id) = vocabulary.get(term) {
@@ -808,13 +851,13 @@ impl SearchIndex {
             .collect();
         sorted_terms.sort();
 
-        let thesaurus = thesaurus();
+        let thesaurus = thesaurus(tuning.stemming);
         let mut verb_groups: Vec<Vec<u16>> = vec![Vec::new(); vocabulary.len()];
         for (term, &id) in &vocabulary {
             if let Some(groups) = thesaurus.by_term.get(term) {
                 verb_groups[id as usize] = groups
                     .iter()
-                    .filter(|&&g| thesaurus.groups[g].0 == Kind::Verb)
+                    .filter(|&&g| thesaurus.groups[g].0 == Kind::Verb && tuning.uses_group(g))
                     .filter_map(|&g| u16::try_from(g).ok())
                     .collect();
             }
@@ -905,9 +948,9 @@ impl SearchIndex {
     }
 
     fn query_terms(&self, query: &str) -> Vec<QueryTerm<'_>> {
-        let thesaurus = thesaurus();
+        let thesaurus = thesaurus(self.tuning.stemming);
         let (mut words, mut surfaces) = (Vec::new(), Vec::new());
-        analyze_into(query, &mut words, &mut surfaces);
+        analyze_into(query, &mut words, &mut surfaces, Analysis::of(&self.tuning));
         let mut seen = Vec::with_capacity(words.len());
         words.retain(|w| {
             let fresh = !seen.contains(w);
@@ -926,7 +969,7 @@ impl SearchIndex {
                 let mut alternatives: Vec<(&[u32], f64)> = Vec::new();
                 match entry {
                     Some(id) => alternatives.push((std::slice::from_ref(id), 1.0)),
-                    None if word.len() >= 3 => {
+                    None if word.len() >= 3 && self.tuning.prefix_weight > 0.0 => {
                         let start = self
                             .sorted_terms
                             .partition_point(|(t, _)| t.as_ref() < word.as_str());
@@ -942,10 +985,18 @@ impl SearchIndex {
                     }
                     None => {}
                 }
-                let groups = thesaurus.by_term.get(word).map_or(&[][..], Vec::as_slice);
+                let groups: Vec<usize> = thesaurus
+                    .by_term
+                    .get(word)
+                    .map_or(&[][..], Vec::as_slice)
+                    .iter()
+                    .copied()
+                    .filter(|&g| self.tuning.uses_group(g))
+                    .collect();
+                let expand = self.tuning.synonym_weight > 0.0;
                 let mut verb_groups = Vec::new();
                 let mut object = groups.is_empty();
-                for &g in groups {
+                for g in groups {
                     match thesaurus.groups[g].0 {
                         Kind::Verb => verb_groups.extend(u16::try_from(g).ok()),
                         Kind::Noun => object = true,
@@ -953,7 +1004,7 @@ impl SearchIndex {
                     // The word itself, when a member, resolves to its own id (already
                     // the first alternative) or to nothing, so the duplicate check
                     // skips it.
-                    for ids in &self.synonyms[g] {
+                    for ids in self.synonyms[g].iter().filter(|_| expand) {
                         let ids = ids.as_slice();
                         if !ids.is_empty() && !alternatives.iter().any(|&(a, _)| a == ids) {
                             alternatives.push((ids, self.tuning.synonym_weight));
@@ -972,7 +1023,7 @@ impl SearchIndex {
         // tool has that very form: "buckets" favours "List all buckets" over "Create a
         // bucket". It is neither verb nor object, and never a tool-name word.
         let mut seen_surfaces: Vec<u32> = Vec::new();
-        for surface in &surfaces {
+        for surface in surfaces.iter().filter(|_| self.tuning.surface_weight > 0.0) {
             if terms.len() >= MAX_QUERY_TERMS {
                 break;
             }
@@ -1035,7 +1086,11 @@ impl SearchIndex {
     fn prepare<'a>(&'a self, query: &str) -> PreparedQuery<'a> {
         PreparedQuery {
             terms: self.query_terms(query),
-            named: self.named_docs(query),
+            named: if self.tuning.named_tier {
+                self.named_docs(query)
+            } else {
+                Vec::new()
+            },
         }
     }
 

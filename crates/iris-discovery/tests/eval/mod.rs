@@ -11,6 +11,8 @@ use serde_json::Value;
 use iris_discovery::search::{SearchHit, SearchIndex};
 use iris_tools_core::{ToolCapability, ToolDefinition};
 
+pub mod protocol;
+
 /// What loading a fixture fails with: bad JSON or an invalid definition.
 #[derive(Debug)]
 pub enum Error {
@@ -996,6 +998,62 @@ pub fn fixture_none_cases(set: &EvalSet, unrelated: &str) -> Result<Vec<NoneCase
             expected,
         })
         .collect())
+}
+
+/// The packaged MCP servers' set (`packaged_catalog.json` + `packaged_queries.json`)
+/// as an [`EvalSet`] named `packaged`, split by query text.
+pub fn packaged_set(catalog: &str, queries: &str) -> Result<EvalSet> {
+    let mut set = fixture_set(catalog, queries)?;
+    set.name = "packaged".to_owned();
+    Ok(set)
+}
+
+/// Every development set of the leave-one-set-out protocol, as labelled: `fixture`,
+/// `packaged`, `bfcl-multiple` and `bfcl-simple` (the last two from [`data_dir`]).
+/// BFCL's `live_*` files are never read.
+///
+/// # Errors
+/// A message naming the missing file (run `crates/iris-discovery/data/fetch.sh`) or
+/// the set that does not load.
+pub fn development_sets() -> std::result::Result<Vec<EvalSet>, String> {
+    const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/");
+    let read = |path: std::path::PathBuf| {
+        std::fs::read_to_string(&path).map_err(|e| {
+            format!(
+                "{}: {e} (run crates/iris-discovery/data/fetch.sh)",
+                path.display()
+            )
+        })
+    };
+    let fixture = fixture_set(
+        &read(format!("{FIXTURES}mcp_catalog.json").into())?,
+        &read(format!("{FIXTURES}mcp_queries.json").into())?,
+    )
+    .map_err(|e| format!("fixture: {e}"))?;
+    let packaged = packaged_set(
+        &read(format!("{FIXTURES}packaged_catalog.json").into())?,
+        &read(format!("{FIXTURES}packaged_queries.json").into())?,
+    )
+    .map_err(|e| format!("packaged: {e}"))?;
+    let bfcl = data_dir().join("bfcl");
+    let multiple = bfcl_pooled(
+        &read(bfcl.join("BFCL_v4_multiple.json"))?,
+        &read(bfcl.join("possible_answer/BFCL_v4_multiple.json"))?,
+    )
+    .map_err(|e| format!("bfcl-multiple: {e}"))?;
+    let mut simple_files = Vec::new();
+    for lang in ["python", "java", "javascript"] {
+        simple_files.push((
+            read(bfcl.join(format!("BFCL_v4_simple_{lang}.json")))?,
+            read(bfcl.join(format!("possible_answer/BFCL_v4_simple_{lang}.json")))?,
+        ));
+    }
+    let files: Vec<(&str, &str)> = simple_files
+        .iter()
+        .map(|(q, a)| (q.as_str(), a.as_str()))
+        .collect();
+    let simple = bfcl_pool("bfcl-simple", &files).map_err(|e| format!("bfcl-simple: {e}"))?;
+    Ok(vec![fixture, packaged, multiple, simple])
 }
 
 /// Where `data/fetch.sh` puts the BFCL files and the model: `$IRIS_DISCOVERY_DATA`, else
