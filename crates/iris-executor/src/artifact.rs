@@ -378,6 +378,11 @@ impl ToolArtifactStore {
                     std::fs::create_dir_all(workspace).map_err(|e| io(workspace, e))?;
                 }
                 let root = WorkspaceDir::open_root(workspace)?;
+                // The results live in `.iris/`: making it goes through the one helper
+                // that also keeps it out of version control.
+                if rel.starts_with(crate::state_dir::STATE_DIR) {
+                    crate::state_dir::create_in(&root)?;
+                }
                 Ok(root.create_dir_all(rel)?)
             }
             None => {

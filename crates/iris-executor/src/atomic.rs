@@ -155,9 +155,29 @@ pub fn write_atomic_in(
             }
         }
     }
-    // Makes the rename durable where the platform allows syncing a directory.
-    let _ = dir.sync();
-    Ok(())
+    sync_dir(dir, rel)
+}
+
+/// Makes the renames and links in `dir` durable (`fsync` of the directory, where the
+/// platform can sync one) after a write of `rel` put a new name there.
+///
+/// A failure is the write's failure (`IO_ERROR` naming `rel`): the content is in place,
+/// but its name may not survive a crash, so the caller must not report the write as
+/// done.
+///
+/// # Errors
+/// `IO_ERROR` when the directory cannot be synced.
+pub fn sync_dir(dir: &WorkspaceDir, rel: &str) -> Result<(), ToolErrorInfo> {
+    #[cfg(test)]
+    if tests::FAIL_SYNC.with(std::cell::Cell::get) {
+        return Err(io_error(
+            rel,
+            "make durable the directory of",
+            &std::io::Error::other("injected fault"),
+        ));
+    }
+    dir.sync()
+        .map_err(|e| io_error(rel, "make durable the directory of", &e))
 }
 
 /// Writes `content` to `target` atomically, for a host-chosen path: its parent
@@ -184,4 +204,50 @@ pub fn write_atomic(
     let dir = WorkspaceDir::open_trusted(parent)
         .map_err(|e| io_error(rel, "open the directory of", &e))?;
     write_atomic_in(&dir, name, rel, content, mode)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+
+    thread_local! {
+        /// Makes [`sync_dir`] fail on this thread: a directory `fsync` error cannot be
+        /// provoked on an ordinary file system.
+        pub(super) static FAIL_SYNC: Cell<bool> = const { Cell::new(false) };
+    }
+
+    #[test]
+    fn a_failed_directory_sync_fails_the_write() {
+        let ws = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let root = WorkspaceDir::open_root(ws.path()).unwrap_or_else(|e| panic!("{e}"));
+        let exists = || ToolErrorInfo::new("EXISTS", "taken");
+        FAIL_SYNC.with(|f| f.set(true));
+        let err = write_atomic_in(
+            &root,
+            OsStr::new("a.txt"),
+            "a.txt",
+            b"hi",
+            WriteMode::CreateNew { exists: &exists },
+        );
+        FAIL_SYNC.with(|f| f.set(false));
+        let err = err
+            .err()
+            .unwrap_or_else(|| panic!("the write reported success"));
+        assert_eq!(err.code, core_codes::IO_ERROR);
+        assert_eq!(
+            err.message,
+            "cannot make durable the directory of `a.txt`: injected fault"
+        );
+        assert_eq!(err.details["path"], "a.txt");
+        let ok = write_atomic_in(
+            &root,
+            OsStr::new("b.txt"),
+            "b.txt",
+            b"hi",
+            WriteMode::CreateNew { exists: &exists },
+        );
+        assert!(ok.is_ok(), "{ok:?}");
+    }
 }

@@ -14,6 +14,7 @@ pub mod middleware;
 pub mod panic;
 pub mod permission;
 pub mod plan;
+pub mod state_dir;
 mod validation;
 pub mod workspace;
 

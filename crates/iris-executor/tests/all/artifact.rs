@@ -690,3 +690,78 @@ fn session_directories() {
         assert_eq!(store.preview_mode, Head);
     }
 }
+
+/// What `git status` lists as untracked in `repo` (files, one per line).
+fn untracked(repo: &Path) -> String {
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(repo)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    if !repo.join(".git").exists() {
+        git(&["init", "-q"]);
+    }
+    git(&["status", "--porcelain", "--untracked-files=all"])
+}
+
+/// The store is what first makes `.iris/` in most workspaces: the folder it makes holds
+/// whole results, so it comes with an ignore file git honours.
+#[test]
+fn a_state_folder_the_store_makes_is_ignored_by_git() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("notes.md"), "mine").unwrap();
+    let store = session_store(ws.path(), 5, Head);
+    store
+        .persist_if_large("call_1", ToolOutput::text("secret".repeat(50)), 10)
+        .unwrap();
+    store.persist_json("call_2", &json!({"a": 1}), "").unwrap();
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join(".iris/.gitignore")).unwrap(),
+        "*\n"
+    );
+    assert_eq!(untracked(ws.path()), "?? notes.md\n");
+}
+
+/// A `.iris/` the user made (a committed `.iris/agent.yaml`) keeps its own rules.
+#[test]
+fn an_existing_state_folder_gets_no_ignore_file() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir(ws.path().join(".iris")).unwrap();
+    std::fs::write(ws.path().join(".iris/agent.yaml"), "tools: {}\n").unwrap();
+    let store = session_store(ws.path(), 5, Head);
+    store
+        .persist_if_large("call_1", ToolOutput::text("x".repeat(50)), 10)
+        .unwrap();
+    assert!(!ws.path().join(".iris/.gitignore").exists());
+    assert!(untracked(ws.path()).contains("?? .iris/agent.yaml\n"));
+}
+
+/// The path form for host-chosen workspaces (run stores, session files): the same
+/// rule, and a missing workspace is created.
+#[test]
+fn state_dir_create_at_writes_the_ignore_file_only_for_a_new_folder() {
+    use iris_executor::state_dir;
+    let sandbox = tempfile::tempdir().unwrap();
+    let ws = sandbox.path().join("new-ws");
+    let dir = state_dir::create_at(&ws).unwrap();
+    assert_eq!(dir, ws.join(".iris"));
+    assert_eq!(
+        std::fs::read_to_string(dir.join(".gitignore")).unwrap(),
+        state_dir::GITIGNORE_CONTENT
+    );
+    // Again: nothing changes, no error.
+    std::fs::write(dir.join(".gitignore"), "runs.db\n").unwrap();
+    assert_eq!(state_dir::create_at(&ws).unwrap(), dir);
+    assert_eq!(
+        std::fs::read_to_string(dir.join(".gitignore")).unwrap(),
+        "runs.db\n"
+    );
+    let existing = sandbox.path().join("old-ws");
+    std::fs::create_dir_all(existing.join(".iris")).unwrap();
+    state_dir::create_at(&existing).unwrap();
+    assert!(!existing.join(".iris/.gitignore").exists());
+}

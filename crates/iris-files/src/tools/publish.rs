@@ -117,6 +117,9 @@ pub(super) fn publish(
         ));
     }
     let session = safe_component(&ctx.session_id, "default");
+    // Publishing may be what first makes `.iris/`: the one helper that makes it also
+    // keeps it out of version control.
+    iris_executor::state_dir::create_in(&source.ws).map_err(|e| store_error(&source.root, &e))?;
     let dir = source
         .ws
         .create_dir_all(&Path::new(PUBLISHED_DIR).join(&session))
@@ -173,13 +176,13 @@ pub(super) fn publish(
     drop(copy);
     let final_name = link_unique(&dir, &temp.name, &name)?;
     drop(temp);
-    // Best effort: makes the new name durable where a directory can be synced.
-    let _ = dir.sync();
-
     let dest = dir.path().join(&final_name);
+    let published_rel = relative_display(&source.root, &dest);
+    // A copy whose name may not survive a crash is not published.
+    iris_executor::atomic::sync_dir(&dir, &published_rel)?;
+
     let mime = guess_mime(&dest, &head);
     let preview = text_preview(&head);
-    let published_rel = relative_display(&source.root, &dest);
     let mut result = ToolOutput::text(format!(
         "Published `{}` as `{published_rel}` ({size} bytes, {mime}).",
         source.rel

@@ -85,9 +85,34 @@ async fn publishes_an_independent_read_only_copy() {
 async fn publishing_is_not_reading() {
     let h = Harness::new();
     h.put("a.txt", "x\n");
-    h.call("publish_artifact", json!({"file_path": "a.txt"}))
+    let r = h
+        .call("publish_artifact", json!({"file_path": "a.txt"}))
         .await;
+    assert_eq!(code(&r), "OK", "{}", r.model_content());
+    assert_eq!(h.text(".iris/published/s-1/a.txt"), "x\n");
     assert!(h.service.session_state("s-1").is_empty());
+    // The copy exists and is still not a read: an edit of the source is refused.
+    let e = h
+        .call(
+            "edit_file",
+            json!({"file_path": "a.txt", "old_string": "x", "new_string": "y"}),
+        )
+        .await;
+    assert_ne!(code(&e), "OK", "{}", e.model_content());
+    assert_eq!(h.text("a.txt"), "x\n");
+}
+
+/// Publishing may be what first makes `.iris/`; the folder then comes with an ignore
+/// file, so published copies are never committed by accident.
+#[tokio::test]
+async fn publishing_makes_an_ignored_state_folder() {
+    let h = Harness::new();
+    h.put("a.txt", "x\n");
+    let r = h
+        .call("publish_artifact", json!({"file_path": "a.txt"}))
+        .await;
+    assert_eq!(code(&r), "OK", "{}", r.model_content());
+    assert_eq!(h.text(".iris/.gitignore"), "*\n");
 }
 
 #[tokio::test]
