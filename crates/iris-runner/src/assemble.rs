@@ -37,6 +37,7 @@ use iris_tools_core::{
 };
 use iris_web::TavilyClient;
 
+use crate::loop_tool::{RunLoopTool, loop_tool_of};
 use crate::secret::SecretTarget;
 
 use crate::config::{AgentConfig, BuiltinKey, LoadedConfig};
@@ -230,6 +231,7 @@ async fn assemble(
     let workspace = loaded.workspace.clone();
     let registry = ToolRegistry::new();
     let mut notes = Vec::new();
+
     let background: BTreeSet<&str> = config.tools.background.iter().map(String::as_str).collect();
     let register = |key: String, tool: Arc<dyn Tool>| {
         let tool = if background.contains(tool.definition().name.as_str()) {
@@ -254,7 +256,7 @@ async fn assemble(
             BuiltinKey::ExecCommand | BuiltinKey::ExecPython => &command_set,
             BuiltinKey::WebSearch | BuiltinKey::WebFetch => &web_set,
             BuiltinKey::HumanAsk => {
-                register(at, Arc::new(crate::loop_tool::RunLoopTool::ask_question()))?;
+                register(at, Arc::new(RunLoopTool::ask_question()))?;
                 continue;
             }
             BuiltinKey::ExecToolScript => {
@@ -316,29 +318,17 @@ async fn assemble(
     }
     if config.context_policy.retention.is_some() {
         let key = || "context_policy.retention".to_owned();
-        register(
-            key(),
-            Arc::new(crate::loop_tool::RunLoopTool::context_read()),
-        )?;
-        register(
-            key(),
-            Arc::new(crate::loop_tool::RunLoopTool::context_search()),
-        )?;
+        register(key(), Arc::new(RunLoopTool::context_read()))?;
+        register(key(), Arc::new(RunLoopTool::context_search()))?;
     }
     if config.goal.is_some() {
-        register(
-            "goal".into(),
-            Arc::new(crate::loop_tool::RunLoopTool::get_goal()),
-        )?;
-        register(
-            "goal".into(),
-            Arc::new(crate::loop_tool::RunLoopTool::report_goal()),
-        )?;
+        register("goal".into(), Arc::new(RunLoopTool::get_goal()))?;
+        register("goal".into(), Arc::new(RunLoopTool::report_goal()))?;
     }
     for (i, name) in config.tools.background.iter().enumerate() {
         let wrapped = registry
             .get(name)
-            .is_ok_and(|t| t.definition().background && !LOOP_TOOLS.contains(&name.as_str()));
+            .is_ok_and(|t| t.definition().background && loop_tool_of(t.as_ref()).is_none());
         if !wrapped {
             return Err(Error::Assembly {
                 key: format!("tools.background[{i}]"),
@@ -365,7 +355,7 @@ async fn assemble(
     if let Some(catalog) = &subagents {
         register(
             "tools.subagent".into(),
-            Arc::new(crate::loop_tool::RunLoopTool::subagent(catalog)),
+            Arc::new(RunLoopTool::subagent(catalog)),
         )?;
     }
     let decision = load_decision(loaded)?;
@@ -477,12 +467,10 @@ async fn assemble(
         secret_targets.push(Arc::clone(manager) as Arc<dyn SecretTarget>);
     }
     if !secret_targets.is_empty() && registry.get(crate::secret::STORE_SECRET).is_err() {
-        registry
-            .register(crate::loop_tool::RunLoopTool::store_secret())
-            .map_err(|e| Error::Assembly {
-                key: "tools.builtin".into(),
-                message: format!("{}: {e}", e.code()),
-            })?;
+        register(
+            "tools.builtin".into(),
+            Arc::new(RunLoopTool::store_secret()),
+        )?;
     }
     // The backend's per-catalog work, once every deferred tool is registered (the
     // hybrid backend embeds each tool and caches the vectors by catalog identity), so
@@ -930,17 +918,6 @@ fn build_middleware(
         })
         .collect()
 }
-
-/// Tools the run loop answers itself: never background calls.
-const LOOP_TOOLS: [&str; 7] = [
-    crate::ask::ASK_QUESTION,
-    crate::subagent::SUBAGENT,
-    crate::context::CONTEXT_READ,
-    crate::context::CONTEXT_SEARCH,
-    crate::goal::GET_GOAL,
-    crate::goal::REPORT_GOAL,
-    crate::secret::STORE_SECRET,
-];
 
 /// A tool `tools.background` names: the same tool, with `background` set in its
 /// definition, so the run loop answers its calls with a receipt and delivers the

@@ -29,25 +29,20 @@
 use std::collections::HashSet;
 
 use iris_providers::chat::{Message, Part, Role};
-use iris_tools_core::{
-    ContentBlock, ContextRetention, ToolDefinition, ToolOutput, ToolRegistry, codes,
-};
+use iris_tools_core::{ContentBlock, ContextRetention, ToolOutput, ToolRegistry, codes};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::loop_tool::RunLoopTool;
-
-/// `context_read`'s name.
-pub const CONTEXT_READ: &str = "context_read";
-/// `context_search`'s name.
-pub const CONTEXT_SEARCH: &str = "context_search";
+pub use crate::loop_tools::context_read::CONTEXT_READ;
+pub use crate::loop_tools::context_search::CONTEXT_SEARCH;
+use crate::loop_tools::{context_read, context_search};
 
 /// The default and the largest page of `context_read`, in characters.
-const READ_DEFAULT: usize = 4_000;
-const READ_MAX: usize = 20_000;
+pub(crate) const READ_DEFAULT: usize = 4_000;
+pub(crate) const READ_MAX: usize = 20_000;
 /// The default and the largest number of `context_search` hits.
-const SEARCH_DEFAULT: usize = 10;
-const SEARCH_MAX: usize = 50;
+pub(crate) const SEARCH_DEFAULT: usize = 10;
+pub(crate) const SEARCH_MAX: usize = 50;
 /// Characters of a search snippet around the match.
 const SNIPPET: usize = 160;
 
@@ -73,56 +68,6 @@ impl Default for RetentionConfig {
             recent_turns: 3,
             preview_chars: 400,
         }
-    }
-}
-
-impl RunLoopTool {
-    /// `context_read`; see the [module docs](self).
-    pub fn context_read() -> Self {
-        let definition = ToolDefinition::new(
-            CONTEXT_READ,
-            "Read back a message or a tool result of this conversation in full.\n\nUse it \
-             when an older result was shortened to a preview: pass the reference the \
-             preview names (`result:<call id>`, or `message:<index>`), and `offset` to \
-             page on.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "ref": {"type": "string", "minLength": 1,
-                        "description": "`result:<call id>` or `message:<index>` (0-based)."},
-                    "representation": {"type": "string", "enum": ["text", "raw"],
-                        "description": "`text` (default): as the model saw it; `raw`: the stored JSON."},
-                    "offset": {"type": "integer", "minimum": 0, "description": "First character, default 0."},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": READ_MAX,
-                        "description": "Characters to return, default 4000."}
-                },
-                "required": ["ref"],
-                "additionalProperties": false
-            }),
-        );
-        Self::new(definition)
-    }
-
-    /// `context_search`; see the [module docs](self).
-    pub fn context_search() -> Self {
-        let definition = ToolDefinition::new(
-            CONTEXT_SEARCH,
-            "Search this conversation's messages and tool results for a text.\n\nUse it to \
-             find an earlier result to read back with context_read; pass `cursor` from the \
-             last answer to continue.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string", "minLength": 1, "description": "Text to find, case-insensitive."},
-                    "cursor": {"type": "integer", "minimum": 0, "description": "Where to continue: `next_cursor` of the last answer; default 0, the start."},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": SEARCH_MAX,
-                        "description": "Hits to return, default 10."}
-                },
-                "required": ["query"],
-                "additionalProperties": false
-            }),
-        );
-        Self::new(definition)
     }
 }
 
@@ -157,38 +102,14 @@ fn bad(message: impl Into<String>) -> ToolOutput {
     ToolOutput::err(codes::INVALID_INPUT, message.into())
 }
 
-fn usize_arg(args: &Value, key: &str, default: usize, max: usize) -> Result<usize, String> {
-    match args.get(key) {
-        None | Some(Value::Null) => Ok(default),
-        Some(v) => match v.as_u64().and_then(|n| usize::try_from(n).ok()) {
-            Some(n) if n <= max => Ok(n),
-            _ => Err(format!("`{key}` must be an integer from 0 to {max}")),
-        },
-    }
-}
-
 /// Answers a `context_read` call over `history`.
-pub(crate) fn read(history: &[Message], args: &Value) -> ToolOutput {
-    let Some(reference) = args.get("ref").and_then(Value::as_str) else {
-        return bad("`ref` is required: `result:<call id>` or `message:<index>`");
-    };
-    let raw = match args.get("representation").and_then(Value::as_str) {
-        None | Some("text") => false,
-        Some("raw") => true,
-        Some(other) => {
-            return bad(format!(
-                "`representation` is `text` or `raw`, not `{other}`"
-            ));
-        }
-    };
-    let (offset, limit) = match (
-        usize_arg(args, "offset", 0, usize::MAX),
-        usize_arg(args, "limit", READ_DEFAULT, READ_MAX),
-    ) {
-        (Ok(o), Ok(l)) if l > 0 => (o, l),
-        (Err(e), _) | (_, Err(e)) => return bad(e),
-        _ => return bad("`limit` must be at least 1"),
-    };
+pub(crate) fn read(history: &[Message], args: &context_read::Input) -> ToolOutput {
+    let reference = args.reference.as_str();
+    let raw = args.representation == context_read::Representation::Raw;
+    let (offset, limit) = (args.offset, args.limit);
+    if limit == 0 {
+        return bad("`limit` must be at least 1");
+    }
     let text = if let Some(call_id) = reference.strip_prefix("result:") {
         let found = history
             .iter()
@@ -238,19 +159,15 @@ pub(crate) fn read(history: &[Message], args: &Value) -> ToolOutput {
 }
 
 /// Answers a `context_search` call over `history`.
-pub(crate) fn search(history: &[Message], args: &Value) -> ToolOutput {
-    let query = match args.get("query").and_then(Value::as_str) {
-        Some(q) if !q.trim().is_empty() => q.to_lowercase(),
-        _ => return bad("`query` must be a non-empty string"),
-    };
-    let (cursor, limit) = match (
-        usize_arg(args, "cursor", 0, usize::MAX),
-        usize_arg(args, "limit", SEARCH_DEFAULT, SEARCH_MAX),
-    ) {
-        (Ok(c), Ok(l)) if l > 0 => (c, l),
-        (Err(e), _) | (_, Err(e)) => return bad(e),
-        _ => return bad("`limit` must be at least 1"),
-    };
+pub(crate) fn search(history: &[Message], args: &context_search::Input) -> ToolOutput {
+    if args.query.trim().is_empty() {
+        return bad("`query` must be a non-empty string");
+    }
+    let query = args.query.to_lowercase();
+    let (cursor, limit) = (args.cursor, args.limit);
+    if limit == 0 {
+        return bad("`limit` must be at least 1");
+    }
     // The scan's positions: each tool result of a tool message on its own, each other
     // message whole. A cursor is a position, so a page ends exactly at `limit` hits
     // even inside a tool message that holds a whole turn's results.
@@ -387,6 +304,14 @@ pub(crate) fn request_history(
 mod tests {
     use super::*;
     use iris_tools_core::ToolOutput;
+
+    fn read(history: &[Message], args: &Value) -> ToolOutput {
+        super::read(history, &serde_json::from_value(args.clone()).unwrap())
+    }
+
+    fn search(history: &[Message], args: &Value) -> ToolOutput {
+        super::search(history, &serde_json::from_value(args.clone()).unwrap())
+    }
 
     fn history() -> Vec<Message> {
         let result = ToolOutput::text("alpha ".repeat(100)).into_result("call_1_1", "read_file");

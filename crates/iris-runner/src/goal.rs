@@ -17,19 +17,14 @@
 //! They are installed when the agent YAML sets `goal` (seed 000: tools assembled from
 //! capability configuration, not `tools.builtin` keys).
 
-use iris_tools_core::ToolDefinition;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
-use crate::loop_tool::RunLoopTool;
-
-/// `get_goal`'s name.
-pub const GET_GOAL: &str = "get_goal";
-/// `report_goal`'s name.
-pub const REPORT_GOAL: &str = "report_goal";
+pub use crate::loop_tools::get_goal::GET_GOAL;
+pub use crate::loop_tools::report_goal::REPORT_GOAL;
 
 /// A `report_goal` status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum GoalStatus {
     /// Work goes on.
@@ -58,82 +53,4 @@ pub struct GoalReport {
     pub status: GoalStatus,
     /// The model's summary.
     pub summary: String,
-}
-
-impl RunLoopTool {
-    /// `get_goal`; see the [module docs](self).
-    pub fn get_goal() -> Self {
-        let definition = ToolDefinition::new(
-            GET_GOAL,
-            "Read the goal of this run and the progress reported so far.\n\nUse it to \
-             check what you are asked to achieve before planning or reporting.",
-            json!({"type": "object", "properties": {}, "additionalProperties": false}),
-        );
-        Self::new(definition)
-    }
-
-    /// `report_goal`; see the [module docs](self).
-    pub fn report_goal() -> Self {
-        let definition = ToolDefinition::new(
-            REPORT_GOAL,
-            "Report progress on the run's goal.\n\nUse `done` when the goal is reached: \
-             the run ends and `summary` is the final answer. Use `blocked` when it cannot \
-             be reached without help, `in_progress` for a milestone.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "status": {"type": "string", "enum": ["in_progress", "done", "blocked"]},
-                    "summary": {"type": "string", "minLength": 1,
-                        "description": "What was achieved, or what blocks it."}
-                },
-                "required": ["status", "summary"],
-                "additionalProperties": false
-            }),
-        );
-        Self::new(definition)
-    }
-}
-
-/// A `report_goal` call's report, or the `INVALID_INPUT` message the model gets.
-pub(crate) fn parse_report(arguments: &Value) -> Result<GoalReport, String> {
-    let object = arguments
-        .as_object()
-        .ok_or("report_goal takes an object with `status` and `summary`")?;
-    if let Some(key) = object.keys().find(|k| *k != "status" && *k != "summary") {
-        return Err(format!(
-            "unknown argument `{key}`; report_goal takes `status` and `summary`"
-        ));
-    }
-    let status = match object.get("status").and_then(Value::as_str) {
-        Some("in_progress") => GoalStatus::InProgress,
-        Some("done") => GoalStatus::Done,
-        Some("blocked") => GoalStatus::Blocked,
-        _ => return Err("`status` must be `in_progress`, `done` or `blocked`".into()),
-    };
-    let summary = match object.get("summary").and_then(Value::as_str) {
-        Some(s) if !s.trim().is_empty() => s.to_owned(),
-        _ => return Err("`summary` must be a non-empty string".into()),
-    };
-    Ok(GoalReport { status, summary })
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reports_are_checked() {
-        let ok = parse_report(&json!({"status": "done", "summary": "Shipped."})).unwrap();
-        assert_eq!(ok.status, GoalStatus::Done);
-        for bad in [
-            json!({"status": "finished", "summary": "x"}),
-            json!({"status": "done", "summary": " "}),
-            json!({"status": "done"}),
-            json!({"status": "done", "summary": "x", "extra": 1}),
-            json!(["done"]),
-        ] {
-            assert!(parse_report(&bad).is_err(), "{bad}");
-        }
-    }
 }

@@ -1,6 +1,5 @@
 #![doc = include_str!("../README.md")]
 
-pub mod ask;
 pub mod assemble;
 pub mod config;
 pub mod context;
@@ -8,6 +7,7 @@ pub mod error;
 pub mod goal;
 pub mod host;
 pub mod loop_tool;
+mod loop_tools;
 mod mcp_host;
 pub mod model;
 #[cfg(feature = "otel")]

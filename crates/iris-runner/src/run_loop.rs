@@ -24,14 +24,14 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
-use crate::ask::{ASK_QUESTION, parse_question};
 use crate::config::BackgroundCalls;
-use crate::context::{self, CONTEXT_READ, CONTEXT_SEARCH, request_history};
+use crate::context::request_history;
 use crate::error::codes;
-use crate::goal::{GET_GOAL, GoalStatus, REPORT_GOAL, parse_report};
+use crate::loop_tool::{LoopCall, LoopEntry, LoopStep, loop_tool_of};
+use crate::loop_tools::ask_question::ASK_QUESTION;
 use crate::outcome::{
-    Answer, ApprovalRequest, InDoubtRequest, Interaction, QuestionRequest, RunError, RunEvent,
-    RunOutcome, SecretRequest,
+    Answer, ApprovalRequest, InDoubtRequest, Interaction, RunError, RunEvent, RunOutcome,
+    SecretRequest,
 };
 use crate::runner::{AgentRunner, ApprovalDecision, Inner, RunInput, TRACING_TARGET};
 use crate::secret::{self, MAX_SECRET_ROUNDS, STORE_SECRET, SecretValue};
@@ -39,7 +39,6 @@ use crate::store::{
     BackgroundResult, BackgroundRunning, CallState, JournalEntry, PendingInteraction, PendingTurn,
     RunRecord, RunStatus, RunStore, StoreError, now_ms,
 };
-use crate::subagent::SUBAGENT;
 
 /// One run's live state: the record the store keeps, plus what only lives in memory.
 pub(crate) struct RunState {
@@ -234,6 +233,7 @@ impl AgentRunner {
                     .or_else(|| input.prompt.clone())
                     .unwrap_or_default(),
                 goal_report: None,
+                final_answer: None,
                 background_done: Vec::new(),
                 background_running: Vec::new(),
                 secrets_asked: BTreeMap::new(),
@@ -513,13 +513,16 @@ impl AgentRunner {
             return self.save(state).await.map(|()| None).map_err(outcome_error);
         }
         let ctx = self.turn_context(state, turn.turn, sink);
+        let loop_tool = self.loop_tool(&call.name);
         let result = match (&pending.interaction, answer) {
-            // A `subagent` call a crash left in doubt runs again as a new child run.
-            (Interaction::InDoubt(_), Answer::Rerun)
-                if call.name == SUBAGENT && self.inner.subagents.is_some() =>
-            {
+            // A loop tool's call a crash left in doubt (a `subagent` call) is answered
+            // again by the loop: a new child run.
+            (Interaction::InDoubt(_), Answer::Rerun) if loop_tool.is_some() => {
+                let Some(tool) = loop_tool else {
+                    return Ok(None);
+                };
                 match self
-                    .call_subagent(state, turn.turn, index, &call, sink)
+                    .answer_loop_call(state, turn.turn, index, &call, sink, &tool)
                     .await
                 {
                     Ok(result) => result,
@@ -552,9 +555,9 @@ impl AgentRunner {
                 self.note_auth_failure(state, &mut result);
                 result
             }
-            (Interaction::Secret(request), Answer::Secret { value }) => {
-                self.deliver_secret(state, &request.key, &value, &call.id)
-            }
+            (Interaction::Secret(request), Answer::Secret { value }) => self
+                .deliver_secret(state, &request.key, &value)
+                .into_result(&call.id, STORE_SECRET),
             (Interaction::Secret(request), Answer::Deny { reason }) => {
                 ToolOutput::error(ToolErrorInfo::new(
                     secret::codes::SECRET_DECLINED,
@@ -716,12 +719,9 @@ impl AgentRunner {
             {
                 return stop;
             }
-            // `report_goal(done)` ends the run once its turn ran: the summary is the
-            // answer.
-            if let Some(report) = &state.record.goal_report
-                && report.status == GoalStatus::Done
-            {
-                let output = report.summary.clone();
+            // A loop tool that ended the run (`report_goal(done)`) did so once its
+            // turn ran: its answer is the run's.
+            if let Some(output) = state.record.final_answer.clone() {
                 // Streams show the answer like any other: it is the run's last text.
                 sink.emit(RunEvent::TextDelta {
                     text: output.clone(),
@@ -886,7 +886,6 @@ impl AgentRunner {
             if turn.results[i].is_some() {
                 continue;
             }
-            let mut announced = false;
             let refused = if let Some(result) = call.problem_result() {
                 Some(result)
             } else if let Some(result) = self.refuse_recursion(call) {
@@ -912,87 +911,21 @@ impl AgentRunner {
                         )
                         .into_result(&call.id, &def.name),
                     )
-                } else if def.name == CONTEXT_READ {
-                    Some(
-                        context::read(&state.record.history, &call.arguments)
-                            .into_result(&call.id, CONTEXT_READ),
-                    )
-                } else if def.name == CONTEXT_SEARCH {
-                    Some(
-                        context::search(&state.record.history, &call.arguments)
-                            .into_result(&call.id, CONTEXT_SEARCH),
-                    )
-                } else if def.name == GET_GOAL {
-                    let report = state.record.goal_report.as_ref();
-                    let answer = json!({
-                        "goal": state.record.goal,
-                        "status": report.map_or("not_reported", |r| r.status.as_str()),
-                        "summary": report.map(|r| r.summary.clone()),
+                } else if let Some(loop_tool) = loop_tool_of(tool.as_ref()) {
+                    // The loop answers its own tools, outside the executor's chain.
+                    let result = self
+                        .answer_loop_call(state, turn.turn, i, call, sink, &loop_tool)
+                        .await?;
+                    sink.emit(RunEvent::ToolCallFinished {
+                        turn: turn.turn,
+                        result: result.clone(),
                     });
-                    Some(
-                        ToolOutput::text(answer.to_string())
-                            .with_data("goal", answer)
-                            .into_result(&call.id, GET_GOAL),
-                    )
-                } else if def.name == REPORT_GOAL {
-                    Some(match parse_report(&call.arguments) {
-                        Err(message) => ToolOutput::err(core_codes::INVALID_INPUT, message)
-                            .into_result(&call.id, REPORT_GOAL),
-                        Ok(report) => {
-                            let text = format!("recorded: {}", report.status.as_str());
-                            state.record.goal_report = Some(report);
-                            ToolOutput::text(text).into_result(&call.id, REPORT_GOAL)
-                        }
-                    })
-                } else if def.name == STORE_SECRET {
-                    announced = true;
-                    sink.emit(started(turn.turn, call));
-                    match self.secret_call(state, call).await {
-                        Ok(result) => Some(result),
-                        Err(request) => {
-                            return Err(self.wait(state, i, Interaction::Secret(request)).await);
-                        }
+                    self.journal(state, i, call, CallState::Finished, Some(&result))
+                        .await?;
+                    if let Some(p) = state.record.pending.as_mut() {
+                        p.results[i] = Some(result);
                     }
-                } else if def.name == SUBAGENT && inner.subagents.is_some() {
-                    announced = true;
-                    Some(self.call_subagent(state, turn.turn, i, call, sink).await?)
-                } else if def.name == ASK_QUESTION {
-                    match parse_question(&call.arguments) {
-                        Err(message) => Some(
-                            ToolOutput::err(core_codes::INVALID_INPUT, message)
-                                .into_result(&call.id, ASK_QUESTION),
-                        ),
-                        Ok((question, options)) => {
-                            announced = true;
-                            sink.emit(started(turn.turn, call));
-                            let request = QuestionRequest {
-                                id: interaction_id(&state.record.run_id, &call.id),
-                                run_id: state.record.run_id.clone(),
-                                call_id: call.id.clone(),
-                                question,
-                                options,
-                            };
-                            let answer = match &inner.approvals {
-                                Some(handler) => handler.answer(&request).await,
-                                None => None,
-                            };
-                            // An in-process answer must be one of the options too;
-                            // one that is not leaves the question to `resume`.
-                            let answer = answer.filter(|text| {
-                                request.options.is_empty() || request.options.contains(text)
-                            });
-                            match answer {
-                                Some(text) => {
-                                    Some(ToolOutput::text(text).into_result(&call.id, ASK_QUESTION))
-                                }
-                                None => {
-                                    return Err(self
-                                        .wait(state, i, Interaction::Question(request))
-                                        .await);
-                                }
-                            }
-                        }
-                    }
+                    continue;
                 } else {
                     None
                 }
@@ -1001,9 +934,7 @@ impl AgentRunner {
             };
             match refused {
                 Some(result) => {
-                    if !announced {
-                        sink.emit(started(turn.turn, call));
-                    }
+                    sink.emit(started(turn.turn, call));
                     sink.emit(RunEvent::ToolCallFinished {
                         turn: turn.turn,
                         result: result.clone(),
@@ -1156,21 +1087,65 @@ impl AgentRunner {
         self.save(state).await
     }
 
-    /// A `store_secret` call: its result, or the request the run waits on when the
-    /// host's handler has no value.
-    async fn secret_call(
+    /// The loop tool a call names, when the registry's entry for that name is one
+    /// (a host's own tool of the same name is not).
+    pub(crate) fn loop_tool(&self, name: &str) -> Option<Arc<LoopEntry>> {
+        let entry = self.inner.executor.registry().get(name).ok()?;
+        loop_tool_of(entry.as_ref())
+    }
+
+    /// Answers a loop tool's call: announced, its input validated, its body run, its
+    /// step settled. `Err` stops the run (it waits, or the store failed).
+    async fn answer_loop_call(
         &self,
         state: &mut RunState,
+        turn: u32,
+        slot: usize,
         call: &ModelToolCall,
-    ) -> Result<ToolResult, SecretRequest> {
+        sink: &mut Sink,
+        tool: &LoopEntry,
+    ) -> Result<ToolResult, Stop> {
+        sink.emit(started(turn, call));
+        let cx = LoopCall {
+            runner: self,
+            state,
+            sink,
+            slot,
+            call,
+        };
+        let step = tool.answer(cx, call.arguments.clone()).await?;
+        let output = self.settle_step(state, slot, step).await?;
+        Ok(output.into_result(&call.id, tool.name()))
+    }
+
+    /// What a loop tool's step does to the run: its result, the run waiting on its
+    /// interaction (`Err`), or its result with the run's final answer noted.
+    async fn settle_step(
+        &self,
+        state: &mut RunState,
+        slot: usize,
+        step: LoopStep,
+    ) -> Result<ToolOutput, Stop> {
+        match step {
+            LoopStep::Result(output) => Ok(output),
+            LoopStep::Wait(interaction) => Err(self.wait(state, slot, interaction).await),
+            LoopStep::End { result, answer } => {
+                state.record.final_answer = Some(answer);
+                Ok(result)
+            }
+        }
+    }
+
+    /// A `store_secret` call: its result, or the request the run waits on when the
+    /// host's handler has no value.
+    pub(crate) async fn secret_call(
+        &self,
+        state: &mut RunState,
+        call_id: &str,
+        key: String,
+    ) -> Result<ToolOutput, SecretRequest> {
         let inner = &*self.inner;
-        let fail = |code: &str, message: String| {
-            Ok(ToolOutput::err(code, message).into_result(&call.id, STORE_SECRET))
-        };
-        let key = match secret::parse_key(&call.arguments) {
-            Ok(key) => key,
-            Err(message) => return fail(core_codes::INVALID_INPUT, message),
-        };
+        let fail = |code: &str, message: String| Ok(ToolOutput::err(code, message));
         if !inner.secrets.declares(&key) {
             return fail(
                 secret::codes::SECRET_UNKNOWN,
@@ -1192,9 +1167,9 @@ impl AgentRunner {
             );
         }
         let request = SecretRequest {
-            id: interaction_id(&state.record.run_id, &call.id),
+            id: interaction_id(&state.record.run_id, call_id),
             run_id: state.record.run_id.clone(),
-            call_id: call.id.clone(),
+            call_id: call_id.to_owned(),
             tools: state
                 .record
                 .secrets_asked
@@ -1208,20 +1183,14 @@ impl AgentRunner {
             None => None,
         };
         match value.filter(|v| !v.is_blank()) {
-            Some(value) => Ok(self.deliver_secret(state, &request.key, &value, &call.id)),
+            Some(value) => Ok(self.deliver_secret(state, &request.key, &value)),
             None => Err(request),
         }
     }
 
     /// Gives a secret's value to the host's store and the tools that use it; the
     /// model's result says it is stored, never what it is.
-    fn deliver_secret(
-        &self,
-        state: &mut RunState,
-        key: &str,
-        value: &SecretValue,
-        call_id: &str,
-    ) -> ToolResult {
+    fn deliver_secret(&self, state: &mut RunState, key: &str, value: &SecretValue) -> ToolOutput {
         *state
             .record
             .secret_rounds
@@ -1241,13 +1210,11 @@ impl AgentRunner {
                     format!("call {tools} again")
                 };
                 ToolOutput::text(format!("The secret `{key}` is stored; {retry}."))
-                    .into_result(call_id, STORE_SECRET)
             }
             Err(reason) => ToolOutput::err(
                 secret::codes::SECRET_STORE_FAILED,
                 format!("the host's secret store refused `{key}`: {reason}"),
-            )
-            .into_result(call_id, STORE_SECRET),
+            ),
         }
     }
 

@@ -804,15 +804,17 @@ impl AgentRunnerBuilder {
     }
 
     /// The goal of every run (`get_goal` answers it; without one a run's goal is its
-    /// prompt). Register [`RunLoopTool::get_goal`](crate::RunLoopTool::get_goal) and [`RunLoopTool::report_goal`](crate::RunLoopTool::report_goal) for the model to use.
+    /// prompt). Register [`RunLoopTool::get_goal`] and [`RunLoopTool::report_goal`]
+    /// in the executor's registry for the model to use.
     #[must_use]
     pub fn goal(mut self, goal: impl Into<String>) -> Self {
         self.goal = Some(goal.into());
         self
     }
 
-    /// Shortens old observation results to previews in each request (register the
-    /// [`RunLoopTool::context_read`](crate::RunLoopTool::context_read) / [`context_search`](crate::RunLoopTool::context_search) so the model can read them back).
+    /// Shortens old observation results to previews in each request (register
+    /// [`RunLoopTool::context_read`] and [`RunLoopTool::context_search`] in the
+    /// executor's registry so the model can read them back).
     #[must_use]
     pub fn retention(mut self, retention: RetentionConfig) -> Self {
         self.retention = Some(retention);

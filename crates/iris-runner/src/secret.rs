@@ -32,15 +32,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use iris_decision::JevClient;
 use iris_mcp::MCPManager;
-use iris_tools_core::ToolDefinition;
 use iris_web::{ApiKey, TavilyClient};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::loop_tool::RunLoopTool;
-
-/// The tool's model-facing name.
-pub const STORE_SECRET: &str = "store_secret";
+pub use crate::loop_tools::store_secret::STORE_SECRET;
 
 /// `store_secret` rounds one run accepts per secret (seed 004: two, then the failure
 /// stands).
@@ -312,51 +308,6 @@ impl fmt::Debug for Secrets {
     }
 }
 
-impl RunLoopTool {
-    /// `store_secret`; see the [module docs](self). A `system_use` tool: hidden from
-    /// the catalog, offered by the loop after an auth failure.
-    pub fn store_secret() -> Self {
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "key": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "The secret's name exactly as the failed tool's error \
-                                    gave it, e.g. IRIS_PROVIDER_API_KEYS__TAVILY."
-                }
-            },
-            "required": ["key"],
-            "additionalProperties": false
-        });
-        let definition = ToolDefinition::new(
-            STORE_SECRET,
-            "Ask the user for a tool's missing or rejected secret.\n\nUse it when a \
-             tool failed because its key is missing, invalid or expired and its error \
-             names the key; then call that tool again.",
-            schema,
-        )
-        .with_system_use(true);
-        Self::new(definition)
-    }
-}
-
-/// The key of a `store_secret` call, or the `INVALID_INPUT` message the model gets.
-pub(crate) fn parse_key(arguments: &Value) -> Result<String, String> {
-    let Some(object) = arguments.as_object() else {
-        return Err("store_secret takes an object with `key`".into());
-    };
-    if let Some(other) = object.keys().find(|k| *k != "key") {
-        return Err(format!(
-            "unknown argument `{other}`; store_secret takes only `key`"
-        ));
-    }
-    match object.get("key") {
-        Some(Value::String(key)) if !key.trim().is_empty() => Ok(key.trim().to_owned()),
-        _ => Err("`key` must be the non-empty name of the secret".into()),
-    }
-}
-
 /// The secret an auth failure asks for: `details.secret` of a failed result.
 pub(crate) fn asked_secret(result: &iris_tools_core::ToolResult) -> Option<String> {
     let info = result.output.error_info()?;
@@ -370,20 +321,6 @@ pub(crate) fn asked_secret(result: &iris_tools_core::ToolResult) -> Option<Strin
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn keys_are_checked() {
-        assert_eq!(parse_key(&json!({"key": " K "})).unwrap(), "K");
-        for bad in [
-            json!({"key": ""}),
-            json!({}),
-            json!({"key": "K", "value": "v"}),
-            json!("K"),
-            json!({"key": 3}),
-        ] {
-            assert!(parse_key(&bad).is_err(), "{bad}");
-        }
-    }
 
     #[test]
     fn values_reach_the_store_and_the_declaring_targets_only() {

@@ -41,26 +41,22 @@ use iris_executor::bounded_read::{MAX_CONFIG_BYTES, read_regular_text};
 use iris_providers::CompletionProvider;
 use iris_providers::chat::ModelToolCall;
 use iris_skill::SubagentCatalog;
-use iris_tools_core::{
-    BoxFuture, ToolCapability, ToolDefinition, ToolErrorInfo, ToolOutput, ToolResult,
-    codes as core_codes,
-};
-use serde_json::{Value, json};
+use iris_tools_core::{BoxFuture, ToolErrorInfo, ToolOutput, ToolResult, codes as core_codes};
+use serde_json::json;
 use tokio::sync::mpsc;
 
 use crate::assemble::{build_child_environment, check_config_as};
 use crate::config::{AgentConfig, LoadedConfig, PermissionsConfig};
 use crate::error::{Error, Result, codes};
 use crate::host::HostRegistry;
-use crate::loop_tool::RunLoopTool;
+use crate::loop_tool::LoopStep;
 use crate::model::{ModelConfig, ProviderSource};
 use crate::outcome::{Answer, Interaction, RunError, RunEvent, RunOutcome, SubagentRequest};
 use crate::run_loop::{RunState, Sink, Stop, interaction_id, new_run_id};
 use crate::runner::{AgentRunner, RunInput, TRACING_TARGET, checked_model};
 use crate::store::{CallState, ParentRun, RunStatus};
 
-/// The tool's model-facing name.
-pub const SUBAGENT: &str = "subagent";
+pub use crate::loop_tools::subagent::SUBAGENT;
 
 /// Builds the provider of a `subagent` child run (seed 000: `ChildProviderFactory`,
 /// `factory(config, *, config_path) -> CompletionProvider`), for hosts and tests
@@ -133,85 +129,6 @@ pub(crate) struct Subagents {
 pub(crate) struct ChildStart {
     pub(crate) run_id: String,
     pub(crate) parent: ParentRun,
-}
-
-impl RunLoopTool {
-    /// `subagent` over `catalog`: its description lists the agents, its `agent`
-    /// parameter takes their selectors; see the [module docs](self).
-    pub fn subagent(catalog: &SubagentCatalog) -> Self {
-        let selectors: Vec<&str> = catalog.selectors().collect();
-        let default = catalog.default_selector();
-        let agents: Vec<String> = catalog
-            .entries()
-            .iter()
-            .map(|e| {
-                let mark = if e.selector == default {
-                    " (default)"
-                } else {
-                    ""
-                };
-                format!("`{}`{mark}: {}", e.selector, e.description)
-            })
-            .collect();
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "prompt": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "The whole task: the subagent sees nothing else of this \
-                        conversation, e.g. `Summarize docs/api.md in five bullets`."
-                },
-                "agent": {
-                    "type": "string",
-                    "enum": selectors,
-                    "default": default,
-                    "description": format!(
-                        "Which agent does the task; default `{default}`. Agents: {}",
-                        agents.join("; ")
-                    )
-                }
-            },
-            "required": ["prompt"],
-            "additionalProperties": false
-        });
-        // The agents are listed in `agent`'s description, so the tool's own stays
-        // within the lint's two lines.
-        let definition = ToolDefinition::new(
-            SUBAGENT,
-            "Delegate a self-contained task to a subagent and return its final answer.\n\
-             Use for work one of the `agent`s does better; it sees only `prompt`, not this \
-             conversation.",
-            schema,
-        )
-        // The seed's auto-allow rule for the subagent tool: an `agent` tool that runs
-        // without asking (the child's own calls are checked by the child's policy).
-        .with_capabilities([ToolCapability::Agent])
-        .with_auto_allow(true);
-        Self::new(definition)
-    }
-}
-
-/// The prompt and selector of a call, or the `INVALID_INPUT` message the model gets.
-fn parse_input(arguments: &Value) -> std::result::Result<(String, Option<String>), String> {
-    let Some(object) = arguments.as_object() else {
-        return Err("subagent takes an object with `prompt`".into());
-    };
-    if let Some(key) = object.keys().find(|k| *k != "prompt" && *k != "agent") {
-        return Err(format!(
-            "unknown argument `{key}`; subagent takes `prompt` and `agent`"
-        ));
-    }
-    let prompt = match object.get("prompt") {
-        Some(Value::String(p)) if !p.trim().is_empty() => p.clone(),
-        _ => return Err("`prompt` must be a non-empty string".into()),
-    };
-    let agent = match object.get("agent") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(a)) => Some(a.clone()),
-        Some(_) => return Err("`agent` must be a selector string".into()),
-    };
-    Ok((prompt, agent))
 }
 
 /// How strict a mode is: allow < confirm < deny.
@@ -449,7 +366,10 @@ fn wrap(call_id: &str, selector: &str, child_run_id: &str, event: RunEvent) -> R
 impl AgentRunner {
     /// A child's call to `subagent`, refused: children get no subagents.
     pub(crate) fn refuse_recursion(&self, call: &ModelToolCall) -> Option<ToolResult> {
-        (self.inner.is_child && call.name == SUBAGENT).then(|| {
+        // A child has no `subagent` tool; a call to one gets this answer rather than
+        // TOOL_NOT_FOUND (a host tool of that name in the child is an ordinary tool).
+        let missing = self.inner.executor.registry().get(&call.name).is_err();
+        (self.inner.is_child && missing && call.name == SUBAGENT).then(|| {
             ToolOutput::err(
                 codes::SUBAGENT_RECURSION,
                 "a subagent's child run cannot call `subagent`: children get no subagents; \
@@ -518,55 +438,47 @@ impl AgentRunner {
         }
     }
 
-    /// A `subagent` call of the pending turn: runs the child to its end. `Err` stops
-    /// the parent: the child waits (the parent waits on the proxy), or the journal
-    /// failed.
+    /// A `subagent` call of the pending turn: runs the child to its end. The step
+    /// is the call's result, or the proxy interaction the parent waits on while the
+    /// child waits; `Err` stops the parent (the journal failed).
     ///
     /// Boxed: a child's loop is this same code, and only a boxed `Send` future lets
     /// the compiler see the recursion is `Send`.
     pub(crate) fn call_subagent<'a>(
         &'a self,
         state: &'a mut RunState,
-        turn: u32,
         slot: usize,
         call: &'a ModelToolCall,
         sink: &'a mut Sink,
-    ) -> BoxFuture<'a, std::result::Result<ToolResult, Stop>> {
-        Box::pin(self.call_subagent_inner(state, turn, slot, call, sink))
+        input: crate::loop_tools::subagent::Input,
+    ) -> BoxFuture<'a, std::result::Result<LoopStep, Stop>> {
+        Box::pin(self.call_subagent_inner(state, slot, call, sink, input))
     }
 
     async fn call_subagent_inner(
         &self,
         state: &mut RunState,
-        turn: u32,
         slot: usize,
         call: &ModelToolCall,
         sink: &mut Sink,
-    ) -> std::result::Result<ToolResult, Stop> {
-        sink.emit(crate::run_loop::started(turn, call));
-        let (prompt, selector) = match parse_input(&call.arguments) {
-            Ok(input) => input,
-            Err(message) => {
-                return Ok(failure(
-                    &call.id,
-                    ToolErrorInfo::new(core_codes::INVALID_INPUT, message),
-                ));
-            }
-        };
+        input: crate::loop_tools::subagent::Input,
+    ) -> std::result::Result<LoopStep, Stop> {
+        let fail = |info: ToolErrorInfo| LoopStep::Result(failure(&call.id, info).output);
+        let (prompt, selector) = (input.prompt, input.agent);
         let selector = match &self.inner.subagents {
             Some(setup) => match setup.catalog.select(selector.as_deref()) {
                 Ok(entry) => entry.selector.clone(),
                 Err(e) => {
                     let info = ToolErrorInfo::new(e.code(), e.to_string())
                         .with_detail("available", setup.catalog.selectors().collect::<Vec<_>>());
-                    return Ok(failure(&call.id, info));
+                    return Ok(fail(info));
                 }
             },
             None => String::new(),
         };
         let child = match self.child_runner(&selector).await {
             Ok(child) => child,
-            Err(info) => return Ok(failure(&call.id, info)),
+            Err(info) => return Ok(fail(info)),
         };
         // From here the child may act: a crash leaves the call in doubt.
         self.journal(state, slot, call, CallState::Started, None)
@@ -599,13 +511,12 @@ impl AgentRunner {
                 outcome: outcome.clone(),
             },
         ));
-        match settle(outcome, &call.id, &selector, &child_run_id) {
-            Settled::Result(result) => Ok(result),
+        Ok(match settle(outcome, &call.id, &selector, &child_run_id) {
+            Settled::Result(result) => LoopStep::Result(result.output),
             Settled::Wait(inner) => {
-                let proxy = self.proxy(state, call, &selector, &child_run_id, inner);
-                Err(self.wait(state, slot, proxy).await)
+                LoopStep::Wait(self.proxy(state, call, &selector, &child_run_id, inner))
             }
-        }
+        })
     }
 
     fn proxy(
@@ -740,28 +651,6 @@ impl AgentRunner {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn inputs_are_checked_like_the_seed_says() {
-        assert_eq!(
-            parse_input(&json!({"prompt": "Do it", "agent": "coder"})).unwrap(),
-            ("Do it".into(), Some("coder".into()))
-        );
-        assert_eq!(
-            parse_input(&json!({"prompt": "Do it", "agent": null})).unwrap(),
-            ("Do it".into(), None)
-        );
-        for bad in [
-            json!({"prompt": ""}),
-            json!({"prompt": "  "}),
-            json!({"agent": "coder"}),
-            json!({"prompt": "x", "agent": 3}),
-            json!({"prompt": "x", "extra": 1}),
-            json!("prompt"),
-        ] {
-            assert!(parse_input(&bad).is_err(), "{bad}");
-        }
-    }
 
     #[test]
     fn the_stricter_mode_wins() {

@@ -669,3 +669,32 @@ fn a_call_the_client_gives_up_on_is_cancelled() {
     iris.signal(Signal::TERM);
     assert_eq!(iris.exit().code(), Some(143), "{}", iris.stderr_rest());
 }
+
+/// `iris mcp serve` lists only what runs there: no tool the run loop answers
+/// (`ask_question`, the goal and context tools), and `run_tool_script` with the
+/// executor attached as its script host, so a program's inner call works as under
+/// `iris call`.
+#[test]
+fn serve_lists_no_loop_tool_and_runs_scripts() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("iris.yaml"),
+        "tools:\n  builtin: [file.read, human.ask, exec.tool_script]\ncommand: {mode: native}\n\
+         permissions: {execute_mode: allow}\ngoal: Serve well.\ncontext_policy: {retention: {}}\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("hello.txt"), "hello\n").unwrap();
+    let code = "import iris_tools\nprint(iris_tools.read_file(file_path='hello.txt').text)";
+    let steps = json!([{"op": "list"}, call("run_tool_script", json!({"code": code})),
+                       call("ask_question", json!({"question": "Which?"}))]);
+    let out = client(&stdio(dir.path(), "auto", None, steps));
+    assert_eq!(names(&out["results"][0]), ["read_file", "run_tool_script"]);
+    let script = &out["results"][1];
+    assert_eq!(script["is_error"], false, "{script}");
+    assert!(
+        script["texts"][0].as_str().unwrap().contains("hello"),
+        "{script}"
+    );
+    // Not listed, so not callable.
+    assert_eq!(out["results"][2]["is_error"], true, "{out}");
+}

@@ -224,6 +224,10 @@ pub struct RunRecord {
     /// The last `report_goal`.
     #[serde(default)]
     pub goal_report: Option<GoalReport>,
+    /// The run's final answer, set by a loop tool that ends the run
+    /// (`report_goal(done)`): the run ends with it once the turn's other calls ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_answer: Option<String>,
     /// Background calls that finished and wait for the next turn boundary to reach
     /// the conversation.
     #[serde(default)]

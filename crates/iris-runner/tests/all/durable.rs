@@ -130,6 +130,7 @@ fn record(run_id: &str, status: RunStatus) -> RunRecord {
         error: None,
         goal: String::new(),
         goal_report: None,
+        final_answer: None,
         background_done: Vec::new(),
         background_running: Vec::new(),
         secrets_asked: Default::default(),

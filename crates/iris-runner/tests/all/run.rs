@@ -1026,3 +1026,42 @@ model:
         runner.close().await.unwrap();
     });
 }
+
+/// A host's own tools named like loop tools are ordinary tools: their bodies run
+/// (the loop recognises its tools by type, never by name).
+#[test]
+fn host_tools_named_like_loop_tools_run_their_bodies() {
+    runtime().block_on(async {
+        let registry = ToolRegistry::new();
+        for name in ["ask_question", "get_goal"] {
+            let def = ToolDefinition::new(
+                name,
+                "The host's own tool of that name.",
+                json!({"type": "object"}),
+            );
+            let answer = format!("{name}: the host's body ran");
+            registry
+                .register(FnTool::new(def, move |_, _| {
+                    let answer = answer.clone();
+                    async move { ToolOutput::text(answer) }
+                }))
+                .unwrap();
+        }
+        let provider = ScriptedProvider::from_yaml(
+            "- tool_calls: [{name: ask_question, arguments: {question: Which?}}, {name: get_goal}]\n\
+             - {expect_tool_results: 2, text: done}\n",
+        )
+        .unwrap();
+        let runner = AgentRunner::builder(provider, ToolExecutor::new(registry)).build();
+        let all = events(&runner, "Go").await;
+        assert_eq!(outcome(&all).output(), Some("done"), "{all:#?}");
+        let results: Vec<String> = finished(&all).iter().map(|r| r.model_content()).collect();
+        assert_eq!(
+            results,
+            [
+                "ask_question: the host's body ran",
+                "get_goal: the host's body ran"
+            ]
+        );
+    });
+}
