@@ -14,6 +14,7 @@
 //! | `docker.environment` | `{}` | the container's variables; names non-empty without `=` or NUL, never `IRIS_*`; values without NUL |
 //! | `env` | `{}` | name → value set for every command and command hook (both modes); same name rules |
 //! | `env_passthrough` | `[]` | host variables copied into every command and hook when set on the host (both modes); same name rules |
+//! | `sandbox` | workspace-write, network off | the native sandbox of what the model runs: see [`iris_sandbox::policy`] for every key; Docker mode keeps the container's own isolation and refuses `network: {allow: …}` (not built for Docker yet) |
 //!
 //! A command or hook never sees the host's whole environment (see [`crate::env`]):
 //! natively it gets the [`crate::env::DEFAULT_ENV_ALLOWLIST`] (and `LC_*`) from the host,
@@ -46,6 +47,7 @@
 
 use std::collections::BTreeMap;
 
+use iris_sandbox::{NetworkAccess, SandboxPolicy};
 use serde::{Deserialize, Serialize};
 
 use crate::error::CommandError;
@@ -279,6 +281,9 @@ pub struct CommandConfig {
     pub env_passthrough: Vec<String>,
     /// Docker settings; only in Docker mode, `None` meaning every default.
     pub docker: Option<DockerConfig>,
+    /// The sandbox of the native processes a model causes to run (`exec_command`,
+    /// `run_python`, code mode); command hooks run outside it.
+    pub sandbox: SandboxPolicy,
 }
 
 impl Default for CommandConfig {
@@ -296,6 +301,7 @@ impl CommandConfig {
             env: BTreeMap::new(),
             env_passthrough: Vec::new(),
             docker: None,
+            sandbox: SandboxPolicy::default(),
         }
     }
 
@@ -313,6 +319,7 @@ impl CommandConfig {
             env: BTreeMap::new(),
             env_passthrough: Vec::new(),
             docker: Some(docker),
+            sandbox: SandboxPolicy::default(),
         }
     }
 
@@ -320,6 +327,20 @@ impl CommandConfig {
     #[must_use]
     pub fn with_timeout_seconds(mut self, seconds: f64) -> Self {
         self.timeout_seconds = seconds;
+        self
+    }
+
+    /// Sets the sandbox policy of the commands a model runs.
+    ///
+    /// ```
+    /// use iris_command::CommandConfig;
+    /// use iris_sandbox::SandboxPolicy;
+    /// let config = CommandConfig::native().with_sandbox(SandboxPolicy::off());
+    /// assert!(config.sandbox.is_off());
+    /// ```
+    #[must_use]
+    pub fn with_sandbox(mut self, sandbox: SandboxPolicy) -> Self {
+        self.sandbox = sandbox;
         self
     }
 
@@ -367,6 +388,20 @@ impl CommandConfig {
         for name in &self.env_passthrough {
             check_env_name("env_passthrough", name)?;
         }
+        self.sandbox.validate().map_err(|e| match e {
+            iris_sandbox::SandboxError::Config { key, reason } => {
+                CommandError::config(&format!("sandbox.{key}"), reason)
+            }
+            other => CommandError::config("sandbox", other.to_string()),
+        })?;
+        if self.mode == CommandMode::Docker
+            && matches!(self.sandbox.network, NetworkAccess::Allow(_))
+        {
+            return Err(CommandError::config(
+                "sandbox.network",
+                "`allow` is not available in docker mode yet; use docker.network (none or bridge)",
+            ));
+        }
         match (self.mode, &self.docker) {
             (CommandMode::Native, Some(_)) => Err(CommandError::config(
                 "docker",
@@ -392,6 +427,8 @@ struct RawCommandConfig {
     env_passthrough: Vec<String>,
     #[serde(default)]
     docker: Option<DockerConfig>,
+    #[serde(default)]
+    sandbox: SandboxPolicy,
 }
 
 fn default_timeout() -> f64 {
@@ -408,6 +445,7 @@ impl TryFrom<RawCommandConfig> for CommandConfig {
             env: raw.env,
             env_passthrough: raw.env_passthrough,
             docker: raw.docker,
+            sandbox: raw.sandbox,
         };
         config.validate()?;
         Ok(config)
@@ -450,6 +488,7 @@ impl std::fmt::Debug for CommandConfig {
             .field("env", &hidden_values(self.env.keys().cloned()))
             .field("env_passthrough", &self.env_passthrough)
             .field("docker", &self.docker)
+            .field("sandbox", &self.sandbox)
             .finish()
     }
 }

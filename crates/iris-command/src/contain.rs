@@ -26,7 +26,9 @@
 /// use iris_command::{CommandConfig, CommandService, ProcessContainment};
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
 /// let workspace = tempfile::tempdir()?;
-/// let service = CommandService::new(CommandConfig::native(), workspace.path())?
+/// // A doctest has no `iris-sandbox` helper binary: the sandbox is off here.
+/// let unsandboxed = CommandConfig::native().with_sandbox(iris_command::SandboxPolicy::off());
+/// let service = CommandService::new(unsandboxed, workspace.path())?
 ///     .with_process_containment(ProcessContainment::Auto);
 /// service.prepare().await?;
 /// // Auto resolves to Cgroup where a writable cgroup v2 exists, else to Reaper.

@@ -4,7 +4,7 @@ use iris_tools_core::ToolErrorInfo;
 
 /// Stable `SCREAMING_SNAKE` codes of the command layer (seed 000, command environment).
 ///
-/// Tool results of `exec_command` and `run_python` carry one of the first five; the
+/// Tool results of `exec_command` and `run_python` carry one of the first six; the
 /// last one is for configuration mistakes found while building the service. Path and
 /// input errors reuse core's `INVALID_PATH`, `PATH_OUTSIDE_WORKSPACE` and `INVALID_INPUT`.
 pub mod codes {
@@ -20,6 +20,9 @@ pub mod codes {
     /// The command environment is not available (not prepared, closed, engine or image
     /// missing, interpreter missing).
     pub const COMMAND_UNAVAILABLE: &str = "COMMAND_UNAVAILABLE";
+    /// The command sandbox cannot be enforced on this host (a kernel mechanism or the
+    /// helper binary is missing); the message names what and the opt-outs. Nothing ran.
+    pub const COMMAND_SANDBOX_UNAVAILABLE: &str = "COMMAND_SANDBOX_UNAVAILABLE";
     /// A `CommandConfig` broke a validation rule.
     pub const INVALID_COMMAND_CONFIG: &str = "INVALID_COMMAND_CONFIG";
 }
@@ -64,9 +67,18 @@ pub enum CommandError {
     /// missing, interpreter missing).
     #[error("command environment unavailable: {0}")]
     Unavailable(String),
+    /// The command sandbox cannot be enforced here; nothing ran.
+    #[error("{0}")]
+    SandboxUnavailable(String),
     /// A receipt from another service was handed to [`crate::CommandService::wait_drained`].
     #[error("the stop receipt belongs to another command service")]
     ForeignReceipt,
+}
+
+impl From<iris_sandbox::SandboxError> for CommandError {
+    fn from(error: iris_sandbox::SandboxError) -> Self {
+        CommandError::SandboxUnavailable(error.to_string())
+    }
 }
 
 impl CommandError {
@@ -89,6 +101,7 @@ impl CommandError {
             CommandError::InvalidRequest(_) => iris_tools_core::codes::INVALID_INPUT,
             CommandError::InvalidCwd { code, .. } => code,
             CommandError::Unavailable(_) => codes::COMMAND_UNAVAILABLE,
+            CommandError::SandboxUnavailable(_) => codes::COMMAND_SANDBOX_UNAVAILABLE,
             CommandError::ForeignReceipt => iris_tools_core::codes::INVALID_INPUT,
         }
     }

@@ -18,9 +18,10 @@ pub use capture::DEFAULT_OUTPUT_LIMIT_BYTES;
 pub use config::{CommandConfig, CommandMode, DockerConfig, DockerNetwork};
 pub use contain::ProcessContainment;
 pub use error::{CommandError, codes};
+pub use iris_sandbox::{FilesystemAccess, NetworkAccess, SandboxPolicy};
 pub use request::{
-    CommandOutcome, CommandPayload, CommandRequest, CommandScope, CommandStatus, OutputStats,
-    StreamStats,
+    CommandChannel, CommandOrigin, CommandOutcome, CommandPayload, CommandRequest, CommandScope,
+    CommandStatus, OutputStats, SandboxReport, StreamStats,
 };
 pub use service::{CommandService, CommandStopReceipt, MAX_PAYLOAD_BYTES, StopOperation};
 pub use tools::{

@@ -19,6 +19,14 @@
 //! `setpriv --pdeathsig KILL -- …`, so it is killed if the host process dies without
 //! cleaning up (see the crate README for the limits of that backstop).
 //!
+//! A request the model caused ([`crate::CommandOrigin::Model`]) runs under the
+//! service's sandbox policy unless it is off: the payload is started through the
+//! sandbox helper ([`iris_sandbox`]), which restricts itself and then execs it; the call
+//! gets a temp folder of its own (`TMPDIR`, removed at the end) and, for `network:
+//! {allow: …}`, an egress proxy of its own (`HTTP_PROXY` and its kin). `prepare`
+//! finds the helper and has it check the policy against this kernel, so a host that
+//! cannot enforce it fails there with `COMMAND_SANDBOX_UNAVAILABLE`.
+//!
 //! The backend needs a Unix host; on other hosts `prepare` reports
 //! `COMMAND_UNAVAILABLE` (the seed's `cmd.exe` variant is not written yet).
 
@@ -33,10 +41,15 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStderr, ChildStdout, Command};
 use tokio::time::Instant;
 
+use iris_sandbox::{
+    ChannelPlan, EgressProxy, HelperPlan, LoopbackOverrides, NetworkAccess, PlanInputs,
+    SandboxPolicy,
+};
+
 use crate::capture::Captures;
 use crate::contain::{self, CallCgroup, CallTicket, ProcessContainment};
 use crate::error::CommandError;
-use crate::request::CommandPayload;
+use crate::request::{CommandOrigin, CommandPayload, SandboxReport};
 use crate::run::{Job, Process, WaitOutcome};
 
 /// The host shell.
@@ -70,6 +83,19 @@ struct Prepared {
     cgroup_required: bool,
     /// `setpriv` for the parent-death backstop.
     launcher: Option<PathBuf>,
+    /// The sandbox helper, unless the policy is off.
+    helper: Option<PathBuf>,
+}
+
+/// What the host adds to the sandbox policy (set on the service before `prepare`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SandboxSettings {
+    /// An explicit helper binary.
+    pub(crate) helper: Option<PathBuf>,
+    /// Protected paths the host adds (the agent YAML and what it references).
+    pub(crate) protected: Vec<PathBuf>,
+    /// Test names the egress proxy resolves to loopback addresses.
+    pub(crate) overrides: LoopbackOverrides,
 }
 
 /// The native backend (stateless apart from its settings: each call is its own process).
@@ -81,6 +107,14 @@ pub(crate) struct NativeBackend {
     pub(crate) containment: Mutex<ProcessContainment>,
     /// The whole environment of every call.
     env: BTreeMap<OsString, OsString>,
+    /// The sandbox policy of the model's calls.
+    policy: SandboxPolicy,
+    /// What the host adds to it.
+    pub(crate) sandbox: Mutex<SandboxSettings>,
+    /// The canonical workspace root.
+    workspace: PathBuf,
+    /// The host user's home, for `~/` entries of `deny_read`.
+    home: Option<PathBuf>,
     prepared: OnceLock<Prepared>,
 }
 
@@ -93,20 +127,70 @@ impl std::fmt::Debug for NativeBackend {
                 "env",
                 &crate::config::hidden_values(self.env.keys().map(|k| k.to_string_lossy())),
             )
+            .field("policy", &self.policy)
+            .field("sandbox", &self.sandbox)
             .field("prepared", &self.prepared)
             .finish()
     }
 }
 
 impl NativeBackend {
-    /// A backend whose calls get exactly `env`.
-    pub(crate) fn new(env: BTreeMap<OsString, OsString>) -> Self {
+    /// A backend whose calls get exactly `env`, and the model's calls `policy`.
+    pub(crate) fn new(
+        env: BTreeMap<OsString, OsString>,
+        policy: SandboxPolicy,
+        workspace: PathBuf,
+    ) -> Self {
         Self {
             python: Mutex::new(None),
             containment: Mutex::new(ProcessContainment::Auto),
             env,
+            policy,
+            sandbox: Mutex::new(SandboxSettings::default()),
+            workspace,
+            home: std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(PathBuf::from),
             prepared: OnceLock::new(),
         }
+    }
+
+    fn settings(&self) -> SandboxSettings {
+        self.sandbox.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// Finds the helper and has it check the policy on this kernel (with a masked path,
+    /// so the namespaces are checked too); `None` when the policy is off.
+    async fn prepare_sandbox(&self) -> Result<Option<PathBuf>, CommandError> {
+        if self.policy.is_off() {
+            return Ok(None);
+        }
+        let settings = self.settings();
+        let policy = self.policy.clone();
+        let workspace = self.workspace.clone();
+        let home = self.home.clone();
+        let checked = iris_executor::blocking::run_blocking_io(move || {
+            let helper = iris_sandbox::locate_helper(settings.helper.as_deref())?;
+            let probe = CallTemp::create()?;
+            let mut plan = HelperPlan::new(
+                &policy,
+                PlanInputs {
+                    temp_dir: Some(probe.path()),
+                    protected: &settings.protected,
+                    proxy_port: matches!(policy.network, NetworkAccess::Allow(_)).then_some(1),
+                    home: home.as_deref(),
+                    ..PlanInputs::new(&workspace)
+                },
+            );
+            if policy.filesystem != iris_sandbox::FilesystemAccess::Off {
+                plan.deny_read.push(probe.path().to_path_buf());
+            }
+            iris_sandbox::check_plan(&helper, &plan)?;
+            Ok::<_, CommandError>(helper)
+        })
+        .await
+        .map_err(|e| CommandError::SandboxUnavailable(e.message))??;
+        Ok(Some(checked))
     }
 
     /// Checks the shell exists and decides containment and the backstop.
@@ -144,10 +228,12 @@ impl NativeBackend {
             contain::ensure_subreaper();
         }
         let launcher = contain::pdeathsig_launcher().await;
+        let helper = self.prepare_sandbox().await?;
         let _ = self.prepared.set(Prepared {
             cgroup,
             cgroup_required: requested == ProcessContainment::Cgroup,
             launcher,
+            helper,
         });
         Ok(())
     }
@@ -185,11 +271,29 @@ impl NativeBackend {
             .get()
             .cloned()
             .ok_or_else(|| CommandError::unavailable("the native backend is not prepared"))?;
-        let payload: Vec<OsString> = match &job.payload {
+        let mut payload: Vec<OsString> = match &job.payload {
             CommandPayload::Shell(line) => vec![SHELL.into(), "-c".into(), line.into()],
             CommandPayload::Python(code) => {
                 vec![self.python()?.into_os_string(), "-c".into(), code.into()]
             }
+        };
+        let mut env = self.env.clone();
+        let sandbox = match (&prepared.helper, job.origin) {
+            (Some(helper), CommandOrigin::Model) => {
+                let call = self.sandbox_call(job).await?;
+                payload = call.plan.argv(helper, &payload);
+                env.insert("TMPDIR".into(), call.temp.path().into());
+                if let Some(proxy) = &call.proxy {
+                    for name in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"] {
+                        env.insert(name.into(), proxy.url().into());
+                        env.insert(name.to_ascii_lowercase().into(), proxy.url().into());
+                    }
+                    env.insert("NO_PROXY".into(), "".into());
+                    env.insert("no_proxy".into(), "".into());
+                }
+                Some(call)
+            }
+            _ => None,
         };
         let mut ticket = CallTicket::pending();
         let mut cgroup = match prepared.cgroup.map(CallCgroup::create) {
@@ -228,7 +332,7 @@ impl NativeBackend {
         command
             .current_dir(&job.cwd)
             .env_clear()
-            .envs(&self.env)
+            .envs(&env)
             .stdin(if gated || job.stdin.is_some() {
                 Stdio::piped()
             } else {
@@ -290,7 +394,144 @@ impl NativeBackend {
             cgroup,
             ticket,
             released: false,
+            sandbox,
         })
+    }
+
+    /// One call's sandbox: its temp folder, its proxy (for `allow`) and its plan.
+    async fn sandbox_call(&self, job: &Job) -> Result<CallSandbox, CommandError> {
+        let settings = self.settings();
+        let temp = iris_executor::blocking::run_blocking_io(CallTemp::create)
+            .await
+            .map_err(|e| CommandError::SandboxUnavailable(e.message))??;
+        let proxy = match &self.policy.network {
+            NetworkAccess::Allow(_) => Some(std::sync::Arc::new(
+                EgressProxy::start(self.policy.network.clone(), settings.overrides.clone())
+                    .await
+                    .map_err(|e| {
+                        CommandError::SandboxUnavailable(format!(
+                            "cannot start the egress proxy: {e}"
+                        ))
+                    })?,
+            )),
+            _ => None,
+        };
+        let channel = job.channel.as_ref().map(|c| ChannelPlan {
+            path: c.path.clone(),
+            count: c.count,
+            env: c.env.clone(),
+        });
+        let policy = self.policy.clone();
+        let workspace = self.workspace.clone();
+        let home = self.home.clone();
+        let temp_path = temp.path().to_path_buf();
+        let port = proxy.as_ref().map(|p| p.port());
+        // Resolving the plan canonicalizes paths: on the blocking pool.
+        let plan = iris_executor::blocking::run_blocking_io(move || {
+            HelperPlan::new(
+                &policy,
+                PlanInputs {
+                    temp_dir: Some(&temp_path),
+                    protected: &settings.protected,
+                    proxy_port: port,
+                    home: home.as_deref(),
+                    channel,
+                    ..PlanInputs::new(&workspace)
+                },
+            )
+        })
+        .await
+        .map_err(|e| CommandError::SandboxUnavailable(e.message))?;
+        Ok(CallSandbox {
+            report: SandboxReport {
+                filesystem: self.policy.filesystem,
+                network: self.policy.network.clone(),
+                protected: plan.protected.clone(),
+                deny_read: plan.deny_read.clone(),
+                proxy_refusals: Vec::new(),
+            },
+            plan,
+            temp,
+            proxy,
+        })
+    }
+}
+
+/// A call's own temp folder (mode 0700), removed when the call ends.
+#[derive(Debug)]
+struct CallTemp(Option<PathBuf>);
+
+impl CallTemp {
+    fn create() -> Result<Self, CommandError> {
+        use std::os::unix::fs::DirBuilderExt as _;
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let base = std::env::temp_dir();
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let mut last = None;
+        for _ in 0..8 {
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let path = base.join(format!("iris-call-{}-{n}-{nanos:x}", std::process::id()));
+            match std::fs::DirBuilder::new().mode(0o700).create(&path) {
+                Ok(()) => {
+                    let path = std::fs::canonicalize(&path).unwrap_or(path);
+                    return Ok(Self(Some(path)));
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(CommandError::SandboxUnavailable(format!(
+            "cannot create the call's temp folder in `{}`: {}",
+            base.display(),
+            last.map(|e| e.to_string()).unwrap_or_default()
+        )))
+    }
+
+    fn path(&self) -> &Path {
+        self.0.as_deref().unwrap_or(Path::new("/nonexistent"))
+    }
+
+    /// Removes the folder (blocking).
+    fn remove(&mut self) {
+        if let Some(path) = self.0.take() {
+            let _ = std::fs::remove_dir_all(path);
+        }
+    }
+}
+
+impl Drop for CallTemp {
+    fn drop(&mut self) {
+        self.remove();
+    }
+}
+
+/// The sandbox of one running call.
+#[derive(Debug)]
+pub(crate) struct CallSandbox {
+    plan: HelperPlan,
+    temp: CallTemp,
+    proxy: Option<std::sync::Arc<EgressProxy>>,
+    report: SandboxReport,
+}
+
+/// Reads a call's sandbox report once the call ended (it keeps the proxy until then).
+#[derive(Debug)]
+pub(crate) struct ReportSource {
+    report: SandboxReport,
+    proxy: Option<std::sync::Arc<EgressProxy>>,
+}
+
+impl ReportSource {
+    /// The report, with the proxy's refusals.
+    pub(crate) fn finish(self) -> SandboxReport {
+        let mut report = self.report;
+        if let Some(proxy) = self.proxy {
+            report.proxy_refusals = proxy.refusals();
+        }
+        report
     }
 }
 
@@ -309,6 +550,18 @@ pub(crate) struct NativeProcess {
     cgroup: Option<CallCgroup>,
     ticket: CallTicket,
     released: bool,
+    /// The call's sandbox, when it runs in one.
+    sandbox: Option<CallSandbox>,
+}
+
+impl NativeProcess {
+    /// Where the call's sandbox report comes from, when it runs in one.
+    pub(crate) fn report_source(&self) -> Option<ReportSource> {
+        self.sandbox.as_ref().map(|s| ReportSource {
+            report: s.report.clone(),
+            proxy: s.proxy.clone(),
+        })
+    }
 }
 
 impl Drop for NativeProcess {
@@ -469,6 +722,13 @@ impl Process for NativeProcess {
                 }
                 None => contain::reap_zombies(),
             }
+        }
+        if let Some(mut temp) = self
+            .sandbox
+            .as_mut()
+            .map(|s| std::mem::replace(&mut s.temp, CallTemp(None)))
+        {
+            let _ = iris_executor::blocking::run_blocking_io(move || temp.remove()).await;
         }
         result
     }

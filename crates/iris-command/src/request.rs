@@ -55,6 +55,33 @@ impl CommandPayload {
     }
 }
 
+/// Who caused an execution, which decides whether the sandbox applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CommandOrigin {
+    /// The model (a tool call, code mode, a subagent): runs under the service's
+    /// `sandbox` policy.
+    #[default]
+    Model,
+    /// The owner's own configuration (a command hook): runs outside the sandbox, like
+    /// the rest of the owner's configuration.
+    Owner,
+}
+
+/// A Unix socket of the host that a sandboxed program keeps a channel to although it
+/// may open no socket: the sandbox helper connects `count` times before it restricts
+/// itself and names the descriptors (comma-separated) in the variable `env`. Outside
+/// the sandbox nothing is pre-connected and the program connects to `path` itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandChannel {
+    /// The socket's path.
+    pub path: PathBuf,
+    /// How many connections to pre-connect.
+    pub count: usize,
+    /// The variable that names their descriptors.
+    pub env: String,
+}
+
 /// One execution request.
 ///
 /// `cwd` may be absolute or relative to the service's workspace; either way it must be
@@ -87,6 +114,10 @@ pub struct CommandRequest {
     pub stdin: Option<Vec<u8>>,
     /// Cancellation of the calling run.
     pub cancellation: Option<CancellationSignal>,
+    /// Who caused it (default: the model, so the sandbox applies).
+    pub origin: CommandOrigin,
+    /// A host socket to keep a channel to from inside the sandbox.
+    pub channel: Option<CommandChannel>,
 }
 
 impl CommandRequest {
@@ -103,6 +134,8 @@ impl CommandRequest {
             timeout_seconds: None,
             stdin: None,
             cancellation: None,
+            origin: CommandOrigin::Model,
+            channel: None,
         }
     }
 
@@ -135,6 +168,21 @@ impl CommandRequest {
     #[must_use]
     pub fn stdin(mut self, bytes: impl Into<Vec<u8>>) -> Self {
         self.stdin = Some(bytes.into());
+        self
+    }
+
+    /// Marks the request as the owner's configuration (a command hook), which runs
+    /// outside the sandbox.
+    #[must_use]
+    pub fn owner(mut self) -> Self {
+        self.origin = CommandOrigin::Owner;
+        self
+    }
+
+    /// Keeps a channel to a host socket open inside the sandbox.
+    #[must_use]
+    pub fn channel(mut self, channel: CommandChannel) -> Self {
+        self.channel = Some(channel);
         self
     }
 
@@ -227,6 +275,27 @@ pub struct CommandOutcome {
     /// Why the environment was interrupted, when it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// The sandbox the process ran under; `None` outside the sandbox (Docker mode, a
+    /// hook, `sandbox` off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxReport>,
+}
+
+/// What a result says about the sandbox a command ran under: the policy in force and
+/// the hosts the egress proxy refused. (Landlock and seccomp refusals reach the command
+/// as `EACCES`/`EPERM`/`EROFS` errors in its own output; the host cannot count them.)
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxReport {
+    /// `workspace-write`, `read-only` or `off`.
+    pub filesystem: iris_sandbox::FilesystemAccess,
+    /// `off`, `on` or `{allow: [...]}`.
+    pub network: iris_sandbox::NetworkAccess,
+    /// The workspace paths mounted read-only.
+    pub protected: Vec<PathBuf>,
+    /// The paths masked from reading (those that exist).
+    pub deny_read: Vec<PathBuf>,
+    /// Host names the egress proxy refused during the call.
+    pub proxy_refusals: Vec<String>,
 }
 
 impl CommandOutcome {
@@ -244,7 +313,7 @@ impl CommandOutcome {
     /// #     call_id: "c".into(), mode: CommandMode::Native, status: CommandStatus::Exited,
     /// #     exit_code: Some(0), cwd: "/".into(), duration_seconds: 0.0, deadline_seconds: 1.0,
     /// #     stdout: String::new(), stderr: String::new(), output_truncated: false,
-    /// #     output_stats: OutputStats::default(), detail: None };
+    /// #     output_stats: OutputStats::default(), detail: None, sandbox: None };
     /// outcome.stdout = "built\n".into();
     /// outcome.stderr = "warning: unused\n".into();
     /// assert_eq!(outcome.combined_output(), "built\n[stderr]\nwarning: unused\n");

@@ -14,7 +14,9 @@ use iris_tools_core::CancellationSignal;
 
 use crate::capture::Captures;
 use crate::config::CommandMode;
-use crate::request::{CommandOutcome, CommandPayload, CommandStatus};
+use crate::request::{
+    CommandChannel, CommandOrigin, CommandOutcome, CommandPayload, CommandStatus,
+};
 use crate::service::{ExecEntry, StopReason};
 
 /// How long to keep collecting output after a confirmed kill. The pipes close as soon
@@ -35,6 +37,8 @@ pub(crate) struct Job {
     pub(crate) deadline_seconds: f64,
     pub(crate) stdin: Option<Vec<u8>>,
     pub(crate) cancellation: Option<CancellationSignal>,
+    pub(crate) origin: CommandOrigin,
+    pub(crate) channel: Option<CommandChannel>,
 }
 
 /// How [`Process::wait`] ended.
@@ -164,6 +168,7 @@ pub(crate) async fn drive<P: Process>(
         output_truncated: stats.stdout.bytes_dropped > 0 || stats.stderr.bytes_dropped > 0,
         output_stats: stats,
         detail,
+        sandbox: None,
     }
 }
 

@@ -169,7 +169,9 @@ impl Drop for Inner {
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
 /// let workspace = tempfile::tempdir()?;
-/// let service = CommandService::new(CommandConfig::native(), workspace.path())?;
+/// // A doctest has no `iris-sandbox` helper binary: the sandbox is off here.
+/// let unsandboxed = CommandConfig::native().with_sandbox(iris_command::SandboxPolicy::off());
+/// let service = CommandService::new(unsandboxed, workspace.path())?;
 /// service.prepare().await?;
 /// let scope = CommandScope::new("run-1", "session-1");
 /// let outcome = service.execute(&scope, CommandRequest::shell("call-1", "echo hello", ".")).await?;
@@ -205,10 +207,11 @@ impl CommandService {
             })?;
         // The host environment is read once; a call only gets what crate::env allows.
         let backend = match config.docker_config() {
-            None => Backend::Native(NativeBackend::new(crate::env::native_env(
-                &config,
-                std::env::vars_os(),
-            ))),
+            None => Backend::Native(NativeBackend::new(
+                crate::env::native_env(&config, std::env::vars_os()),
+                config.sandbox.clone(),
+                workspace.clone(),
+            )),
             Some(docker) => {
                 let env = crate::env::docker_env(&config, &docker, std::env::vars_os());
                 Backend::Docker(DockerBackend::new(docker, env, workspace.clone()))
@@ -243,6 +246,48 @@ impl CommandService {
             && let Ok(mut python) = native.python.lock()
         {
             *python = Some(interpreter.into());
+        }
+        self
+    }
+
+    /// Names the sandbox helper binary (default: found by
+    /// [`iris_sandbox::locate_helper`]); takes effect at [`CommandService::prepare`].
+    #[must_use]
+    pub fn with_sandbox_helper(self, helper: impl Into<PathBuf>) -> Self {
+        if let Backend::Native(native) = &self.inner.backend
+            && let Ok(mut settings) = native.sandbox.lock()
+        {
+            settings.helper = Some(helper.into());
+        }
+        self
+    }
+
+    /// Adds workspace paths sandboxed commands may read but not change (the runner adds
+    /// the agent YAML and every file it references), beside `.iris`, `.git` and the
+    /// policy's `protected`. Relative paths are relative to the workspace.
+    #[must_use]
+    pub fn with_protected_paths<I, P>(self, paths: I) -> Self
+    where
+        I: IntoIterator<Item = P>,
+        P: Into<PathBuf>,
+    {
+        if let Backend::Native(native) = &self.inner.backend
+            && let Ok(mut settings) = native.sandbox.lock()
+        {
+            settings.protected.extend(paths.into_iter().map(Into::into));
+        }
+        self
+    }
+
+    /// A test hook: the egress proxy of `network: {allow: …}` resolves `host` to the
+    /// loopback address `ip` instead of asking DNS (a non-loopback `ip` is ignored), so
+    /// a test can serve an allowed domain on 127.0.0.1.
+    #[must_use]
+    pub fn with_egress_loopback_override(self, host: &str, ip: std::net::IpAddr) -> Self {
+        if let Backend::Native(native) = &self.inner.backend
+            && let Ok(mut settings) = native.sandbox.lock()
+        {
+            settings.overrides.insert(host, ip);
         }
         self
     }
@@ -309,7 +354,9 @@ impl CommandService {
             .map_err(|_| CommandError::unavailable("the command service state is poisoned"))
     }
 
-    /// Prepares owned resources: natively checks the shell; in Docker connects to the
+    /// Prepares owned resources: natively checks the shell, finds the sandbox helper and
+    /// has it check the policy on this kernel (`COMMAND_SANDBOX_UNAVAILABLE` when it
+    /// cannot be enforced); in Docker connects to the
     /// engine, checks the image exists and starts the container. Idempotent. Every
     /// failure is `COMMAND_UNAVAILABLE`; Docker never falls back to native.
     pub async fn prepare(&self) -> Result<(), CommandError> {
@@ -376,6 +423,8 @@ impl CommandService {
             deadline_seconds,
             stdin: request.stdin,
             cancellation: request.cancellation,
+            origin: request.origin,
+            channel: request.channel,
         })
     }
 
@@ -537,7 +586,19 @@ impl Inner {
         let outcome = match &self.backend {
             Backend::Native(native) => {
                 let process = native.spawn(&job).await?;
-                drive(process, &job, entry, mode, limit, started).await
+                let report = process.report_source();
+                let mut outcome = drive(process, &job, entry, mode, limit, started).await;
+                if report.is_some()
+                    && outcome.exit_code == Some(iris_sandbox::HELPER_FAILED_EXIT)
+                    && let Some(error) = iris_sandbox::helper_error(&outcome.stderr)
+                {
+                    // The helper could not restrict itself: nothing of the command ran.
+                    return Err(CommandError::SandboxUnavailable(format!(
+                        "the command sandbox cannot be enforced: {error}"
+                    )));
+                }
+                outcome.sandbox = report.map(crate::native::ReportSource::finish);
+                outcome
             }
             Backend::Docker(docker) => {
                 let process = docker.spawn(&job).await?;
@@ -578,6 +639,7 @@ fn not_started(
         output_truncated: false,
         output_stats: OutputStats::default(),
         detail,
+        sandbox: None,
     }
 }
 

@@ -8,7 +8,8 @@
 //! [`WorkspacePolicy::resolve_path`] against the call's workspace and must be an
 //! existing directory. The result's content is the output (stdout, then stderr under
 //! `[stderr]`); `data` holds `mode, status, exit_code, cwd, duration_seconds,
-//! output_truncated, output_stats`. A non-zero exit is `COMMAND_FAILED` with the output
+//! output_truncated, output_stats`, and `sandbox` when the call ran in the sandbox (the
+//! policy in force and the hosts the egress proxy refused). A non-zero exit is `COMMAND_FAILED` with the output
 //! still included.
 
 use std::path::PathBuf;
@@ -246,10 +247,16 @@ fn outcome_data(outcome: &CommandOutcome) -> serde_json::Map<String, Value> {
         "output_truncated": outcome.output_truncated,
         "output_stats": outcome.output_stats,
     });
-    match value {
+    let mut map = match value {
         Value::Object(map) => map,
         _ => serde_json::Map::new(),
+    };
+    if let Some(report) = &outcome.sandbox
+        && let Ok(report) = serde_json::to_value(report)
+    {
+        map.insert("sandbox".to_owned(), report);
     }
+    map
 }
 
 macro_rules! command_tool {
@@ -316,7 +323,9 @@ command_tool!(
     /// use serde_json::json;
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
     /// let workspace = tempfile::tempdir()?;
-    /// let service = CommandService::new(CommandConfig::native(), workspace.path())?;
+    /// // A doctest has no `iris-sandbox` helper binary: the sandbox is off here.
+    /// let unsandboxed = CommandConfig::native().with_sandbox(iris_command::SandboxPolicy::off());
+    /// let service = CommandService::new(unsandboxed, workspace.path())?;
     /// service.prepare().await?;
     /// let tool = ExecCommandTool::new(CommandBinding::owned(service));
     /// let ctx = ToolExecutionContext::new(workspace.path());

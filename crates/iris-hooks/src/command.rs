@@ -84,9 +84,12 @@ impl CommandHook {
             _ => format!("hook:{kind}"),
         };
         let scope = CommandScope::new(event.common.run_id.clone(), event.common.session_id.clone());
+        // A hook is the owner's configuration, not the model's doing: it runs outside
+        // the command sandbox.
         let request =
             CommandRequest::shell(call_id, self.command.clone(), self.binding.workspace_root())
-                .stdin(stdin);
+                .stdin(stdin)
+                .owner();
         let outcome = self.binding.execute(&scope, request).await.map_err(|e| {
             HookError::new(
                 HookErrorKind::HandlerFailed,

@@ -58,6 +58,17 @@ pub(crate) fn isolate(plan: &HelperPlan) -> Result<(), String> {
             bind(Path::new("/dev/null"), path, true)?;
         }
     }
+    // The working directory was entered before the mounts: enter it again by path, so
+    // relative paths go through them (a cwd inside `.git` must not bypass its
+    // read-only mount).
+    let cwd =
+        std::env::current_dir().map_err(|e| format!("cannot read the working directory: {e}"))?;
+    std::env::set_current_dir(&cwd).map_err(|e| {
+        format!(
+            "cannot enter the working directory `{}`: {e}",
+            cwd.display()
+        )
+    })?;
     Ok(())
 }
 

@@ -75,9 +75,10 @@ impl FilesystemAccess {
     }
 }
 
-/// What a sandboxed command may reach over the network.
+/// What a sandboxed command may reach over the network: `off`, `on` or
+/// `{allow: [domains]}` (a plain map, not a YAML tag).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(from = "RawNetwork", into = "RawNetwork")]
 pub enum NetworkAccess {
     /// No socket but `socketpair`: no TCP, no UDP (so no DNS), no Unix socket.
     #[default]
@@ -86,6 +87,41 @@ pub enum NetworkAccess {
     On,
     /// TCP only to the host's egress proxy, which admits these domains.
     Allow(Vec<String>),
+}
+
+/// The wire form of [`NetworkAccess`].
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum RawNetwork {
+    Word(NetworkWord),
+    Allow { allow: Vec<String> },
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum NetworkWord {
+    Off,
+    On,
+}
+
+impl From<RawNetwork> for NetworkAccess {
+    fn from(raw: RawNetwork) -> Self {
+        match raw {
+            RawNetwork::Word(NetworkWord::Off) => NetworkAccess::Off,
+            RawNetwork::Word(NetworkWord::On) => NetworkAccess::On,
+            RawNetwork::Allow { allow } => NetworkAccess::Allow(allow),
+        }
+    }
+}
+
+impl From<NetworkAccess> for RawNetwork {
+    fn from(network: NetworkAccess) -> Self {
+        match network {
+            NetworkAccess::Off => RawNetwork::Word(NetworkWord::Off),
+            NetworkAccess::On => RawNetwork::Word(NetworkWord::On),
+            NetworkAccess::Allow(allow) => RawNetwork::Allow { allow },
+        }
+    }
 }
 
 impl NetworkAccess {

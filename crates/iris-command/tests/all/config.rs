@@ -2,11 +2,18 @@
 
 use iris_command::{CommandConfig, DockerConfig};
 
-/// Parses YAML; `Ok` compares the effective config's JSON, `Err` looks for a fragment.
+/// Parses YAML; `Ok` compares the effective config's JSON (an expectation without a
+/// `sandbox` key expects the default sandbox), `Err` looks for a fragment.
 fn check(yaml: &str, expect: Result<serde_json::Value, &str>) {
     let got = serde_yaml::from_str::<CommandConfig>(yaml);
     match (got, expect) {
-        (Ok(config), Ok(json)) => {
+        (Ok(config), Ok(mut json)) => {
+            if let Some(map) = json.as_object_mut() {
+                map.entry("sandbox").or_insert_with(|| {
+                    serde_json::json!({"filesystem": "workspace-write", "deny_read": [],
+                        "protected": [], "network": "off"})
+                });
+            }
             assert_eq!(serde_json::to_value(&config).unwrap(), json, "{yaml}");
             config.validate().unwrap();
         }
@@ -204,6 +211,46 @@ fn config_table() {
         "env: {IRISH: ok}",
         Ok(json!({"mode": "native", "timeout_seconds": 120.0,
         "env": {"IRISH": "ok"}, "env_passthrough": [], "docker": null})),
+    );
+    // The sandbox: every key, and what each refuses.
+    check(
+        "sandbox: {filesystem: read-only, deny_read: [/srv/keys, ~/.pgpass], protected: [agent.yaml], network: {allow: [pypi.org, '*.pythonhosted.org']}}",
+        Ok(
+            json!({"mode": "native", "timeout_seconds": 120.0, "env": {}, "env_passthrough": [],
+            "docker": null, "sandbox": {"filesystem": "read-only",
+            "deny_read": ["/srv/keys", "~/.pgpass"], "protected": ["agent.yaml"],
+            "network": {"allow": ["pypi.org", "*.pythonhosted.org"]}}}),
+        ),
+    );
+    check(
+        "sandbox: {filesystem: off, network: on}",
+        Ok(
+            json!({"mode": "native", "timeout_seconds": 120.0, "env": {}, "env_passthrough": [],
+            "docker": null, "sandbox": {"filesystem": "off", "deny_read": [], "protected": [],
+            "network": "on"}}),
+        ),
+    );
+    check("sandbox: {filesystem: none}", Err("unknown variant `none`"));
+    check(
+        "sandbox: {deny_read: [relative/key]}",
+        Err("`sandbox.deny_read`: `relative/key` must be absolute"),
+    );
+    check("sandbox: {protected: [../up]}", Err("`sandbox.protected`"));
+    check(
+        "sandbox: {network: {allow: []}}",
+        Err("`sandbox.network.allow`: lists no domain"),
+    );
+    check(
+        "sandbox: {network: {allow: ['https://pypi.org']}}",
+        Err("is not a lowercase domain name"),
+    );
+    check(
+        "mode: docker\nsandbox: {network: {allow: [pypi.org]}}",
+        Err("not available in docker mode"),
+    );
+    check(
+        "sandbox: {escalation: ask}",
+        Err("unknown field `escalation`"),
     );
     // Unknown fields are refused at both levels.
     check(

@@ -123,7 +123,10 @@ async fn each_call_runs_in_a_cgroup_that_holds_every_escape() {
     use iris_command::ProcessContainment;
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
-    let service = CommandService::new(CommandConfig::native(), &root)
+    // The sandbox is off: the commands below create cgroups under /sys/fs/cgroup, which
+    // a sandboxed command may not write.
+    let config = CommandConfig::native().with_sandbox(iris_command::SandboxPolicy::off());
+    let service = CommandService::new(config, &root)
         .unwrap()
         .with_process_containment(ProcessContainment::Cgroup);
     service.prepare().await.unwrap_or_else(|e| {
