@@ -653,10 +653,16 @@ fn print_protocol(sets: &[&EvalSet]) -> iris_discovery::search::Tuning {
     println!("## Leave-one-set-out protocol (issue 29)\n");
     let started = Instant::now();
     let outcome = protocol::run(sets);
-    println!("First round (every step allowed), per left-out set: the steps the other sets took, and those that lost on the left-out set:\n");
+    println!(
+        "First round (every step allowed), per left-out set: the steps the other sets took, and those that lost on the left-out set:\n"
+    );
     for fold in &outcome.first {
-        let taken: Vec<String> =
-            fold.choice.taken.iter().map(|(s, o)| format!("{s} = {o}")).collect();
+        let taken: Vec<String> = fold
+            .choice
+            .taken
+            .iter()
+            .map(|(s, o)| format!("{s} = {o}"))
+            .collect();
         println!(
             "- {}: took [{}]; lost [{}]; R@1 BM25 {:.3}, chosen {:.3}",
             fold.set,
@@ -691,7 +697,9 @@ fn print_protocol(sets: &[&EvalSet]) -> iris_discovery::search::Tuning {
         show(&|g| outcome.groups & (1 << g) == 0)
     );
     println!("### Left-out table: each set ranked by what the other sets chose\n");
-    println!("| left-out set | kind | n | BM25 R@1 | default R@1 | Δ | BM25 R@5 | default R@5 | BM25 MRR | default MRR |");
+    println!(
+        "| left-out set | kind | n | BM25 R@1 | default R@1 | Δ | BM25 R@5 | default R@5 | BM25 MRR | default MRR |"
+    );
     println!("|---|---|---|---|---|---|---|---|---|---|");
     for fold in &outcome.folds {
         for (kind, b, d) in &fold.rows {
@@ -714,8 +722,12 @@ fn print_protocol(sets: &[&EvalSet]) -> iris_discovery::search::Tuning {
         }
     }
     for fold in &outcome.folds {
-        let taken: Vec<String> =
-            fold.choice.taken.iter().map(|(s, o)| format!("{s} = {o}")).collect();
+        let taken: Vec<String> = fold
+            .choice
+            .taken
+            .iter()
+            .map(|(s, o)| format!("{s} = {o}"))
+            .collect();
         println!("- without {}: [{}]", fold.set, taken.join(", "));
     }
     let taken: Vec<String> = outcome
@@ -732,7 +744,10 @@ fn print_protocol(sets: &[&EvalSet]) -> iris_discovery::search::Tuning {
     println!("{:?}", outcome.default.tuning);
     // The "no tool" threshold: per fold chosen on the other sets, checked on the
     // left-out one; the shipped one chosen over every set.
-    println!("\n### \"No tool\" threshold: at most {:.0} % of answerable intents refused\n", protocol::MAX_FALSE_NONE * 100.0);
+    println!(
+        "\n### \"No tool\" threshold: at most {:.0} % of answerable intents refused\n",
+        protocol::MAX_FALSE_NONE * 100.0
+    );
     println!("| left-out set | threshold (other sets) | answerable refused on the left-out set |");
     println!("|---|---|---|");
     for (i, fold) in outcome.folds.iter().enumerate() {
@@ -744,13 +759,20 @@ fn print_protocol(sets: &[&EvalSet]) -> iris_discovery::search::Tuning {
             .collect();
         let t = protocol::threshold(&others);
         let left = protocol::top_relevance(sets[i], fold.choice.tuning);
-        println!("| {} | {t:.2} | {:.4} |", fold.set, protocol::false_none(&left, t));
+        println!(
+            "| {} | {t:.2} | {:.4} |",
+            fold.set,
+            protocol::false_none(&left, t)
+        );
     }
     let every: Vec<Vec<Option<f64>>> = sets
         .iter()
         .map(|s| protocol::top_relevance(s, outcome.default.tuning))
         .collect();
-    println!("\nShipped threshold (every set): {:.2}", protocol::threshold(&every));
+    println!(
+        "\nShipped threshold (every set): {:.2}",
+        protocol::threshold(&every)
+    );
     println!("\n(protocol: {:.1?})\n", started.elapsed());
     outcome.default.tuning
 }

@@ -621,7 +621,12 @@ fn doc_fields(def: &ToolDefinition, analysis: Analysis) -> DocFields {
         _ => ("", def.name.as_str()),
     };
     let mut name = Vec::new();
-    analyze_into(own, &mut name, &mut surfaces[Field::Name as usize], analysis);
+    analyze_into(
+        own,
+        &mut name,
+        &mut surfaces[Field::Name as usize],
+        analysis,
+    );
     fields[Field::Name as usize].extend(name.iter().cloned());
     for alias in &def.aliases {
         analyze_into(

@@ -8,4 +8,5 @@ mod eval;
 mod fast_embed;
 #[cfg(feature = "embed")]
 mod hybrid;
+mod protocol;
 mod search;

@@ -12,8 +12,8 @@
 //! is the same selection over every set, with the surviving steps only.
 #![allow(dead_code, unreachable_pub)] // Each user takes a different subset.
 
-use iris_discovery::search::{SearchIndex, Tuning};
 use iris_discovery::relevance;
+use iris_discovery::search::{SearchIndex, Tuning};
 
 use super::{Bm25, Case, EvalSet, Metrics, QueryKind, metrics};
 
@@ -94,7 +94,10 @@ pub fn steps() -> Vec<Step> {
         },
         Step {
             name: "stop words",
-            options: vec![("kept", |t| t.stop_words = false), ("dropped", |t| t.stop_words = true)],
+            options: vec![
+                ("kept", |t| t.stop_words = false),
+                ("dropped", |t| t.stop_words = true),
+            ],
         },
         Step {
             name: "name weight",
@@ -170,7 +173,10 @@ pub fn steps() -> Vec<Step> {
         },
         Step {
             name: "named tier",
-            options: vec![("off", |t| t.named_tier = false), ("on", |t| t.named_tier = true)],
+            options: vec![
+                ("off", |t| t.named_tier = false),
+                ("on", |t| t.named_tier = true),
+            ],
         },
     ]
 }
@@ -230,7 +236,10 @@ fn groups_of(t: &Tuning) -> Vec<usize> {
 /// group stays only where it helps. See the [module documentation](self).
 pub fn select(training: &[&EvalSet], allowed: Option<&[&str]>, groups: u64) -> Choice {
     let steps = steps();
-    let bm25: Vec<f64> = training.iter().map(|s| bm25_metrics(s, &all(s)).at1).collect();
+    let bm25: Vec<f64> = training
+        .iter()
+        .map(|s| bm25_metrics(s, &all(s)).at1)
+        .collect();
     let score = |tuning: Tuning| -> (f64, bool) {
         let at1: Vec<f64> = training
             .iter()
@@ -493,6 +502,9 @@ pub fn threshold(per_set: &[Vec<Option<f64>>]) -> f64 {
 
 /// The share of `tops` a threshold refuses (no hit, or a top relevance below it).
 pub fn false_none(tops: &[Option<f64>], threshold: f64) -> f64 {
-    let refused = tops.iter().filter(|t| t.is_none_or(|r| r < threshold)).count();
+    let refused = tops
+        .iter()
+        .filter(|t| t.is_none_or(|r| r < threshold))
+        .count();
     refused as f64 / tops.len().max(1) as f64
 }
