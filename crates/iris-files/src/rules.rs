@@ -163,10 +163,10 @@ impl IgnoreRules {
         let Some(bytes) = self.read_bounded(rel) else {
             return Gitignore::empty();
         };
-        let mut builder = GitignoreBuilder::new(dir);
         // As the crate reads them: lines split at `\n` without a trailing `\r`, lines
         // that are not UTF-8 and patterns that do not parse skipped, a leading BOM
         // dropped.
+        let mut lines = Vec::new();
         for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
             let line = line.strip_suffix(b"\r").unwrap_or(line);
             let Ok(line) = std::str::from_utf8(line) else {
@@ -177,9 +177,9 @@ impl IgnoreRules {
             } else {
                 line
             };
-            let _ = builder.add_line(None, line);
+            lines.push(line);
         }
-        builder.build().unwrap_or_else(|_| Gitignore::empty())
+        build_rules(dir, &lines)
     }
 
     /// At most [`MAX_RULES_BYTES`] of the regular file `rel`, opened from the held root.
@@ -194,4 +194,44 @@ impl IgnoreRules {
             .ok()?;
         (bytes.len() as u64 <= MAX_RULES_BYTES).then_some(bytes)
     }
+}
+
+/// The matcher of a rules file's lines. A line that parses can still fail the whole
+/// set when it is compiled (one so long its automaton passes the size limit), so a
+/// failure drops only such lines: each line is tried alone, and should the rest still
+/// be too large together, the longest leading run of them that compiles is kept (a
+/// later line may override an earlier one, so order is never shuffled).
+fn build_rules(dir: &Path, lines: &[&str]) -> Gitignore {
+    if let Some(all) = try_build(dir, lines) {
+        return all;
+    }
+    let kept: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|line| try_build(dir, &[line]).is_some())
+        .collect();
+    if let Some(rules) = try_build(dir, &kept) {
+        return rules;
+    }
+    // `lo` lines compile, `hi` lines do not.
+    let (mut lo, mut hi) = (0, kept.len());
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if try_build(dir, &kept[..mid]).is_some() {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    try_build(dir, &kept[..lo]).unwrap_or_else(Gitignore::empty)
+}
+
+/// The matcher of `lines`, or `None` when the set does not compile. Lines that do not
+/// parse are skipped, as the `ignore` crate does when it reads a file.
+fn try_build(dir: &Path, lines: &[&str]) -> Option<Gitignore> {
+    let mut builder = GitignoreBuilder::new(dir);
+    for line in lines {
+        let _ = builder.add_line(None, line);
+    }
+    builder.build().ok()
 }

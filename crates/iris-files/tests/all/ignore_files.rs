@@ -213,3 +213,26 @@ async fn nested_rules_keep_their_precedence() {
         ["sub/deeper/z.dat", "sub/keep.log", "sub/out/p.txt"]
     );
 }
+
+/// A line the matcher cannot compile (this one parses, but its automaton passes the
+/// size limit) costs only itself: the file's other rules, before and after it, hold.
+#[tokio::test]
+async fn a_line_that_cannot_compile_drops_only_itself() {
+    let h = Harness::new();
+    let huge = "?".repeat(300_000);
+    h.put(
+        ".gitignore",
+        format!("secret.txt\n{huge}\n*.log\n!keep.log\n"),
+    );
+    for rel in ["secret.txt", "a.log", "keep.log", "notes.md"] {
+        h.put(rel, "hello\n");
+    }
+    assert_eq!(
+        listed(&h, json!({}), &[]).await,
+        json!([".gitignore", "keep.log", "notes.md"])
+    );
+    assert_eq!(
+        found(&h, json!({"pattern": "hello"}), &[]).await,
+        ["keep.log", "notes.md"]
+    );
+}
