@@ -166,31 +166,43 @@ fn error_reply(info: &ToolErrorInfo) -> Value {
 }
 
 impl Session {
-    /// Serves one connection: one request line, one reply line.
+    /// Serves one connection: request lines, each answered by one reply line, until
+    /// the program closes it (a connection the sandbox helper pre-connected serves
+    /// every call of one thread in turn).
     #[cfg(unix)]
     pub(crate) async fn serve(self: Arc<Self>, stream: tokio::net::UnixStream) {
         use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _};
         let (read, mut write) = stream.into_split();
         let mut reader = tokio::io::BufReader::new(read.take(MAX_REQUEST_BYTES));
-        let mut line = Vec::new();
-        let reply = match reader.read_until(b'\n', &mut line).await {
-            Ok(0) | Err(_) => return,
-            Ok(_) if !line.ends_with(b"\n") => error_reply(&ToolErrorInfo::new(
-                codes::SCRIPT_PROTOCOL_ERROR,
-                format!("a request must be one JSON line of at most {MAX_REQUEST_BYTES} bytes"),
-            )),
-            Ok(_) => self.handle(&line).await,
-        };
-        let python = serde_json::from_slice::<Value>(&line)
-            .ok()
-            .is_some_and(|r| r.get("format").and_then(Value::as_str) == Some("python"));
-        let mut bytes = if python {
-            py_literal(&reply).into_bytes()
-        } else {
-            serde_json::to_vec(&reply).unwrap_or_else(|_| b"{}".to_vec())
-        };
-        bytes.push(b'\n');
-        let _ = write.write_all(&bytes).await;
+        loop {
+            reader.get_mut().set_limit(MAX_REQUEST_BYTES);
+            let mut line = Vec::new();
+            let (reply, last) = match reader.read_until(b'\n', &mut line).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) if !line.ends_with(b"\n") => (
+                    error_reply(&ToolErrorInfo::new(
+                        codes::SCRIPT_PROTOCOL_ERROR,
+                        format!(
+                            "a request must be one JSON line of at most {MAX_REQUEST_BYTES} bytes"
+                        ),
+                    )),
+                    true,
+                ),
+                Ok(_) => (self.handle(&line).await, false),
+            };
+            let python = serde_json::from_slice::<Value>(&line)
+                .ok()
+                .is_some_and(|r| r.get("format").and_then(Value::as_str) == Some("python"));
+            let mut bytes = if python {
+                py_literal(&reply).into_bytes()
+            } else {
+                serde_json::to_vec(&reply).unwrap_or_else(|_| b"{}".to_vec())
+            };
+            bytes.push(b'\n');
+            if write.write_all(&bytes).await.is_err() || last {
+                break;
+            }
+        }
         let _ = write.shutdown().await;
     }
 

@@ -5,10 +5,13 @@
 //! (its name, its schema's properties as parameters, its description and the
 //! properties' descriptions as the docstring), plus `call(name, **arguments)` for any
 //! of them, the `ToolError(code, message)` exception and the `ToolResult` a call
-//! returns (`.text`, `.data`; `str()` is the text). Each call opens one connection to
-//! the host's Unix socket, sends one JSON line and reads one JSON line back, so calls
-//! from several threads run in parallel (up to [`crate::MAX_CONCURRENT_CALLS`] at
-//! once; the host leaves further connections waiting). A connection that fails or
+//! returns (`.text`, `.data`; `str()` is the text). Each call sends one JSON line over
+//! a connection to the host's Unix socket and reads one JSON line back, so calls from
+//! several threads run in parallel (up to [`crate::MAX_CONCURRENT_CALLS`] at once; the
+//! host leaves further connections waiting). Outside the command sandbox a call opens
+//! its own connection; inside it (where no socket may be opened) the sandbox helper has
+//! pre-connected [`crate::MAX_CONCURRENT_CALLS`] connections, named in
+//! [`CHANNEL_FDS_ENV`], and each call borrows one of them. A connection that fails or
 //! closes without a reply raises `ToolError` with [`crate::codes::SCRIPT_CHANNEL_CLOSED`].
 //!
 //! The program the command service runs is a short prelude that installs the module
@@ -34,9 +37,46 @@ const PY_KEYWORDS: [&str; 38] = [
 /// `call(name, ...)` only.
 const RESERVED: [&str; 4] = ["call", "ToolError", "ToolResult", "TOOLS"];
 
+/// The variable in which the sandbox helper names the pre-connected channel
+/// descriptors (comma-separated).
+pub(crate) const CHANNEL_FDS_ENV: &str = "IRIS_SCRIPT_CHANNEL_FDS";
+
 /// The fixed part of the module: protocol, exception and result types.
 const RUNTIME: &str = r#"
+import os as _os
 import socket as _socket
+
+# Inside the command sandbox no socket may be opened: the helper pre-connected these.
+_FDS = [int(f) for f in _os.environ.pop("IRIS_SCRIPT_CHANNEL_FDS", "").split(",") if f]
+if _FDS:
+    import threading as _threading
+
+    _POOL = [_socket.socket(fileno=f) for f in _FDS]
+    _FREE = _threading.Condition()
+
+
+def _connection():
+    if not _FDS:
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        try:
+            sock.connect(_PATH)
+        except OSError:
+            sock.close()
+            raise
+        return sock
+    with _FREE:
+        while not _POOL:
+            _FREE.wait()
+        return _POOL.pop()
+
+
+def _release(sock):
+    if not _FDS:
+        sock.close()
+        return
+    with _FREE:
+        _POOL.append(sock)
+        _FREE.notify()
 
 try:
     import json as _json
@@ -116,9 +156,9 @@ class ToolResult:
 
 def call(name, **arguments):
     """Call any callable tool by name with keyword arguments; raises ToolError."""
-    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    sock = None
     try:
-        sock.connect(_PATH)
+        sock = _connection()
         line = _encode({"token": _TOKEN, "tool": name, "arguments": arguments, "format": _FORMAT})
         sock.sendall(line.encode("utf-8") + b"\n")
         chunks = []
@@ -132,7 +172,8 @@ def call(name, **arguments):
     except OSError as e:
         raise ToolError("SCRIPT_CHANNEL_CLOSED", f"the host channel failed: {e}") from None
     finally:
-        sock.close()
+        if sock is not None:
+            _release(sock)
     raw = b"".join(chunks)
     if not raw:
         raise ToolError("SCRIPT_CHANNEL_CLOSED", "the host closed the channel without a reply")

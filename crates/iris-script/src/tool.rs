@@ -5,7 +5,7 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use iris_command::{CommandBinding, CommandOutcome, CommandRequest, CommandScope};
+use iris_command::{CommandBinding, CommandChannel, CommandOutcome, CommandRequest, CommandScope};
 use iris_executor::ToolExecutor;
 use iris_tools_core::{
     Approval, ApprovalGrant, BoxFuture, CancellationSignal, ContentBlock, Tool, ToolCapability,
@@ -244,7 +244,12 @@ impl RunToolScriptTool {
             module::BOOTSTRAP,
             ctx.workspace_root.clone(),
         )
-        .stdin(program.into_bytes());
+        .stdin(program.into_bytes())
+        .channel(CommandChannel {
+            path: socket.path().to_path_buf(),
+            count: MAX_CONCURRENT_CALLS,
+            env: module::CHANNEL_FDS_ENV.to_owned(),
+        });
         request.timeout_seconds = Some(timeout).filter(|t| t.is_finite());
         request.cancellation = Some(script_cancel.clone());
         let scope = CommandScope::new(ctx.run_id.clone(), ctx.session_id.clone());

@@ -402,3 +402,37 @@ print(echoed == keys, len(echoed))
     );
     env.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn code_mode_runs_in_the_sandbox_and_keeps_its_channel() {
+    let env = Env::native(ScriptCallable::default()).await;
+    env.write("notes.txt", "kept\n");
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("escaped.txt");
+    let executor = ToolExecutor::new(env.registry.clone());
+    let code = format!(
+        r#"
+import iris_tools, socket
+try:
+    open({target:?}, "w").write("x")
+    print("wrote outside")
+except OSError as e:
+    print("write refused", e.errno)
+try:
+    socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    print("socket opened")
+except OSError as e:
+    print("socket refused", e.errno)
+print(len(iris_tools.call("list_files", path=".").text) > 0)
+"#,
+        target = target.display().to_string()
+    );
+    let result = env.script(&executor, &code, Some(60.0)).await;
+    assert!(!result.is_error(), "{}", result.model_content());
+    assert_eq!(
+        result.model_content(),
+        "write refused 13\nsocket refused 1\nTrue\n"
+    );
+    assert!(!target.exists());
+    env.close().await;
+}
