@@ -73,6 +73,7 @@ mod docker;
 mod env;
 mod native;
 mod reaper;
+mod sandbox;
 mod suite;
 mod support;
 mod tools;
