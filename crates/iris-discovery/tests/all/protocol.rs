@@ -2,6 +2,7 @@
 //! the ranking the other sets choose is not below a BM25 written here, independently of
 //! `tests/eval`, and keeps a floor taken from its left-out result; the shipped default
 //! and "no tool" threshold are what the protocol chooses over every set.
+#![allow(clippy::expect_used, clippy::unwrap_used)] // Tests fail loudly on purpose.
 
 use std::collections::HashMap;
 

@@ -49,13 +49,16 @@ pub fn stock() -> Tuning {
     }
 }
 
+/// How an option sets its step's parameters on a tuning.
+pub type Apply = fn(&mut Tuning);
+
 /// One choice the protocol may make: a name and its options, the first of which is the
 /// stock value.
 pub struct Step {
     /// What the step changes.
     pub name: &'static str,
     /// `(label, apply)`: each option sets the step's parameters on a tuning.
-    pub options: Vec<(&'static str, fn(&mut Tuning))>,
+    pub options: Vec<(&'static str, Apply)>,
 }
 
 impl Step {
