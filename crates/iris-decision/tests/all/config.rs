@@ -336,18 +336,50 @@ fn evaluator_is_needed_only_when_a_junction_is_on() {
     );
 }
 
+/// `from_env_with` asks its lookup for the documented variable, and only for it.
+#[test]
+fn from_env_with_reads_the_documented_variable() {
+    let asked = std::cell::RefCell::new(Vec::new());
+    let client = JevClient::from_env_with(|name| {
+        asked.borrow_mut().push(name.to_owned());
+        (name == "IRIS_PROVIDER_API_KEYS__TYPESAFE").then(|| "sk-1".to_owned())
+    });
+    assert_eq!(code_of(&client), "OK");
+    assert_eq!(*asked.borrow(), ["IRIS_PROVIDER_API_KEYS__TYPESAFE"]);
+}
+
+/// The marker that makes [`from_env_in_a_child`] check a key its parent set.
+const CHILD_MARKER: &str = "IRIS_DECISION_FROM_ENV_CHILD";
+
+/// `from_env` reads the process environment: this test binary runs itself again with
+/// the variable set (the parent's environment is shared by every test, so it is never
+/// changed), then with it empty.
 #[test]
 fn from_env_reads_the_process_environment() {
-    // The process environment is shared by every test, so it is read, never changed:
-    // `from_env` must agree with a lookup of the documented variable.
-    let direct = JevClient::from_env();
-    let via_lookup = JevClient::from_env_with(|name| std::env::var(name).ok());
-    assert_eq!(code_of(&direct), code_of(&via_lookup));
-    let expected = match std::env::var("IRIS_PROVIDER_API_KEYS__TYPESAFE") {
-        Ok(v) if !v.trim().is_empty() && v.trim().bytes().all(|b| b.is_ascii_graphic()) => "OK",
-        _ => "DECISION_AUTH",
-    };
-    assert_eq!(code_of(&direct), expected);
+    let exe = std::env::current_exe().unwrap();
+    for (value, expect) in [("sk-from-env", "OK"), ("  ", "DECISION_AUTH")] {
+        let out = std::process::Command::new(&exe)
+            .args(["--exact", "config::from_env_in_a_child", "--nocapture"])
+            .env("IRIS_PROVIDER_API_KEYS__TYPESAFE", value)
+            .env(CHILD_MARKER, expect)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{value:?}: {out:?}");
+        assert!(stdout.contains("1 passed"), "{value:?}: {stdout}");
+        assert!(stdout.contains(&format!("from_env gave {expect}")), "{stdout}");
+    }
+}
+
+/// The child half of [`from_env_reads_the_process_environment`]; run directly, it has
+/// no marker and checks nothing the parent's environment could change.
+#[test]
+fn from_env_in_a_child() {
+    if let Ok(expect) = std::env::var(CHILD_MARKER) {
+        let got = code_of(&JevClient::from_env());
+        assert_eq!(got, expect);
+        println!("from_env gave {got}");
+    }
 }
 
 /// `base_url` in the decision YAML reaches the client, both ways it is built.

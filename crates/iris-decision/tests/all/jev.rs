@@ -44,9 +44,16 @@ async fn success_sends_the_documented_request_and_validates_the_answers() {
         JevClientState::Idle,
         "construction does no I/O"
     );
+    // Lazy: no HTTP client and no connection until the first call.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(server.requests().is_empty(), "nothing is sent before a call");
 
     let response = client.evaluate(&request()).await.unwrap();
-    assert_eq!(client.state(), JevClientState::Ready);
+    assert_eq!(
+        client.state(),
+        JevClientState::Ready,
+        "the first call builds the HTTP client"
+    );
     assert_eq!(response.provider, "typesafe");
     assert_eq!(response.model, "jev-1.13.0");
     assert_eq!(response.choice("team").unwrap().choice, "invoice");
@@ -631,8 +638,17 @@ fn settings_are_checked_and_defaults_hold() {
             .unwrap_err();
         assert_eq!(e.code(), "DECISION_INVALID_CONFIG", "{seconds}");
     }
-    let client = client.with_timeout_seconds(0.25).unwrap();
+    let client = client
+        .with_timeout_seconds(0.25)
+        .unwrap()
+        .with_model("jev-1.13.0")
+        .unwrap()
+        .with_base_url("http://127.0.0.1:1/v1")
+        .unwrap();
     assert_eq!(client.timeout(), Duration::from_millis(250));
+    // Settings never build the HTTP client: it is made on the first call (see
+    // `success_sends_the_documented_request_and_validates_the_answers`).
+    assert_eq!(client.state(), JevClientState::Idle);
     assert_eq!(
         code_of(&JevClient::new(KEY).unwrap().with_model(" ")),
         "DECISION_INVALID_CONFIG"
