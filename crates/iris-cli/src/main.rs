@@ -457,6 +457,8 @@ impl From<TrustError> for Failure {
 const CLI_USAGE: &str = "CLI_USAGE";
 
 fn main() -> ExitCode {
+    // First, before any thread starts: `iris` is its own command-sandbox helper.
+    iris_sandbox::run_helper_if_invoked();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),
