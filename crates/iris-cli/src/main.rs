@@ -135,6 +135,9 @@ mod cli_codes {
     /// `iris run --model` / `--base-url` cannot name a model (no provider, no model
     /// name, `scripted` without a script, a base URL for the scripted model).
     pub(crate) const MODEL_FLAG_INVALID: &str = "MODEL_FLAG_INVALID";
+    /// `iris resume --model` / `--base-url` names another model than the run was
+    /// started with, without `--switch-model`.
+    pub(crate) const MODEL_SWITCH_REFUSED: &str = "MODEL_SWITCH_REFUSED";
     /// The run's task ended without its `finished` event.
     pub(crate) const RUN_ABORTED: &str = "RUN_ABORTED";
     /// `iris run` / `iris resume` (exit 4): the run waits for a human and no terminal
@@ -267,6 +270,18 @@ enum Command {
         /// the run store or any output.
         #[arg(long, group = "reply")]
         secret_stdin: bool,
+        /// The model as `provider:model`, over the one the run was started with (which
+        /// the run store keeps); another model needs --switch-model.
+        #[arg(long, value_name = "PROVIDER:MODEL")]
+        model: Option<String>,
+        /// Another server for the model's wire format, over the run's; another server
+        /// needs --switch-model.
+        #[arg(long, value_name = "URL")]
+        base_url: Option<String>,
+        /// Continue the run on a model or server other than the one it was started
+        /// with: its whole stored conversation goes there.
+        #[arg(long)]
+        switch_model: bool,
     },
     /// MCP servers.
     Mcp {
@@ -594,7 +609,20 @@ async fn run(cli: &Cli, signals: &mut Signals) -> Result<u8, Failure> {
             };
             Some(run::resolve_model(&loaded, flags)?)
         }
-        Command::Resume { .. } => Some(run::resolve_model(&loaded, run::ModelFlags::default())?),
+        Command::Resume {
+            run_id,
+            model,
+            base_url,
+            switch_model,
+            ..
+        } => {
+            let flags = run::ModelFlags {
+                model: model.as_deref(),
+                base_url: base_url.as_deref(),
+            };
+            let resolved = run::resume_model(&loaded, run_id, flags, *switch_model);
+            Some(interruptible(signals, resolved).await?)
+        }
         _ => None,
     };
     // `mcp serve`'s flags are checked before anything starts.

@@ -101,7 +101,67 @@ pub(crate) fn resolve_model(
     loaded: &LoadedConfig,
     flags: ModelFlags<'_>,
 ) -> Result<ModelConfig, Failure> {
-    let yaml = loaded.config.model.clone();
+    resolve_model_over(loaded, loaded.config.model.clone(), flags)
+}
+
+/// The model `iris resume RUN_ID` continues the run with: the one the run store
+/// recorded when the run started (so the printed resume commands need no flags), with
+/// `--model` / `--base-url` applied over it. A result that differs from the recorded
+/// model is refused (`MODEL_SWITCH_REFUSED`, exit 2) unless `switch` (`--switch-model`):
+/// the run's whole conversation would go to another model or server. A run with no
+/// recorded model (built in Rust over a provider) takes the YAML's, as `iris run` does.
+///
+/// # Errors
+/// As [`resolve_model`]; `MODEL_SWITCH_REFUSED`; the run store's errors (exit 3).
+pub(crate) async fn resume_model(
+    loaded: &LoadedConfig,
+    run_id: &str,
+    flags: ModelFlags<'_>,
+    switch: bool,
+) -> Result<ModelConfig, Failure> {
+    let store = iris_runner::open_store(loaded).await?;
+    // A run that is not there is reported by the resume itself, with its own code.
+    let recorded = store
+        .load(run_id)
+        .await
+        .map_err(|e| refusal(e.into()))?
+        .and_then(|r| r.model);
+    let Some(recorded) = recorded else {
+        return resolve_model(loaded, flags);
+    };
+    let asked = resolve_model_over(loaded, Some(recorded.clone()), flags)?;
+    if asked != recorded && !switch {
+        return Err(Failure::new(
+            2,
+            cli_codes::MODEL_SWITCH_REFUSED,
+            format!(
+                "run `{run_id}` was started with {}; resuming it with {} would send its \
+                 conversation to another model: pass --switch-model to do that, or resume \
+                 without --model / --base-url",
+                describe_model(&recorded),
+                describe_model(&asked)
+            ),
+        ));
+    }
+    Ok(asked)
+}
+
+/// `provider:model` and the base URL when there is one, for messages.
+fn describe_model(model: &ModelConfig) -> String {
+    let mut text = format!("{}:{}", model.provider.as_str(), model.model_name());
+    if let Some(url) = &model.base_url {
+        text.push_str(&format!(" at {url}"));
+    }
+    text
+}
+
+/// [`resolve_model`] over `base` instead of the YAML's model.
+fn resolve_model_over(
+    loaded: &LoadedConfig,
+    base: Option<ModelConfig>,
+    flags: ModelFlags<'_>,
+) -> Result<ModelConfig, Failure> {
+    let yaml = base;
     let mut config = match flags.model {
         Some(text) => {
             let (provider, name) = parse_model_flag(text)?;

@@ -234,6 +234,7 @@ impl AgentRunner {
                     .unwrap_or_default(),
                 goal_report: None,
                 final_answer: None,
+                model: inner.model_config.clone(),
                 background_done: Vec::new(),
                 background_running: Vec::new(),
                 secrets_asked: BTreeMap::new(),

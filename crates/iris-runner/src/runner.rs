@@ -238,6 +238,9 @@ pub(crate) struct Inner {
     pub(crate) is_child: bool,
     /// The MCP manager whose catalog is refreshed between model requests.
     pub(crate) mcp: Option<Arc<MCPManager>>,
+    /// The model configuration the provider was built from (YAML route), stored
+    /// with each new run.
+    pub(crate) model_config: Option<ModelConfig>,
 }
 
 /// The run loop over one tool layer and one model; see the [module docs](self).
@@ -382,6 +385,7 @@ impl AgentRunner {
         }
         builder.store = store;
         builder.mcp.clone_from(&env.mcp);
+        builder.model_config = Some(model.clone());
         builder
     }
 
@@ -655,6 +659,7 @@ pub struct AgentRunnerBuilder {
     child_providers: Option<Arc<dyn ChildProviderFactory>>,
     is_child: bool,
     mcp: Option<Arc<MCPManager>>,
+    model_config: Option<ModelConfig>,
 }
 
 impl fmt::Debug for AgentRunnerBuilder {
@@ -697,6 +702,7 @@ impl AgentRunnerBuilder {
             child_providers: None,
             is_child: false,
             mcp: None,
+            model_config: None,
         }
     }
 
@@ -950,6 +956,7 @@ impl AgentRunnerBuilder {
                 child_providers: self.child_providers,
                 is_child: self.is_child,
                 mcp: self.mcp,
+                model_config: self.model_config,
             }),
         }
     }

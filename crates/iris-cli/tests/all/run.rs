@@ -1043,3 +1043,106 @@ fn an_mcp_task_runs_in_the_background_of_iris_run() {
     assert_eq!(call.code, 0, "{call:?}");
     assert_eq!(call.stdout, "task done after 0.2s\n", "{call:?}");
 }
+
+/// A local OpenAI-compatible server whose model writes `out.txt` (a write that waits
+/// for approval), then answers `Written.` once the write's result comes back.
+fn writing_server() -> Server {
+    use super::wire::{chat_chunk, openai_sse};
+    use serde_json::json;
+    Server::start(|n, request| {
+        let call = json!({"tool_calls": [{"index": 0, "id": "call_w", "type": "function",
+            "function": {"name": "write_file",
+                "arguments": "{\"file_path\": \"out.txt\", \"content\": \"hi\"}"}}]});
+        let carries_result = request.body["messages"]
+            .as_array()
+            .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
+        match n {
+            0 => Reply::Sse(openai_sse(&[
+                chat_chunk(call, None),
+                chat_chunk(json!({}), Some("tool_calls")),
+            ])),
+            _ if carries_result => Reply::Sse(openai_sse(&[
+                chat_chunk(json!({"content": "Written."}), None),
+                chat_chunk(json!({}), Some("stop")),
+            ])),
+            _ => Reply::Json(400, json!({"error": {"message": "no tool result"}})),
+        }
+    })
+}
+
+/// `iris run --model … --base-url …` that waits for an approval is resumed on the same
+/// model and server by the printed command, run as printed (the YAML names no model);
+/// `--model` or `--base-url` naming another one is refused without `--switch-model`.
+#[test]
+fn resume_continues_on_the_model_the_run_started_with() {
+    let server = writing_server();
+    let other = writing_server();
+    let (dir, config) = agent("tools:\n  builtin: [file.write]\n");
+    let base = format!("{}/v1", server.url());
+    let key = [("OPENAI_API_KEY", TEST_KEY)];
+    let run = run_in(
+        dir.path(),
+        &config,
+        &[
+            "run",
+            "Write it",
+            "--model",
+            "openai:llama3.1",
+            "--base-url",
+            &base,
+        ],
+        &key,
+        "",
+    );
+    assert_eq!(run.code, 4, "{run:?}");
+    let printed: Vec<&str> = run
+        .stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("iris ") && l.contains(" resume "))
+        .collect();
+    let approve = printed
+        .iter()
+        .find(|l| l.ends_with("--approve"))
+        .unwrap_or_else(|| panic!("no approve command: {run:?}"));
+    let words: Vec<&str> = approve.split_whitespace().collect();
+    assert!(
+        !approve.contains(['\'', '"']),
+        "quoted words need a shell: {approve}"
+    );
+
+    // Another model or server is refused, and nothing is sent anywhere.
+    let other_base = format!("{}/v1", other.url());
+    for flags in [
+        vec!["--model", "openai:gpt-4.1-mini"],
+        vec!["--base-url", other_base.as_str()],
+    ] {
+        let mut args = words[1..].to_vec();
+        args.extend_from_slice(&flags);
+        let refused = iris(dir.path(), &args, &key, "");
+        assert_eq!(refused.code, 2, "{flags:?}: {refused:?}");
+        assert!(
+            refused.stderr.contains("MODEL_SWITCH_REFUSED"),
+            "{refused:?}"
+        );
+    }
+    assert!(other.requests().is_empty());
+
+    // The printed command, as printed: the same server gets the rest of the run.
+    let resumed = iris(dir.path(), &words[1..], &key, "");
+    assert_eq!(resumed.code, 0, "{resumed:?}");
+    assert_eq!(resumed.stdout, "Written.\n", "{resumed:?}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("out.txt")).unwrap(),
+        "hi"
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "{requests:#?}");
+    assert_eq!(requests[1].body["model"], "llama3.1");
+    assert!(other.requests().is_empty());
+    assert_no_key(&resumed);
+    // The store keeps the model's settings, never its key.
+    let stored = std::fs::read(dir.path().join(".iris/runs.db")).unwrap();
+    let stored = String::from_utf8_lossy(&stored);
+    assert!(stored.contains("llama3.1") && !stored.contains(TEST_KEY));
+}

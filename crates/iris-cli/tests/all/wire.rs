@@ -448,7 +448,7 @@ impl Wire {
 }
 
 /// OpenAI-style SSE: `data:` events, then `data: [DONE]`.
-fn openai_sse(chunks: &[Value]) -> String {
+pub(crate) fn openai_sse(chunks: &[Value]) -> String {
     let mut body: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
     body.push_str("data: [DONE]\n\n");
     body
@@ -489,7 +489,7 @@ fn gemini_sse(chunks: &[Value]) -> String {
         .collect()
 }
 
-fn chat_chunk(delta: Value, finish_reason: Option<&str>) -> Value {
+pub(crate) fn chat_chunk(delta: Value, finish_reason: Option<&str>) -> Value {
     json!({"id": "chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG", "object": "chat.completion.chunk",
         "created": 1741570283, "model": "gpt-4.1-mini-2025-04-14",
         "choices": [{"index": 0, "delta": delta, "logprobs": null,

@@ -228,6 +228,12 @@ pub struct RunRecord {
     /// (`report_goal(done)`): the run ends with it once the turn's other calls ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub final_answer: Option<String>,
+    /// The model configuration the run was started with, when the runner was built
+    /// from one (the agent YAML's `model`, or `iris run --model`/`--base-url`): the
+    /// provider, model name, base URL and the *name* of the key's variable, never the
+    /// key. `iris resume` continues the run with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<crate::model::ModelConfig>,
     /// Background calls that finished and wait for the next turn boundary to reach
     /// the conversation.
     #[serde(default)]

@@ -131,6 +131,7 @@ fn record(run_id: &str, status: RunStatus) -> RunRecord {
         goal: String::new(),
         goal_report: None,
         final_answer: None,
+        model: None,
         background_done: Vec::new(),
         background_running: Vec::new(),
         secrets_asked: Default::default(),
