@@ -21,12 +21,28 @@ struct ReadConfigInput {
     default: Option<String>,
 }
 
+/// The seed's `schema_from_pydantic_model`: an object schema whose properties are the
+/// fields with their doc comments, `Option` fields optional, unknown fields refused —
+/// and the same shape `#[tool]` gives the same parameters.
 #[test]
 fn schema_for_input_has_the_shape_the_macro_produces() {
+    let schema = schema_for_input::<ReadConfigInput>();
     assert_eq!(
-        schema_for_input::<ReadConfigInput>(),
-        config::read_config::input_schema()
+        schema,
+        json!({
+            "type": "object",
+            "properties": {
+                "key": {"type": "string", "description": "dotted key path, e.g. `server.port`"},
+                "default": {
+                    "type": ["string", "null"],
+                    "description": "value returned when the key is missing"
+                }
+            },
+            "required": ["key"],
+            "additionalProperties": false
+        })
     );
+    assert_eq!(schema, config::read_config::input_schema());
 }
 
 /// A lookup input with a host-bound `tenant`.
