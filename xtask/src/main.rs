@@ -151,11 +151,74 @@ fn ci(setup: bool) -> Result<(), String> {
         run(clippy)?;
     }
     docs()?;
+    package()?;
+    deny()?;
     test()?;
     // About 2.5 minutes from a cold target dir on two cores: the unoptimized fuzz build
     // (~1.5 min) plus 20 s per target, two at a time.
     fuzz::fuzz(&["--smoke".to_owned()])?;
     quickstart()
+}
+
+/// `cargo package` (no upload, no build) for every publishable crate, in dependency
+/// order: each crate's manifest, metadata and file list must make a `.crate` that
+/// resolves its siblings from the packages made before it. `--allow-dirty` because
+/// this checks what would be packaged, not whether the tree is committed. About 30 s.
+fn package() -> Result<(), String> {
+    let mut cmd = cargo();
+    cmd.args([
+        "package",
+        "--workspace",
+        "--no-verify",
+        "--allow-dirty",
+        "--quiet",
+    ]);
+    for name in unpublished()? {
+        cmd.args(["--exclude", &name]);
+    }
+    run(cmd)
+}
+
+/// The workspace members marked `publish = false` (the member folders of the root
+/// manifest: `crates/*`, `tests/*`, `xtask`).
+fn unpublished() -> Result<Vec<String>, String> {
+    let mut manifests = vec![root().join("xtask/Cargo.toml")];
+    for group in ["crates", "tests"] {
+        let dir = root().join(group);
+        let entries = std::fs::read_dir(&dir)
+            .map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+        for entry in entries.flatten() {
+            let manifest = entry.path().join("Cargo.toml");
+            if manifest.is_file() {
+                manifests.push(manifest);
+            }
+        }
+    }
+    let mut names = Vec::new();
+    for manifest in manifests {
+        let text = std::fs::read_to_string(&manifest)
+            .map_err(|e| format!("cannot read {}: {e}", manifest.display()))?;
+        let lines = || text.lines().map(str::trim);
+        if !lines().any(|l| l.replace(' ', "") == "publish=false") {
+            continue;
+        }
+        let name = lines()
+            .find_map(|l| l.strip_prefix("name = \""))
+            .and_then(|rest| rest.strip_suffix('"'))
+            .ok_or_else(|| format!("{} has no package name", manifest.display()))?;
+        names.push(name.to_owned());
+    }
+    Ok(names)
+}
+
+/// `cargo deny check licenses bans` with `deny.toml`: every dependency's license is
+/// one the project accepts, and no banned crate or wildcard version is in the tree.
+/// Advisories are not checked here: they need the advisory database, which this
+/// machine cannot fetch (see `deny.toml`). `.ci/setup` installs cargo-deny.
+fn deny() -> Result<(), String> {
+    let mut cmd = cargo();
+    cmd.args(["deny", "--log-level", "error", "check", "licenses", "bans"]);
+    run(cmd)
 }
 
 /// The API docs with rustdoc's lints as errors (broken or ambiguous intra-doc links, a
