@@ -35,6 +35,43 @@ pub fn check_model_dir(dir: &Path) -> Result<[PathBuf; 3]> {
     Ok(paths)
 }
 
+/// The folder name of the all-MiniLM-L6-v2 model inside the user's model cache.
+pub const DEFAULT_MODEL_NAME: &str = "all-minilm-l6-v2";
+
+/// The user's model cache folder for the default model, from the environment:
+/// `$XDG_CACHE_HOME/iris/models/all-minilm-l6-v2`, else
+/// `$HOME/.cache/iris/models/all-minilm-l6-v2`; `None` when neither is set (or both are
+/// empty). `backend: hybrid` without `model_path` reads the model from here.
+pub fn default_model_dir() -> Option<PathBuf> {
+    model_cache_dir(
+        std::env::var_os("XDG_CACHE_HOME").as_deref(),
+        std::env::var_os("HOME").as_deref(),
+    )
+}
+
+/// [`default_model_dir`] for the given `XDG_CACHE_HOME` and `HOME` values.
+///
+/// ```
+/// use iris_discovery::model_cache_dir;
+/// use std::{ffi::OsStr, path::Path};
+/// let dir = model_cache_dir(None, Some(OsStr::new("/home/u"))).unwrap();
+/// assert_eq!(dir, Path::new("/home/u/.cache/iris/models/all-minilm-l6-v2"));
+/// let dir = model_cache_dir(Some(OsStr::new("/c")), Some(OsStr::new("/home/u"))).unwrap();
+/// assert_eq!(dir, Path::new("/c/iris/models/all-minilm-l6-v2"));
+/// assert_eq!(model_cache_dir(Some(OsStr::new("")), None), None);
+/// ```
+pub fn model_cache_dir(
+    xdg_cache_home: Option<&std::ffi::OsStr>,
+    home: Option<&std::ffi::OsStr>,
+) -> Option<PathBuf> {
+    let cache = match (xdg_cache_home, home) {
+        (Some(xdg), _) if !xdg.is_empty() => PathBuf::from(xdg),
+        (_, Some(home)) if !home.is_empty() => PathBuf::from(home).join(".cache"),
+        _ => return None,
+    };
+    Some(cache.join("iris").join("models").join(DEFAULT_MODEL_NAME))
+}
+
 /// Which backend answers `tool_search`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -42,8 +79,8 @@ pub enum BackendKind {
     /// Lexical ranking ([`LocalDiscoveryBackend`]). The default.
     #[default]
     Local,
-    /// Lexical + embedding ranking (`HybridDiscoveryBackend`, the `embed` feature);
-    /// needs `model_path`.
+    /// Lexical + embedding ranking (`HybridDiscoveryBackend`, the `embed` feature); the
+    /// model is `model_path`, else the user's model cache ([`default_model_dir`]).
     Hybrid,
     /// A decision model (`iris-decision`); built by the runner, not here.
     Decision,
@@ -52,10 +89,11 @@ pub enum BackendKind {
 /// The `context_policy.discovery` section: `{backend: local | hybrid | decision,
 /// model_path: …}`. Unknown fields are rejected.
 ///
-/// `model_path` is the directory of a sentence-embedding model ([`MODEL_FILES`]); it is
-/// required by `hybrid` and refused by the other backends (nothing would read it). A
-/// relative path is resolved against the `base` directory given to [`check`] and
-/// [`build`] (the runner passes the agent file's directory).
+/// `model_path` is the directory of a sentence-embedding model ([`MODEL_FILES`]); `hybrid`
+/// reads it, or the user's model cache ([`default_model_dir`]) when it is left out, and
+/// the other backends refuse it (nothing would read it). A relative path is resolved
+/// against the `base` directory given to [`check`] and [`build`] (the runner passes the
+/// agent file's directory).
 ///
 /// [`check`]: DiscoveryConfig::check
 /// [`build`]: DiscoveryConfig::build
@@ -98,9 +136,14 @@ pub enum BuiltBackend {
 }
 
 impl DiscoveryConfig {
-    /// The model directory, resolved against `base` when relative.
+    /// The model directory: `model_path` resolved against `base` when relative; for
+    /// `hybrid` without one, the user's model cache ([`default_model_dir`]).
     pub fn model_dir(&self, base: &Path) -> Option<PathBuf> {
-        self.model_path.as_ref().map(|p| base.join(p))
+        match (&self.model_path, self.backend) {
+            (Some(p), _) => Some(base.join(p)),
+            (None, BackendKind::Hybrid) => default_model_dir(),
+            (None, _) => None,
+        }
     }
 
     /// Checks the section without loading anything: `hybrid` has a `model_path` whose
@@ -130,7 +173,8 @@ impl DiscoveryConfig {
                 let Some(dir) = self.model_dir(base) else {
                     return Err(field(
                         "model_path",
-                        "is required by `backend: hybrid` (a directory with config.json, \
+                        "is required by `backend: hybrid` when neither XDG_CACHE_HOME nor \
+                         HOME names a model cache (a directory with config.json, \
                          tokenizer.json and model.safetensors)",
                     ));
                 };

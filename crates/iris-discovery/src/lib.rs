@@ -109,7 +109,10 @@ pub use backend::{
     DEFAULT_MIN_RELEVANCE, DiscoveryAnswer, DiscoveryBackend, DiscoveryRequest,
     LocalDiscoveryBackend, RankedCandidate, relevance,
 };
-pub use config::{BackendKind, BuiltBackend, DiscoveryConfig, MODEL_FILES, check_model_dir};
+pub use config::{
+    BackendKind, BuiltBackend, DEFAULT_MODEL_NAME, DiscoveryConfig, MODEL_FILES, check_model_dir,
+    default_model_dir, model_cache_dir,
+};
 pub use error::{EMBEDDING_FAILED, Error, MODEL_LOAD_FAILED, MODEL_MISSING, Result};
 #[cfg(feature = "embed")]
 pub use hybrid::HybridDiscoveryBackend;

@@ -67,11 +67,24 @@ fn check_names_the_field_or_the_missing_file() {
             .contains("context_policy.discovery.model_path"),
         "{err}"
     );
-    let err = parse(r#"{"backend": "hybrid"}"#).check(base).unwrap_err();
-    assert_eq!(err.code(), "INVALID_CONFIG");
-    assert!(
-        err.to_string().contains("is required by `backend: hybrid`"),
-        "{err}"
+    // Without `model_path`, `hybrid` reads the user's model cache: the check passes
+    // exactly when the cache holds the model, and otherwise names its missing file.
+    let cached = iris_discovery::default_model_dir().expect("HOME is set");
+    let result = parse(r#"{"backend": "hybrid"}"#).check(base);
+    match iris_discovery::check_model_dir(&cached) {
+        _ if !cfg!(feature = "embed") => {
+            assert_eq!(result.unwrap_err().code(), "INVALID_CONFIG");
+        }
+        Ok(_) => assert!(result.is_ok(), "{result:?}"),
+        Err(missing) => {
+            let err = result.unwrap_err();
+            assert_eq!(err.code(), "MODEL_MISSING");
+            assert_eq!(err.to_string(), missing.to_string());
+        }
+    }
+    assert_eq!(
+        parse(r#"{"backend": "hybrid"}"#).model_dir(base),
+        Some(cached)
     );
 
     // The model files, each in turn: the first missing one is named.
