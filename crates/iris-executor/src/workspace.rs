@@ -160,14 +160,79 @@ fn shown(path: &Path) -> String {
     path.to_string_lossy().escape_debug().to_string()
 }
 
-/// Confines file paths to a workspace. See the [module docs](self) for the rules.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct WorkspacePolicy {}
+/// The workspace paths every policy protects: Iris's own state (`.iris`: runs,
+/// artifacts, published copies) and the repository's metadata (`.git`: hooks, config).
+pub const DEFAULT_PROTECTED: [&str; 2] = [".iris", ".git"];
+
+/// Confines file paths to a workspace and names the paths in it that tools may read but
+/// never change. See the [module docs](self) for the resolution rules.
+///
+/// Protected paths are [`DEFAULT_PROTECTED`] plus what the host adds (the runner adds
+/// the agent YAML and every file it references): a model must not rewrite its own
+/// policy. The file tools refuse to write them (`PROTECTED_PATH`); the command sandbox
+/// mounts the same paths read-only.
+///
+/// ```
+/// use iris_executor::WorkspacePolicy;
+/// let dir = tempfile::tempdir()?;
+/// let root = dir.path().canonicalize()?;
+/// let policy = WorkspacePolicy::new().with_protected_paths(["agents/iris.yaml"]);
+/// assert!(policy.protects(&root.join(".git/hooks/pre-commit"), &root).is_some());
+/// assert!(policy.protects(&root.join("agents/iris.yaml"), &root).is_some());
+/// assert!(policy.protects(&root.join("agents/other.yaml"), &root).is_none());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkspacePolicy {
+    protected: Vec<PathBuf>,
+}
+
+impl Default for WorkspacePolicy {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 impl WorkspacePolicy {
-    /// A policy confining paths to the workspace root.
+    /// A policy confining paths to the workspace root and protecting
+    /// [`DEFAULT_PROTECTED`].
     pub fn new() -> Self {
-        Self {}
+        Self {
+            protected: DEFAULT_PROTECTED.iter().map(PathBuf::from).collect(),
+        }
+    }
+
+    /// Adds protected paths: relative to the workspace root, or absolute.
+    #[must_use]
+    pub fn with_protected_paths<I, P>(mut self, paths: I) -> Self
+    where
+        I: IntoIterator<Item = P>,
+        P: Into<PathBuf>,
+    {
+        self.protected.extend(paths.into_iter().map(Into::into));
+        self
+    }
+
+    /// The protected paths, as given (relative ones are relative to the workspace).
+    pub fn protected_paths(&self) -> &[PathBuf] {
+        &self.protected
+    }
+
+    /// The protected path that covers `resolved` (a path [`Self::resolve_path`]
+    /// returned for the canonical `workspace_root`): the path itself or one of its
+    /// ancestors; `None` when writing it is allowed.
+    pub fn protects(&self, resolved: &Path, workspace_root: &Path) -> Option<&Path> {
+        self.protected
+            .iter()
+            .find(|p| {
+                let full = if p.is_absolute() {
+                    p.to_path_buf()
+                } else {
+                    workspace_root.join(p)
+                };
+                resolved.starts_with(&full)
+            })
+            .map(PathBuf::as_path)
     }
 
     /// Resolves `path` (relative to `workspace_root`, or absolute) to a canonical

@@ -32,5 +32,7 @@ pub const EDIT_NO_CHANGE: &str = "EDIT_NO_CHANGE";
 pub const INVALID_REGEX: &str = "INVALID_REGEX";
 /// The `list_files` pattern is not a valid glob.
 pub const INVALID_GLOB: &str = "INVALID_GLOB";
-/// The path is reserved: published copies under `.iris/published/` are immutable.
+/// The path is protected: published copies under `.iris/published/` are immutable, and
+/// the workspace policy's protected paths (`.iris`, `.git`, the agent YAML and the files
+/// it references) may be read but not changed.
 pub const PROTECTED_PATH: &str = "PROTECTED_PATH";

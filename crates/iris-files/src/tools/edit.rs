@@ -61,7 +61,7 @@ fn edit_resolved(
     old_string: &str,
     new_string: &str,
 ) -> Result<ToolOutput, Fault> {
-    refuse_protected(target)?;
+    refuse_protected(service, target)?;
     let rel = target.rel.as_str();
     let (dir, name) = target.parent()?;
     let state = service.read_state(ctx);

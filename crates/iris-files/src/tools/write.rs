@@ -14,15 +14,31 @@ use crate::read_state::{ContentHash, Observation};
 use crate::service::{Fault, FileService, Resolved, Target, access_fault};
 use crate::text::count_lines;
 
-/// Refuses writes into the published-copies store: a published copy must stay what
-/// it was when published.
-pub(super) fn refuse_protected(target: &Resolved) -> Result<(), ToolErrorInfo> {
+/// Refuses writes into the published-copies store (a published copy must stay what it
+/// was when published) and to the workspace policy's protected paths (`.iris`, `.git`,
+/// the agent YAML and the files it references: a model must not rewrite its own
+/// policy).
+pub(super) fn refuse_protected(
+    service: &FileService,
+    target: &Resolved,
+) -> Result<(), ToolErrorInfo> {
     let rel = target.rel.as_str();
     let published = crate::service::PUBLISHED_DIR;
     if rel == published || rel.starts_with(&format!("{published}/")) {
         return Err(ToolErrorInfo::new(
             codes::PROTECTED_PATH,
             format!("`{rel}` is a published copy and cannot be changed; write to the original file instead"),
+        )
+        .with_detail("path", rel));
+    }
+    let policy = &service.config().workspace_policy;
+    if let Some(protected) = policy.protects(&target.abs, &target.root) {
+        return Err(ToolErrorInfo::new(
+            codes::PROTECTED_PATH,
+            format!(
+                "`{rel}` is protected (`{}`): tools may read it but not change it",
+                protected.to_string_lossy().escape_debug()
+            ),
         )
         .with_detail("path", rel));
     }
@@ -46,7 +62,7 @@ pub(super) fn write(
     let (target, created, modified) =
         service.with_target(ctx, file_path, |target| match target {
             Target::Existing(target) => {
-                refuse_protected(&target)?;
+                refuse_protected(service, &target)?;
                 let (dir, name) = target.parent()?;
                 let (file, _) = dir
                     .open_file(Path::new(&name))
@@ -69,7 +85,7 @@ pub(super) fn write(
                 resolved,
                 parent_ok,
             } => {
-                refuse_protected(&resolved)?;
+                refuse_protected(service, &resolved)?;
                 if !parent_ok {
                     return Err(Fault::Fail(
                         ToolErrorInfo::new(

@@ -402,3 +402,64 @@ async fn create_then_edit_without_reading() {
     );
     assert_eq!(h.text("new/deep/notes.md"), "");
 }
+
+/// The workspace policy's protected paths (`.iris`, `.git` and what the host adds, such
+/// as the agent YAML) can be read but never written or edited.
+#[tokio::test]
+async fn protected_paths_are_read_only_to_the_file_tools() {
+    let policy = iris_executor::WorkspacePolicy::new().with_protected_paths(["agents/iris.yaml"]);
+    let h =
+        Harness::with_config(iris_files::FileToolsConfig::default().with_workspace_policy(policy));
+    h.put("agents/iris.yaml", "name: a\n");
+    h.put(".git/config", "[core]\n");
+    h.call("read_file", json!({"file_path": "agents/iris.yaml"}))
+        .await;
+    h.call("read_file", json!({"file_path": ".git/config"}))
+        .await;
+    let cases: &[(&str, Value)] = &[
+        (
+            "write_file",
+            json!({"file_path": "agents/iris.yaml", "content": "x"}),
+        ),
+        (
+            "edit_file",
+            json!({"file_path": "agents/iris.yaml", "old_string": "a", "new_string": "b"}),
+        ),
+        (
+            "write_file",
+            json!({"file_path": ".git/hooks/pre-commit", "content": "x"}),
+        ),
+        (
+            "edit_file",
+            json!({"file_path": ".git/config", "old_string": "core", "new_string": "x"}),
+        ),
+        (
+            "write_file",
+            json!({"file_path": ".iris/runs/planted", "content": "x"}),
+        ),
+        (
+            "write_file",
+            json!({"file_path": "agents/../.git/config", "content": "x"}),
+        ),
+    ];
+    for (tool, input) in cases {
+        let r = h.call(tool, input.clone()).await;
+        assert_eq!(
+            code(&r),
+            codes::PROTECTED_PATH,
+            "{tool} {input}: {}",
+            r.model_content()
+        );
+    }
+    assert_eq!(h.text("agents/iris.yaml"), "name: a\n");
+    assert_eq!(h.text(".git/config"), "[core]\n");
+    assert!(!h.path(".git/hooks/pre-commit").exists());
+    // Next to them, writing is as usual.
+    let r = h
+        .call(
+            "write_file",
+            json!({"file_path": "agents/notes.md", "content": "x"}),
+        )
+        .await;
+    assert_eq!(code(&r), "OK", "{}", r.model_content());
+}

@@ -144,3 +144,33 @@ async fn non_utf8_names_do_not_break_listing() {
     let r = h.call("list_files", json!({})).await;
     assert_eq!(r.data["files"], json!(["bad-\u{fffd}.txt", "good.txt"]));
 }
+
+/// The host's own skip list and line bound reach both walkers: `with_skip_dirs`
+/// replaces the default names (`.git`, `.iris`), `with_grep_max_line_bytes` sets the
+/// longest line `grep_search` hands to the regex engine.
+#[tokio::test]
+async fn configured_skip_dirs_and_line_bound_apply() {
+    let config = FileToolsConfig::default()
+        .with_skip_dirs(["vendor"])
+        .with_grep_max_line_bytes(32);
+    let h = Harness::with_config(config);
+    h.put("vendor/lib.rs", "hello vendored\n");
+    h.put(".iris/notes.txt", "hello state\n");
+    h.put("src/a.rs", "hello\n");
+    h.put("src/long.rs", format!("hello {}\n", "x".repeat(40)));
+    let listed = h.call("list_files", json!({})).await;
+    assert_eq!(
+        listed.data["files"],
+        json!([".iris/notes.txt", "src/a.rs", "src/long.rs"])
+    );
+    let found = h.call("grep_search", json!({"pattern": "hello"})).await;
+    assert_eq!(code(&found), "OK", "{}", found.model_content());
+    let paths: Vec<&str> = found.data["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, [".iris/notes.txt", "src/a.rs"]);
+    assert_eq!(found.data["skipped_long_lines"], 1);
+}
