@@ -80,7 +80,7 @@ use crate::streaming::{Item, SseHandler};
 /// * `max_tokens` is required by the API: [`CompletionRequest::max_output_tokens`], else
 ///   the client's default (4096, [`Client::with_default_max_tokens`]).
 /// * The base URL defaults to `https://api.anthropic.com`; one timeout bounds the wait
-///   for the answer's head and for each next chunk (default 600 s).
+///   for the answer's head and for each next chunk (default 120 s).
 ///
 /// ```
 /// use iris_providers::anthropic::Client;

@@ -99,7 +99,7 @@ use crate::streaming::{Item, SseHandler};
 ///   output or error. A blank key sends no key header.
 /// * The base URL defaults to `https://generativelanguage.googleapis.com/v1beta` (the
 ///   API version is part of it); one timeout bounds the wait for the answer's head and
-///   for each next chunk (default 600 s).
+///   for each next chunk (default 120 s).
 /// * The model is `gemini-2.5-flash` or a resource name (`models/…`, `tunedModels/…`).
 ///
 /// ```

@@ -258,9 +258,10 @@ impl fmt::Debug for Transport {
     }
 }
 
-/// The default wait for an answer's head or its next chunk (a long non-streamed turn
-/// of a reasoning model takes minutes).
-pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+/// The default wait for an answer's head or its next chunk. With the runner's four
+/// attempts a provider that never answers fails in about nine minutes; a model whose
+/// non-streamed turns take longer needs a larger `model.timeout_seconds`.
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Whether a response is an SSE stream (else a server ignored `stream: true`).
 pub(crate) fn is_event_stream(response: &Response) -> bool {

@@ -104,7 +104,7 @@ impl MaxTokensField {
 /// * The base URL defaults to `https://api.openai.com/v1`; plain `http` is accepted for
 ///   loopback hosts, or for any host when there is no key.
 /// * One timeout bounds the wait for the answer's head and for each next chunk
-///   (default 600 s); no retries here — wrap the client in a
+///   (default 120 s); no retries here — wrap the client in a
 ///   [`RetryingProvider`](crate::retry::RetryingProvider).
 ///
 /// ```

@@ -32,8 +32,8 @@ use std::time::Duration;
 
 use iris_providers::scripted::{Script, ScriptTurn};
 use iris_providers::{
-    CompletionProvider, ProviderError, RetryPolicy, RetryingProvider, ScriptedProvider, Strict,
-    anthropic, gemini, openai_chat, openai_responses,
+    CompletionProvider, ProviderError, ScriptedProvider, Strict, anthropic, gemini, openai_chat,
+    openai_responses,
 };
 use serde::{Deserialize, Serialize};
 
@@ -280,8 +280,9 @@ impl ModelConfig {
         std::env::var(name).ok().filter(|k| !k.trim().is_empty())
     }
 
-    /// Builds the provider this section describes. Network providers retry rate
-    /// limits, timeouts and unavailability with [`RetryPolicy::default`].
+    /// Builds the provider this section describes. Retries are not added here: the
+    /// runner's builder wraps every network provider, of either route, in one
+    /// [`RetryingProvider`](iris_providers::RetryingProvider).
     ///
     /// The key comes from [`ModelConfig::api_key_variable`]. It may be missing only
     /// when `base_url` points at another server (a local one may need none); then the
@@ -324,7 +325,7 @@ impl ModelConfig {
                 if let Some(t) = timeout {
                     c = c.with_timeout(t)?;
                 }
-                Arc::new(RetryingProvider::new(c, RetryPolicy::default()))
+                Arc::new(c)
             }
             ProviderKind::OpenAiResponses => {
                 let mut c = openai_responses::Client::new(key);
@@ -334,7 +335,7 @@ impl ModelConfig {
                 if let Some(t) = timeout {
                     c = c.with_timeout(t)?;
                 }
-                Arc::new(RetryingProvider::new(c, RetryPolicy::default()))
+                Arc::new(c)
             }
             ProviderKind::Anthropic => {
                 let mut c = anthropic::Client::new(key);
@@ -344,7 +345,7 @@ impl ModelConfig {
                 if let Some(t) = timeout {
                     c = c.with_timeout(t)?;
                 }
-                Arc::new(RetryingProvider::new(c, RetryPolicy::default()))
+                Arc::new(c)
             }
             ProviderKind::Gemini => {
                 let mut c = gemini::Client::new(key);
@@ -354,7 +355,7 @@ impl ModelConfig {
                 if let Some(t) = timeout {
                     c = c.with_timeout(t)?;
                 }
-                Arc::new(RetryingProvider::new(c, RetryPolicy::default()))
+                Arc::new(c)
             }
         };
         Ok(ProviderSource::Shared(client))

@@ -41,7 +41,7 @@ use iris_executor::ToolExecutor;
 use iris_hooks::HookDispatcher;
 use iris_mcp::{ElicitationAnswer, ElicitationRequest, MCPManager};
 use iris_providers::chat::Message;
-use iris_providers::{CompletionProvider, Strict, StrictNullsLayer};
+use iris_providers::{CompletionProvider, RetryPolicy, RetryingProvider, Strict, StrictNullsLayer};
 use iris_tools_core::{BoxFuture, CancellationSignal, ViewFilter};
 use tokio::sync::mpsc;
 
@@ -660,6 +660,7 @@ pub struct AgentRunnerBuilder {
     is_child: bool,
     mcp: Option<Arc<MCPManager>>,
     model_config: Option<ModelConfig>,
+    retry: RetryPolicy,
 }
 
 impl fmt::Debug for AgentRunnerBuilder {
@@ -703,6 +704,7 @@ impl AgentRunnerBuilder {
             is_child: false,
             mcp: None,
             model_config: None,
+            retry: RetryPolicy::default(),
         }
     }
 
@@ -827,6 +829,17 @@ impl AgentRunnerBuilder {
         self
     }
 
+    /// How the model client retries rate limits, timeouts and unavailability
+    /// (default [`RetryPolicy::default`]: 4 attempts, at most 60 s of waiting;
+    /// [`RetryPolicy::never`] turns retries off). Runners from a YAML and from
+    /// [`AgentRunner::builder`] alike wrap their provider in one
+    /// [`RetryingProvider`]; a scripted model replays its script and is not retried.
+    #[must_use]
+    pub fn retry_policy(mut self, policy: RetryPolicy) -> Self {
+        self.retry = policy;
+        self
+    }
+
     /// What a final answer does while background calls are outstanding (default
     /// [`BackgroundCalls::Wait`]).
     #[must_use]
@@ -923,6 +936,13 @@ impl AgentRunnerBuilder {
         } else {
             self.executor
         };
+        // One place adds retries, whichever route built the provider.
+        let provider = match self.provider {
+            ProviderSource::Shared(client) => {
+                ProviderSource::Shared(Arc::new(RetryingProvider::new(client, self.retry)))
+            }
+            script @ ProviderSource::Script(_) => script,
+        };
         let provider_name = if self.provider_name.is_empty() {
             "unknown".to_owned()
         } else {
@@ -930,7 +950,7 @@ impl AgentRunnerBuilder {
         };
         AgentRunner {
             inner: Arc::new(Inner {
-                provider: self.provider,
+                provider,
                 provider_name,
                 model: self.model,
                 instructions: self.instructions,

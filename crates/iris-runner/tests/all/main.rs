@@ -9,6 +9,7 @@ mod limits;
 mod mcp;
 #[cfg(feature = "otel")]
 mod otel;
+mod retry;
 mod run;
 mod script;
 mod secret;
