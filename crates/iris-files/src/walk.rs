@@ -444,10 +444,17 @@ impl<R: io::Read> io::Read for SearchReader<'_, R> {
         }
         let n = self.inner.read(buf)?;
         let read = &buf[..n];
-        self.line = match memchr::memrchr(b'\n', read) {
-            Some(last) => n - last - 1,
-            None => self.line + n,
-        };
+        // Every line that ends in this read is measured, not only the last one: a line
+        // shorter than the read buffer but over the bound must not reach the regex.
+        let mut start = 0;
+        for end in memchr::memchr_iter(b'\n', read) {
+            if self.line + (end - start) > self.max_line {
+                return Err(io::Error::other(Cut::LongLine));
+            }
+            self.line = 0;
+            start = end + 1;
+        }
+        self.line += n - start;
         if self.line > self.max_line {
             return Err(io::Error::other(Cut::LongLine));
         }

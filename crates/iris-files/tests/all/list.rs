@@ -152,12 +152,12 @@ async fn non_utf8_names_do_not_break_listing() {
 async fn configured_skip_dirs_and_line_bound_apply() {
     let config = FileToolsConfig::default()
         .with_skip_dirs(["vendor"])
-        .with_grep_max_line_bytes(32);
+        .with_grep_max_line_bytes(4096);
     let h = Harness::with_config(config);
     h.put("vendor/lib.rs", "hello vendored\n");
     h.put(".iris/notes.txt", "hello state\n");
     h.put("src/a.rs", "hello\n");
-    h.put("src/long.rs", format!("hello {}\n", "x".repeat(40)));
+    h.put("src/long.rs", format!("hello {}\n", "x".repeat(5000)));
     let listed = h.call("list_files", json!({})).await;
     assert_eq!(
         listed.data["files"],
