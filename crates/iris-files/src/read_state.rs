@@ -29,11 +29,6 @@ impl ContentHash {
         Self(Sha256::digest(bytes).into())
     }
 
-    /// Hashes a file by streaming it; returns the hash and the number of bytes.
-    pub fn of_file(path: &Path) -> std::io::Result<(Self, u64)> {
-        Self::of_reader(std::fs::File::open(path)?)
-    }
-
     /// Hashes everything `reader` yields (an open file, say) by streaming it; returns
     /// the hash and the number of bytes.
     ///
@@ -176,11 +171,6 @@ impl ReadState {
     /// Records (or replaces) the observation of `path`.
     pub fn record(&self, path: PathBuf, observation: Observation) {
         self.lock().insert(path, observation);
-    }
-
-    /// Forgets `path`; returns what was known.
-    pub fn forget(&self, path: &Path) -> Option<Observation> {
-        self.lock().remove(path)
     }
 
     /// Every observed path, sorted.

@@ -274,11 +274,6 @@ impl McpElicitation {
     pub fn new(handler: impl ElicitationHandler + 'static) -> Self {
         Self(Arc::new(handler))
     }
-
-    /// Wraps a shared handler.
-    pub fn from_arc(handler: Arc<dyn ElicitationHandler>) -> Self {
-        Self(handler)
-    }
 }
 
 impl std::fmt::Debug for McpElicitation {

@@ -160,20 +160,10 @@ impl TypedCore {
         self.parse_model(&Value::Object(object))
     }
 
-    /// Like [`TypedCore::validate`] for a tool whose presets live in a separate type
-    /// (what `#[tool]` generates): `I` holds only the model's fields, so a typo is
-    /// never answered with a list of fields that includes the host's presets. The
-    /// parsed value is the pair `(I, P)`.
-    pub fn validate_apart<I, P>(&self, raw: Value) -> std::result::Result<ToolInput, ToolErrorInfo>
-    where
-        I: DeserializeOwned + Send + Sync + 'static,
-        P: DeserializeOwned + Send + Sync + 'static,
-    {
-        let parsed = self.parse_apart::<I, P>(&raw)?;
-        Ok(ToolInput::with_parsed(raw, parsed))
-    }
-
-    /// Parses the model's fields into `I` and the bound presets into `P`.
+    /// Parses the model's fields into `I` and the bound presets into `P`, for a tool
+    /// whose presets live in a separate type (what `#[tool]` generates): `I` holds only
+    /// the model's fields, so a typo is never answered with a list of fields that
+    /// includes the host's presets.
     pub fn parse_apart<I: DeserializeOwned, P: DeserializeOwned>(
         &self,
         raw: &Value,
