@@ -132,7 +132,7 @@ impl AgentRunner {
         let Some(store) = self.store().cloned() else {
             return;
         };
-        let ttl = self.inner.lease_ttl;
+        let ttl = self.inner.config.lease_ttl;
         let (run_id, owner) = (state.record.run_id.clone(), state.owner.clone());
         state.renewer = Some(tokio::spawn(async move {
             loop {
@@ -214,7 +214,7 @@ impl AgentRunner {
             record: RunRecord {
                 run_id,
                 status: RunStatus::Running,
-                agent_id: inner.agent_id.clone(),
+                agent_id: inner.config.agent_id.clone(),
                 session_id,
                 created_at_ms: now,
                 updated_at_ms: now,
@@ -228,6 +228,7 @@ impl AgentRunner {
                 output: None,
                 error: None,
                 goal: inner
+                    .config
                     .goal
                     .clone()
                     .or_else(|| input.prompt.clone())
@@ -292,7 +293,7 @@ impl AgentRunner {
             sink.emit(RunEvent::RunStarted {
                 run_id: state.record.run_id.clone(),
                 provider: inner.provider_name.clone(),
-                model: inner.model.clone(),
+                model: inner.config.model.clone(),
             });
             if state.record.history.is_empty() {
                 return failed(RunError::new(
@@ -302,7 +303,7 @@ impl AgentRunner {
             }
             if let Some(store) = self.store() {
                 if let Err(e) = store
-                    .create(&state.record, &state.owner, inner.lease_ttl)
+                    .create(&state.record, &state.owner, inner.config.lease_ttl)
                     .await
                 {
                     return failed(e);
@@ -337,7 +338,7 @@ impl AgentRunner {
         sink.emit(RunEvent::RunStarted {
             run_id: state.record.run_id.clone(),
             provider: self.inner.provider_name.clone(),
-            model: self.inner.model.clone(),
+            model: self.inner.config.model.clone(),
         });
         let prepared = self
             .apply_answer(&mut state, interaction_id, answer, sink)
@@ -380,7 +381,7 @@ impl AgentRunner {
             sink.emit(RunEvent::RunStarted {
                 run_id: state.record.run_id.clone(),
                 provider: self.inner.provider_name.clone(),
-                model: self.inner.model.clone(),
+                model: self.inner.config.model.clone(),
             });
             if let Err(stop) = self.settle_journal(&mut state).await {
                 return self.end(&mut state, &stop).await;
@@ -408,7 +409,9 @@ impl AgentRunner {
             )
         })?;
         let owner = new_owner();
-        store.acquire(run_id, &owner, self.inner.lease_ttl).await?;
+        store
+            .acquire(run_id, &owner, self.inner.config.lease_ttl)
+            .await?;
         let loaded = match store.load(run_id).await {
             Ok(Some(record)) => record,
             Ok(None) => {
@@ -713,7 +716,10 @@ impl AgentRunner {
     async fn drive(&self, state: &mut RunState, sink: &mut Sink) -> RunOutcome {
         let inner = &*self.inner;
         let provider = inner.provider.for_run();
-        let view = inner.executor.registry().view(inner.view_filter.clone());
+        let view = inner
+            .executor
+            .registry()
+            .view(inner.config.view_filter.clone());
         loop {
             if state.record.pending.is_some()
                 && let Err(stop) = self.finish_turn(state, sink).await
@@ -743,7 +749,7 @@ impl AgentRunner {
             }
             self.collect_background(state, sink);
             self.deliver_background(state);
-            if state.record.turns >= inner.max_turns {
+            if state.record.turns >= inner.config.max_turns {
                 // Under `background_calls: wait` the loop also comes back here after
                 // an answer that came while background calls ran: then the model did
                 // not ask for tools, and the run ends for want of a request to give it
@@ -759,12 +765,12 @@ impl AgentRunner {
                     format!(
                         "the model answered while background calls were running, and after {} \
                          model requests (max_turns) none is left to give it their results",
-                        inner.max_turns
+                        inner.config.max_turns
                     )
                 } else {
                     format!(
                         "the model still asked for tools after {} model requests (max_turns)",
-                        inner.max_turns
+                        inner.config.max_turns
                     )
                 };
                 return failed(RunError::new(codes::RUN_MAX_TURNS, message));
@@ -772,7 +778,9 @@ impl AgentRunner {
             state.record.turns += 1;
             let turn = state.record.turns;
             crate::mcp_host::refresh_catalog(inner.mcp.as_deref()).await;
-            let mut sent = state.disclosure.request_specs(&view, inner.schema_budget);
+            let mut sent = state
+                .disclosure
+                .request_specs(&view, inner.config.schema_budget);
             // After an auth failure that named a secret of this run, `store_secret`
             // (a system-use tool, outside every view) is offered.
             if !state.record.secrets_asked.is_empty()
@@ -787,17 +795,18 @@ impl AgentRunner {
                 tools: sent_names.clone(),
             });
             let history = inner
+                .config
                 .retention
                 .as_ref()
                 .and_then(|r| request_history(&state.record.history, inner.executor.registry(), r))
                 .unwrap_or_else(|| state.record.history.clone());
-            let mut request = CompletionRequest::new(inner.model.clone())
+            let mut request = CompletionRequest::new(inner.config.model.clone())
                 .with_messages(history)
                 .with_tools(sent.specs)
-                .with_strict(inner.strict);
-            request.instructions.clone_from(&inner.instructions);
-            request.max_output_tokens = inner.max_output_tokens;
-            request.temperature = inner.temperature;
+                .with_strict(inner.config.strict);
+            request.instructions.clone_from(&inner.config.instructions);
+            request.max_output_tokens = inner.config.max_output_tokens;
+            request.temperature = inner.config.temperature;
 
             let response = tokio::select! {
                 biased;
@@ -816,7 +825,7 @@ impl AgentRunner {
             });
             state.record.history.push(response.to_message());
             if response.tool_calls.is_empty() && !state.background.is_empty() {
-                if inner.background_calls == BackgroundCalls::Wait {
+                if inner.config.background_calls == BackgroundCalls::Wait {
                     // The answer came before the background calls finished: wait for
                     // the next one, give the model its result, and ask again.
                     tokio::select! {
@@ -1435,9 +1444,9 @@ impl AgentRunner {
     /// The context every call of one turn shares.
     fn turn_context(&self, state: &RunState, turn: u32, sink: &Sink) -> ToolExecutionContext {
         let inner = &*self.inner;
-        let mut ctx = ToolExecutionContext::new(&inner.workspace)
+        let mut ctx = ToolExecutionContext::new(&inner.config.workspace)
             .session_id(state.record.session_id.clone())
-            .agent_id(inner.agent_id.clone())
+            .agent_id(inner.config.agent_id.clone())
             .run_id(state.record.run_id.clone())
             .activation_id(format!("{}:{turn}", state.record.run_id))
             .cancellation(state.cancel.clone());
@@ -1463,7 +1472,7 @@ impl AgentRunner {
                 });
             }));
         }
-        if inner.strict == Strict::Yes {
+        if inner.config.strict == Strict::Yes {
             ctx = ctx.with_extension(StrictModeCall);
         }
         let events = match sink {
@@ -1478,11 +1487,11 @@ impl AgentRunner {
         tracing::info_span!(
             target: TRACING_TARGET,
             "invoke_agent",
-            "otel.name" = format!("invoke_agent {}", inner.agent_id),
+            "otel.name" = format!("invoke_agent {}", inner.config.agent_id),
             "gen_ai.operation.name" = "invoke_agent",
-            "gen_ai.agent.name" = inner.agent_id.as_str(),
+            "gen_ai.agent.name" = inner.config.agent_id.as_str(),
             "gen_ai.provider.name" = inner.provider_name.as_str(),
-            "gen_ai.request.model" = inner.model.as_str(),
+            "gen_ai.request.model" = inner.config.model.as_str(),
             "gen_ai.conversation.id" = state.record.session_id.as_str(),
             "iris.run.id" = state.record.run_id.as_str(),
             "iris.run.status" = tracing::field::Empty,
@@ -1499,11 +1508,11 @@ impl AgentRunner {
         };
         let run = json!({
             "run_id": state.record.run_id,
-            "agent_id": self.inner.agent_id,
+            "agent_id": self.inner.config.agent_id,
             "session_id": state.record.session_id,
             "provider": self.inner.provider_name,
-            "model": self.inner.model,
-            "max_turns": self.inner.max_turns,
+            "model": self.inner.config.model,
+            "max_turns": self.inner.config.max_turns,
         });
         hooks.run_started(self.common(state), run, input).await;
     }
@@ -1534,9 +1543,9 @@ impl AgentRunner {
 
     fn common(&self, state: &RunState) -> EventCommon {
         EventCommon {
-            agent_id: self.inner.agent_id.clone(),
+            agent_id: self.inner.config.agent_id.clone(),
             session_id: state.record.session_id.clone(),
-            workspace: self.inner.workspace.clone(),
+            workspace: self.inner.config.workspace.clone(),
             run_id: state.record.run_id.clone(),
             activation_id: format!("{}:{}", state.record.run_id, state.record.turns),
             parent_call_id: None,

@@ -211,26 +211,14 @@ impl From<String> for RunInput {
 }
 
 pub(crate) struct Inner {
+    /// The settings, as the builder held them.
+    pub(crate) config: RunnerConfig,
     pub(crate) provider: ProviderSource,
     pub(crate) provider_name: String,
-    pub(crate) model: String,
-    pub(crate) instructions: Option<String>,
-    pub(crate) max_turns: u32,
-    pub(crate) max_output_tokens: Option<u32>,
-    pub(crate) temperature: Option<f64>,
-    pub(crate) strict: Strict,
     pub(crate) executor: ToolExecutor,
-    pub(crate) workspace: PathBuf,
-    pub(crate) agent_id: String,
     pub(crate) hooks: Option<HookDispatcher>,
     pub(crate) approvals: Option<Arc<dyn ApprovalHandler>>,
-    pub(crate) view_filter: ViewFilter,
-    pub(crate) schema_budget: SchemaBudget,
-    pub(crate) goal: Option<String>,
-    pub(crate) retention: Option<RetentionConfig>,
-    pub(crate) background_calls: BackgroundCalls,
     pub(crate) store: Option<Arc<dyn RunStore>>,
-    pub(crate) lease_ttl: Duration,
     pub(crate) env: Option<ToolEnvironment>,
     pub(crate) secrets: Secrets,
     pub(crate) subagents: Option<Arc<Subagents>>,
@@ -241,6 +229,48 @@ pub(crate) struct Inner {
     /// The model configuration the provider was built from (YAML route), stored
     /// with each new run.
     pub(crate) model_config: Option<ModelConfig>,
+}
+
+/// The plain settings of a runner, one struct held by [`AgentRunnerBuilder`] and by
+/// the runner it builds (never copied field by field); the builder's setters write
+/// them, the loop reads them.
+#[derive(Debug, Clone)]
+pub(crate) struct RunnerConfig {
+    pub(crate) model: String,
+    pub(crate) instructions: Option<String>,
+    pub(crate) max_turns: u32,
+    pub(crate) max_output_tokens: Option<u32>,
+    pub(crate) temperature: Option<f64>,
+    pub(crate) strict: Strict,
+    pub(crate) workspace: PathBuf,
+    pub(crate) agent_id: String,
+    pub(crate) view_filter: ViewFilter,
+    pub(crate) schema_budget: SchemaBudget,
+    pub(crate) goal: Option<String>,
+    pub(crate) retention: Option<RetentionConfig>,
+    pub(crate) background_calls: BackgroundCalls,
+    pub(crate) lease_ttl: Duration,
+}
+
+impl Default for RunnerConfig {
+    fn default() -> Self {
+        Self {
+            model: "default".into(),
+            instructions: None,
+            max_turns: DEFAULT_MAX_TURNS,
+            max_output_tokens: None,
+            temperature: None,
+            strict: Strict::No,
+            workspace: PathBuf::from("."),
+            agent_id: "agent".into(),
+            view_filter: ViewFilter::default(),
+            schema_budget: SchemaBudget::chars(DEFAULT_REVEALED_SCHEMA_CHARS),
+            goal: None,
+            retention: None,
+            background_calls: BackgroundCalls::Wait,
+            lease_ttl: DEFAULT_LEASE_TTL,
+        }
+    }
 }
 
 /// The run loop over one tool layer and one model; see the [module docs](self).
@@ -256,9 +286,9 @@ impl fmt::Debug for AgentRunner {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AgentRunner")
             .field("provider", &self.inner.provider_name)
-            .field("model", &self.inner.model)
-            .field("max_turns", &self.inner.max_turns)
-            .field("workspace", &self.inner.workspace)
+            .field("model", &self.inner.config.model)
+            .field("max_turns", &self.inner.config.max_turns)
+            .field("workspace", &self.inner.config.workspace)
             .finish_non_exhaustive()
     }
 }
@@ -343,27 +373,68 @@ impl AgentRunner {
         provider: ProviderSource,
         store: Option<Arc<dyn RunStore>>,
     ) -> AgentRunnerBuilder {
+        // Every YAML key is named here with where it goes, so a new key that reaches
+        // no setter fails to compile instead of being silently ignored.
+        let AgentConfig {
+            // Assembled into `env` (registry, executor, hooks, MCP, command service,
+            // skills, subagents, decision, web tools, heartbeats, permissions).
+            workspace: _,
+            tools: _,
+            mcp: _,
+            command: _,
+            skills: _,
+            hooks: _,
+            middleware: _,
+            decision: _,
+            provider_api_keys: _,
+            web: _,
+            heartbeat_seconds: _,
+            // Read below.
+            permissions,
+            context_policy,
+            instructions,
+            max_turns,
+            goal,
+            background_calls,
+            // `model` became `model` and `provider` (checked_model); the store was opened
+            // by the caller (open_store).
+            model: _,
+            run_store: _,
+        } = &loaded.config;
+        let ModelConfig {
+            provider: kind,
+            max_output_tokens,
+            temperature,
+            // The client's settings, read by ModelConfig::provider; the model name and
+            // strict mode through model_name() and strict_mode() below.
+            model: _,
+            base_url: _,
+            api_key_env: _,
+            strict: _,
+            script: _,
+            timeout_seconds: _,
+        } = model;
         let mut builder = AgentRunnerBuilder::from_source(provider, env.executor.clone())
-            .provider_name(model.provider.as_str())
+            .provider_name(kind.as_str())
             .model(model.model_name())
             .workspace(env.workspace.clone())
-            .max_turns(loaded.config.max_turns)
-            .strict(model.strict_mode());
-        if let Some(text) = &loaded.config.instructions {
+            .max_turns(*max_turns)
+            .strict(model.strict_mode())
+            .background_calls(*background_calls);
+        if let Some(text) = instructions {
             builder = builder.instructions(text.clone());
         }
-        if let Some(goal) = &loaded.config.goal {
+        if let Some(goal) = goal {
             builder = builder.goal(goal.clone());
         }
-        if let Some(retention) = loaded.config.context_policy.retention {
+        if let Some(retention) = context_policy.retention {
             builder = builder.retention(retention);
         }
-        builder = builder.background_calls(loaded.config.background_calls);
-        if let Some(max) = model.max_output_tokens {
-            builder = builder.max_output_tokens(max);
+        if let Some(max) = max_output_tokens {
+            builder = builder.max_output_tokens(*max);
         }
-        if let Some(t) = model.temperature {
-            builder = builder.temperature(t);
+        if let Some(t) = temperature {
+            builder = builder.temperature(*t);
         }
         if let Some(hooks) = &env.hooks {
             builder = builder.hooks(hooks.clone());
@@ -378,7 +449,7 @@ impl AgentRunner {
             builder.subagents = Some(Arc::new(Subagents {
                 catalog: catalog.clone(),
                 workspace: env.workspace.clone(),
-                permissions: loaded.config.permissions,
+                permissions: *permissions,
                 command: env.command.as_ref().map(CommandBinding::borrowed),
                 host: env.host.clone(),
             }));
@@ -438,7 +509,7 @@ impl AgentRunner {
 
     /// The provider's name (`openai`, `scripted`, …) and the model.
     pub fn model(&self) -> (&str, &str) {
-        (&self.inner.provider_name, &self.inner.model)
+        (&self.inner.provider_name, &self.inner.config.model)
     }
 
     /// Closes what the runner assembled (MCP servers, the command service). Safe to
@@ -630,26 +701,13 @@ impl ResumeStream {
 
 /// Builds an [`AgentRunner`] from parts ([`AgentRunner::builder`]).
 pub struct AgentRunnerBuilder {
+    config: RunnerConfig,
     provider: ProviderSource,
     provider_name: String,
-    model: String,
-    instructions: Option<String>,
-    max_turns: u32,
-    max_output_tokens: Option<u32>,
-    temperature: Option<f64>,
-    strict: Strict,
     executor: ToolExecutor,
-    workspace: PathBuf,
-    agent_id: String,
     hooks: Option<HookDispatcher>,
     approvals: Option<Arc<dyn ApprovalHandler>>,
-    view_filter: ViewFilter,
-    schema_budget: SchemaBudget,
-    goal: Option<String>,
-    retention: Option<RetentionConfig>,
-    background_calls: BackgroundCalls,
     store: Option<Arc<dyn RunStore>>,
-    lease_ttl: Duration,
     env: Option<ToolEnvironment>,
     secret_targets: Vec<Arc<dyn SecretTarget>>,
     /// A child's: the targets of the runs above it ([`Secrets::with_ancestors`]).
@@ -667,7 +725,7 @@ impl fmt::Debug for AgentRunnerBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AgentRunnerBuilder")
             .field("provider", &self.provider_name)
-            .field("model", &self.model)
+            .field("model", &self.config.model)
             .finish_non_exhaustive()
     }
 }
@@ -675,26 +733,13 @@ impl fmt::Debug for AgentRunnerBuilder {
 impl AgentRunnerBuilder {
     fn from_source(provider: ProviderSource, executor: ToolExecutor) -> Self {
         Self {
+            config: RunnerConfig::default(),
             provider,
             provider_name: String::new(),
-            model: "default".into(),
-            instructions: None,
-            max_turns: DEFAULT_MAX_TURNS,
-            max_output_tokens: None,
-            temperature: None,
-            strict: Strict::No,
             executor,
-            workspace: PathBuf::from("."),
-            agent_id: "agent".into(),
             hooks: None,
             approvals: None,
-            view_filter: ViewFilter::default(),
-            schema_budget: SchemaBudget::chars(DEFAULT_REVEALED_SCHEMA_CHARS),
-            goal: None,
-            retention: None,
-            background_calls: BackgroundCalls::Wait,
             store: None,
-            lease_ttl: DEFAULT_LEASE_TTL,
             env: None,
             secret_targets: Vec::new(),
             ancestor_secret_targets: Vec::new(),
@@ -716,35 +761,35 @@ impl AgentRunnerBuilder {
     /// The model name sent with every request (default `default`).
     #[must_use]
     pub fn model(mut self, model: impl Into<String>) -> Self {
-        self.model = model.into();
+        self.config.model = model.into();
         self
     }
 
     /// The system prompt.
     #[must_use]
     pub fn instructions(mut self, text: impl Into<String>) -> Self {
-        self.instructions = Some(text.into());
+        self.config.instructions = Some(text.into());
         self
     }
 
     /// The model requests one run may make (default 50; at least 1).
     #[must_use]
     pub fn max_turns(mut self, turns: u32) -> Self {
-        self.max_turns = turns.max(1);
+        self.config.max_turns = turns.max(1);
         self
     }
 
     /// The output token cap of each request.
     #[must_use]
     pub fn max_output_tokens(mut self, max: u32) -> Self {
-        self.max_output_tokens = Some(max);
+        self.config.max_output_tokens = Some(max);
         self
     }
 
     /// The sampling temperature.
     #[must_use]
     pub fn temperature(mut self, temperature: f64) -> Self {
-        self.temperature = Some(temperature);
+        self.config.temperature = Some(temperature);
         self
     }
 
@@ -752,21 +797,21 @@ impl AgentRunnerBuilder {
     /// the executor gets a [`StrictNullsLayer`].
     #[must_use]
     pub fn strict(mut self, strict: Strict) -> Self {
-        self.strict = strict;
+        self.config.strict = strict;
         self
     }
 
     /// The workspace every call runs in (default `.`).
     #[must_use]
     pub fn workspace(mut self, workspace: impl Into<PathBuf>) -> Self {
-        self.workspace = workspace.into();
+        self.config.workspace = workspace.into();
         self
     }
 
     /// The agent id (hooks, traces); default `agent`, or the YAML file's stem.
     #[must_use]
     pub fn agent_id(mut self, id: impl Into<String>) -> Self {
-        self.agent_id = id.into();
+        self.config.agent_id = id.into();
         self
     }
 
@@ -799,7 +844,7 @@ impl AgentRunnerBuilder {
     /// Which tools of the registry the model sees (default: every non-system tool).
     #[must_use]
     pub fn view_filter(mut self, filter: ViewFilter) -> Self {
-        self.view_filter = filter;
+        self.config.view_filter = filter;
         self
     }
 
@@ -807,7 +852,7 @@ impl AgentRunnerBuilder {
     /// [`DEFAULT_REVEALED_SCHEMA_CHARS`]).
     #[must_use]
     pub fn schema_budget(mut self, budget: SchemaBudget) -> Self {
-        self.schema_budget = budget;
+        self.config.schema_budget = budget;
         self
     }
 
@@ -816,7 +861,7 @@ impl AgentRunnerBuilder {
     /// in the executor's registry for the model to use.
     #[must_use]
     pub fn goal(mut self, goal: impl Into<String>) -> Self {
-        self.goal = Some(goal.into());
+        self.config.goal = Some(goal.into());
         self
     }
 
@@ -825,7 +870,7 @@ impl AgentRunnerBuilder {
     /// executor's registry so the model can read them back).
     #[must_use]
     pub fn retention(mut self, retention: RetentionConfig) -> Self {
-        self.retention = Some(retention);
+        self.config.retention = Some(retention);
         self
     }
 
@@ -844,7 +889,7 @@ impl AgentRunnerBuilder {
     /// [`BackgroundCalls::Wait`]).
     #[must_use]
     pub fn background_calls(mut self, policy: BackgroundCalls) -> Self {
-        self.background_calls = policy;
+        self.config.background_calls = policy;
         self
     }
 
@@ -863,7 +908,7 @@ impl AgentRunnerBuilder {
     /// this long.
     #[must_use]
     pub fn lease_ttl(mut self, ttl: Duration) -> Self {
-        self.lease_ttl = ttl.max(Duration::from_millis(30));
+        self.config.lease_ttl = ttl.max(Duration::from_millis(30));
         self
     }
 
@@ -906,7 +951,7 @@ impl AgentRunnerBuilder {
         // (and theirs above), so the parent's clients use it without asking again.
         self.secret_store = Some(parent.secrets.store());
         self.ancestor_secret_targets = parent.secrets.lineage();
-        self.lease_ttl = parent.lease_ttl;
+        self.config.lease_ttl = parent.config.lease_ttl;
         self.subagents = None;
         self.child_providers = None;
         self.is_child = true;
@@ -931,7 +976,7 @@ impl AgentRunnerBuilder {
                 .registry()
                 .register(RunLoopTool::store_secret());
         }
-        let executor = if self.strict == Strict::Yes {
+        let executor = if self.config.strict == Strict::Yes {
             self.executor.with_layer(StrictNullsLayer)
         } else {
             self.executor
@@ -950,26 +995,13 @@ impl AgentRunnerBuilder {
         };
         AgentRunner {
             inner: Arc::new(Inner {
+                config: self.config,
                 provider,
                 provider_name,
-                model: self.model,
-                instructions: self.instructions,
-                max_turns: self.max_turns,
-                max_output_tokens: self.max_output_tokens,
-                temperature: self.temperature,
-                strict: self.strict,
                 executor,
-                workspace: self.workspace,
-                agent_id: self.agent_id,
                 hooks: self.hooks,
                 approvals: self.approvals,
-                view_filter: self.view_filter,
-                schema_budget: self.schema_budget,
-                goal: self.goal,
-                retention: self.retention,
-                background_calls: self.background_calls,
                 store: self.store,
-                lease_ttl: self.lease_ttl,
                 env: self.env,
                 secrets,
                 subagents: self.subagents,
