@@ -171,6 +171,20 @@ impl NativeBackend {
         let home = self.home.clone();
         let checked = iris_executor::blocking::run_blocking_io(move || {
             let helper = iris_sandbox::locate_helper(settings.helper.as_deref())?;
+            if policy.filesystem != iris_sandbox::FilesystemAccess::Off {
+                // `.iris` exists before any command runs, so it is mounted read-only
+                // from the first call on: a command cannot plant Iris state.
+                iris_executor::workspace::WorkspaceDir::open_root(&workspace)
+                    .map_err(|e| e.to_string())
+                    .and_then(|root| {
+                        iris_executor::state_dir::create_in(&root).map_err(|e| e.to_string())
+                    })
+                    .map_err(|e| {
+                        CommandError::SandboxUnavailable(format!(
+                            "cannot create the workspace's .iris folder to protect it: {e}"
+                        ))
+                    })?;
+            }
             let probe = CallTemp::create()?;
             let mut plan = HelperPlan::new(
                 &policy,

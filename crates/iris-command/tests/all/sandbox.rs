@@ -320,6 +320,11 @@ async fn escapes_fail_and_work_still_works() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn results_state_the_sandbox_and_hooks_run_outside_it() {
+    // One list of default protected paths: the sandbox's and the file tools' agree.
+    assert_eq!(
+        iris_sandbox::DEFAULT_PROTECTED,
+        iris_executor::workspace::DEFAULT_PROTECTED
+    );
     let lab = Lab::new(NetworkAccess::Off).await;
     let out = lab.run(".", "true").await;
     let data = iris_command::outcome_result(&out).data;

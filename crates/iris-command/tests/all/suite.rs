@@ -689,7 +689,18 @@ pub(crate) async fn tools_report_the_seed_fields(b: Backend) {
         .await;
     assert!(!ok.is_error(), "{ok:?}");
     assert_eq!(ok.model_content(), "hi\n[stderr]\nwarn\n");
-    let mut keys: Vec<&str> = ok.data.keys().map(String::as_str).collect();
+    // Native calls run in the command sandbox and say so; Docker's container is its own.
+    assert_eq!(
+        ok.data.contains_key("sandbox"),
+        b.mode() == iris_command::CommandMode::Native,
+        "{ok:?}"
+    );
+    let mut keys: Vec<&str> = ok
+        .data
+        .keys()
+        .map(String::as_str)
+        .filter(|k| *k != "sandbox")
+        .collect();
     keys.sort_unstable();
     assert_eq!(
         keys,
