@@ -195,7 +195,7 @@ async fn build(
     let workspace = loaded.workspace.clone();
 
     let command = match role {
-        Role::Root if needs_command(config) => Some(start_command(config, &workspace).await?),
+        Role::Root if needs_command(config) => Some(start_command(loaded, &workspace).await?),
         Role::Child(root) if needs_command(config) => Some(
             root.map(CommandBinding::borrowed)
                 .ok_or_else(|| Error::Assembly {
@@ -248,7 +248,16 @@ async fn assemble(
     // Built-ins, in YAML order.
     let command_set = command.as_ref().map(command_tools).unwrap_or_default();
     let (web_set, web_client) = web_tools(config)?;
-    let file_service = Arc::new(iris_files::FileService::default());
+    let files = iris_files::FileToolsConfig::default().with_workspace_policy(
+        iris_executor::WorkspacePolicy::new().with_protected_paths(protected_paths(loaded)),
+    );
+    let file_service =
+        Arc::new(
+            iris_files::FileService::new(files).map_err(|e| Error::Assembly {
+                key: "tools.builtin".into(),
+                message: e.to_string(),
+            })?,
+        );
     let file_set = iris_files::builtin_tools_with(&file_service);
     for (i, key) in config.tools.builtin.iter().enumerate() {
         let at = format!("tools.builtin[{i}]");
@@ -743,15 +752,52 @@ fn needs_command(config: &AgentConfig) -> bool {
     exec || hooks || config.tools.subagent.is_some()
 }
 
-async fn start_command(config: &AgentConfig, workspace: &Path) -> Result<CommandBinding> {
+async fn start_command(loaded: &LoadedConfig, workspace: &Path) -> Result<CommandBinding> {
     let failed = |e: iris_command::CommandError| Error::Assembly {
         key: "command".into(),
         message: format!("{}: {e}", e.code()),
     };
+    let config = &loaded.config;
     let service = CommandService::new(config.command.clone().unwrap_or_default(), workspace)
-        .map_err(failed)?;
+        .map_err(failed)?
+        .with_protected_paths(protected_paths(loaded));
     service.prepare().await.map_err(failed)?;
     Ok(CommandBinding::owned(service))
+}
+
+/// The agent's own files, which sandboxed commands and the file tools may read but not
+/// change (a model must not rewrite its own policy): the YAML, the subagent catalog,
+/// `mcp.path`, `decision.path`, the skills root, and every word of a command hook's
+/// command line that names a path (contains `/` or `.` and is not an option), taken
+/// relative to the workspace. Paths inside the workspace are given relative to it.
+fn protected_paths(loaded: &LoadedConfig) -> Vec<PathBuf> {
+    let config = &loaded.config;
+    let mut paths = vec![std::path::absolute(&loaded.file).unwrap_or_else(|_| loaded.file.clone())];
+    paths.extend(config.tools.subagent.clone());
+    paths.extend(config.mcp.as_ref().map(|m| m.path.clone()));
+    paths.extend(config.decision.as_ref().map(|d| d.path.clone()));
+    if config.skills.enabled {
+        paths.push(loaded.workspace.join(&config.skills.root));
+    }
+    for hook in &config.hooks {
+        if let HandlerSpec::Command { command } = &hook.handler {
+            paths.extend(
+                command
+                    .split_whitespace()
+                    .map(|w| w.trim_matches(|c| c == '"' || c == '\''))
+                    .filter(|w| !w.starts_with('-') && (w.contains('/') || w.contains('.')))
+                    .map(|w| loaded.workspace.join(w)),
+            );
+        }
+    }
+    paths
+        .into_iter()
+        .map(|p| match p.strip_prefix(&loaded.workspace) {
+            Ok(rel) => rel.to_path_buf(),
+            Err(_) => p,
+        })
+        .filter(|p| !p.as_os_str().is_empty())
+        .collect()
 }
 
 /// The web tools and their client (a secret target), when the YAML lists any.
