@@ -13,6 +13,7 @@ mod examples;
 mod mcp;
 mod output;
 mod run;
+mod sandbox;
 mod secret;
 mod serve;
 mod signals;

@@ -1,0 +1,232 @@
+//! The command sandbox through the `iris` binary, black-box: `iris call exec_command`
+//! and `iris call run_python` with an agent YAML whose own files (the YAML, its hook
+//! script) must stay unchanged, secrets beside the workspace that must stay unread,
+//! and an outside folder that must stay empty. The `iris` binary is its own sandbox
+//! helper.
+
+use std::path::{Path, PathBuf};
+
+use super::iris;
+
+const SECRET: &str = "s3cret-value";
+const HOOK: &str = "#!/bin/sh\necho '{}'\n";
+
+struct Lab {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    ws: PathBuf,
+    yaml: String,
+}
+
+impl Lab {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let ws = root.join("ws");
+        std::fs::create_dir_all(ws.join("hooks")).unwrap();
+        std::fs::create_dir_all(root.join("outside")).unwrap();
+        std::fs::create_dir_all(root.join("secrets")).unwrap();
+        std::fs::write(root.join("secrets/key"), SECRET).unwrap();
+        std::fs::write(ws.join("hooks/no-rm.sh"), HOOK).unwrap();
+        let yaml = format!(
+            "tools:\n  builtin: [exec.command, exec.python]\npermissions:\n  execute_mode: allow\n\
+             command:\n  sandbox:\n    deny_read: [{secrets}]\n\
+             hooks:\n  - name: guard\n    event: tool.before\n    tools: [exec_command]\n    \
+             handler: {{type: command, command: sh hooks/no-rm.sh}}\n",
+            secrets = root.join("secrets").display()
+        );
+        std::fs::write(ws.join("iris.yaml"), &yaml).unwrap();
+        let git = std::process::Command::new("git")
+            .args(["init", "-q", "."])
+            .current_dir(&ws)
+            .status()
+            .unwrap();
+        assert!(git.success());
+        std::fs::write(ws.join(".git/hooks/pre-commit"), HOOK).unwrap();
+        Self {
+            _dir: dir,
+            root,
+            ws,
+            yaml,
+        }
+    }
+
+    /// `iris call <tool>` with `source` as its command or code.
+    fn call(&self, tool: &str, source: &str) -> super::Run {
+        let source = source.replace("$ROOT", &self.root.display().to_string());
+        let key = if tool == "exec_command" {
+            "command"
+        } else {
+            "code"
+        };
+        let input = serde_json::json!({ key: source }).to_string();
+        let config = self.ws.join("iris.yaml");
+        iris(
+            &self.ws,
+            &["--config", config.to_str().unwrap(), "call", tool, &input],
+            &[],
+            "",
+        )
+    }
+
+    fn check(&self, name: &str, tool: &str, source: &str) {
+        let run = self.call(tool, source);
+        assert!(
+            !run.stdout.contains("ESCAPED") && !run.stdout.contains(SECRET),
+            "{name}: escaped\n{run:?}"
+        );
+        assert!(!run.stderr.contains("panicked"), "{name}: {run:?}");
+        let outside: Vec<_> = std::fs::read_dir(self.root.join("outside"))
+            .unwrap()
+            .collect();
+        assert!(outside.is_empty(), "{name}: wrote outside: {outside:?}");
+        let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
+        assert_eq!(
+            read(&self.ws.join("iris.yaml")),
+            self.yaml,
+            "{name}: the YAML"
+        );
+        assert_eq!(
+            read(&self.ws.join("hooks/no-rm.sh")),
+            HOOK,
+            "{name}: the hook"
+        );
+        assert_eq!(
+            read(&self.ws.join(".git/hooks/pre-commit")),
+            HOOK,
+            "{name}: pre-commit"
+        );
+        assert!(!self.ws.join(".iris/planted").exists(), "{name}: .iris");
+    }
+}
+
+#[test]
+fn iris_call_cannot_escape_the_sandbox() {
+    let lab = Lab::new();
+    let cases: [(&str, &str, &str); 24] = [
+        ("read a secret", "exec_command", "cat $ROOT/secrets/key"),
+        (
+            "read via /proc/self/root",
+            "exec_command",
+            "cat /proc/self/root$ROOT/secrets/key",
+        ),
+        (
+            "read via a symlink",
+            "exec_command",
+            "ln -s $ROOT/secrets/key l; cat l",
+        ),
+        (
+            "read via a hard link",
+            "exec_command",
+            "ln $ROOT/secrets/key h; cat h",
+        ),
+        (
+            "read with python",
+            "run_python",
+            "print(open('$ROOT/secrets/key').read())",
+        ),
+        (
+            "write outside",
+            "exec_command",
+            "echo x > $ROOT/outside/a && echo ESCAPED",
+        ),
+        (
+            "write through ..",
+            "exec_command",
+            "echo x > ../outside/a && echo ESCAPED",
+        ),
+        (
+            "mkdir -p outside",
+            "exec_command",
+            "mkdir -p $ROOT/outside/d && echo ESCAPED",
+        ),
+        (
+            "rename across",
+            "exec_command",
+            "echo x > m && mv m $ROOT/outside/ && echo ESCAPED",
+        ),
+        (
+            "write /dev/shm",
+            "exec_command",
+            "echo x > /dev/shm/iris-cli-escape && rm /dev/shm/iris-cli-escape && echo ESCAPED",
+        ),
+        (
+            "rewrite the agent YAML",
+            "exec_command",
+            "echo 'permissions: {}' > iris.yaml && echo ESCAPED",
+        ),
+        (
+            "replace the agent YAML",
+            "run_python",
+            "import os\nopen('t', 'w').write('x')\nos.replace('t', 'iris.yaml')\nprint('ESCAPED')",
+        ),
+        (
+            "rewrite the hook script",
+            "exec_command",
+            "echo 'rm -rf /' >> hooks/no-rm.sh && echo ESCAPED",
+        ),
+        (
+            "swap the hook's folder",
+            "exec_command",
+            "mv hooks h2 && mkdir hooks && echo evil > hooks/no-rm.sh && echo ESCAPED",
+        ),
+        (
+            "write a git hook",
+            "exec_command",
+            "echo evil > .git/hooks/pre-commit && echo ESCAPED",
+        ),
+        (
+            "plant in .iris",
+            "exec_command",
+            "mkdir -p .iris && echo x > .iris/planted && echo ESCAPED",
+        ),
+        (
+            "TCP to loopback",
+            "run_python",
+            "import socket\nsocket.create_connection(('127.0.0.1', 22), 2)\nprint('ESCAPED')",
+        ),
+        (
+            "UDP DNS",
+            "run_python",
+            "import socket\nsocket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'q', ('127.0.0.1', 53))\nprint('ESCAPED')",
+        ),
+        (
+            "the Docker socket",
+            "run_python",
+            "import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect('/var/run/docker.sock')\nprint('ESCAPED')",
+        ),
+        (
+            "ptrace iris",
+            "run_python",
+            "import ctypes, os\nr = ctypes.CDLL(None).ptrace(16, os.getppid(), 0, 0)\nprint('ESCAPED' if r == 0 else 'refused')",
+        ),
+        (
+            "read iris's memory",
+            "run_python",
+            "import os\nopen(f'/proc/{os.getppid()}/mem', 'rb')\nprint('ESCAPED')",
+        ),
+        (
+            "signal iris",
+            "exec_command",
+            "kill -0 $PPID && echo ESCAPED",
+        ),
+        ("unshare", "exec_command", "unshare -r true && echo ESCAPED"),
+        (
+            "personality",
+            "exec_command",
+            "setarch -R true && echo ESCAPED",
+        ),
+    ];
+    for (name, tool, source) in cases {
+        lab.check(name, tool, source);
+    }
+    // What must still work.
+    let run = lab.call("exec_command", "echo hi > f.txt && git status --short");
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("f.txt"), "{run:?}");
+    let run = lab.call(
+        "run_python",
+        "open('g.txt', 'w').write('ok')\nprint(open('g.txt').read())",
+    );
+    assert!(run.code == 0 && run.stdout.contains("ok"), "{run:?}");
+}
