@@ -367,7 +367,10 @@ fn from_env_reads_the_process_environment() {
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "{value:?}: {out:?}");
         assert!(stdout.contains("1 passed"), "{value:?}: {stdout}");
-        assert!(stdout.contains(&format!("from_env gave {expect}")), "{stdout}");
+        assert!(
+            stdout.contains(&format!("from_env gave {expect}")),
+            "{stdout}"
+        );
     }
 }
 

@@ -8,7 +8,9 @@ use iris_decision::{
 };
 use serde_json::{Value, json};
 
-use crate::support::{Scripted, TestServer, choice_answer, response, strings, tool, tools};
+use crate::support::{
+    JevServer, Scripted, TestServer, choice_answer, response, strings, tool, tools,
+};
 
 fn options_of(request: &DecisionRequest, id: &str) -> Vec<String> {
     match &request.questions[id] {

@@ -9,7 +9,7 @@ use iris_decision::{
 };
 use serde_json::{Value, json};
 
-use crate::support::{KEY, Reply, TestServer, code_of};
+use crate::support::{JevServer, KEY, Reply, TestServer, code_of, status};
 
 fn request() -> DecisionRequest {
     DecisionRequest::new(json!({"ticket": "The invoice for March is wrong."}))
@@ -46,7 +46,10 @@ async fn success_sends_the_documented_request_and_validates_the_answers() {
     );
     // Lazy: no HTTP client and no connection until the first call.
     tokio::time::sleep(Duration::from_millis(50)).await;
-    assert!(server.requests().is_empty(), "nothing is sent before a call");
+    assert!(
+        server.requests().is_empty(),
+        "nothing is sent before a call"
+    );
 
     let response = client.evaluate(&request()).await.unwrap();
     assert_eq!(
@@ -69,10 +72,17 @@ async fn success_sends_the_documented_request_and_validates_the_answers() {
     let sent = &requests[0];
     assert_eq!(sent.method, "POST");
     assert_eq!(sent.path, "/v1/decisions");
-    assert_eq!(sent.headers["authorization"], format!("Bearer {KEY}"));
-    assert_eq!(sent.headers["content-type"], "application/json");
-    assert_eq!(sent.headers["accept"], "application/json");
-    assert!(sent.headers["user-agent"].starts_with("iris-decision/"));
+    assert_eq!(
+        sent.header("authorization").unwrap(),
+        format!("Bearer {KEY}")
+    );
+    assert_eq!(sent.header("content-type").unwrap(), "application/json");
+    assert_eq!(sent.header("accept").unwrap(), "application/json");
+    assert!(
+        sent.header("user-agent")
+            .unwrap()
+            .starts_with("iris-decision/")
+    );
     insta::assert_json_snapshot!(sent.json());
 }
 
@@ -80,7 +90,7 @@ async fn success_sends_the_documented_request_and_validates_the_answers() {
 async fn the_model_comes_from_the_response_or_the_request() {
     // (model field in the response, expected DecisionResponse::model)
     for (model, expected) in [(Some("jev-1.14.0"), "jev-1.14.0"), (None, "jev-custom")] {
-        let server = TestServer::start(move |r| {
+        let server = TestServer::with_handler(move |r| {
             let mut body = crate::support::jev_answers(&r.json());
             match model {
                 Some(m) => body["model"] = json!(m),
@@ -90,7 +100,7 @@ async fn the_model_comes_from_the_response_or_the_request() {
             }
             // Unknown fields are ignored, so the service may add some.
             body["request_id"] = json!("req-1");
-            Reply::json(200, body)
+            Reply::status_json(200, body)
         })
         .await;
         let client = server.client(5.0).with_model("jev-custom").unwrap();
@@ -112,7 +122,7 @@ async fn check_reply(
     reply: impl Fn() -> Reply + Send + Sync + 'static,
     expect: Expect,
 ) {
-    let server = TestServer::start(move |_| reply()).await;
+    let server = TestServer::with_handler(move |_| reply()).await;
     let client = server.client(5.0);
     let error = client.evaluate(&request()).await.unwrap_err();
     assert_eq!(error.code(), expect.code, "{case}: {error}");
@@ -136,7 +146,7 @@ async fn http_statuses_become_typed_errors() {
     let cases: Vec<(&str, MakeReply, Expect)> = vec![
         (
             "401",
-            Box::new(|| Reply::json(401, json!({"error": {"message": "invalid api key"}}))),
+            Box::new(|| Reply::status_json(401, json!({"error": {"message": "invalid api key"}}))),
             Expect {
                 code: "DECISION_AUTH",
                 retryable: false,
@@ -145,7 +155,7 @@ async fn http_statuses_become_typed_errors() {
         ),
         (
             "403 without a body",
-            Box::new(|| Reply::Status(403, String::new())),
+            Box::new(|| status(403, String::new())),
             Expect {
                 code: "DECISION_AUTH",
                 retryable: false,
@@ -154,7 +164,7 @@ async fn http_statuses_become_typed_errors() {
         ),
         (
             "400 with a plain error string",
-            Box::new(|| Reply::json(400, json!({"error": "questions: too many"}))),
+            Box::new(|| Reply::status_json(400, json!({"error": "questions: too many"}))),
             Expect {
                 code: "DECISION_HTTP_ERROR",
                 retryable: false,
@@ -163,7 +173,7 @@ async fn http_statuses_become_typed_errors() {
         ),
         (
             "404 with a text body over several lines",
-            Box::new(|| Reply::Status(404, "no route\n  for /v1/decisions".into())),
+            Box::new(|| status(404, "no route\n  for /v1/decisions".into())),
             Expect {
                 code: "DECISION_HTTP_ERROR",
                 retryable: false,
@@ -172,7 +182,7 @@ async fn http_statuses_become_typed_errors() {
         ),
         (
             "429",
-            Box::new(|| Reply::json(429, json!({"message": "slow down"}))),
+            Box::new(|| Reply::status_json(429, json!({"message": "slow down"}))),
             Expect {
                 code: "DECISION_HTTP_ERROR",
                 retryable: true,
@@ -181,7 +191,7 @@ async fn http_statuses_become_typed_errors() {
         ),
         (
             "500 with a JSON body without a message",
-            Box::new(|| Reply::json(500, json!({"code": 17}))),
+            Box::new(|| Reply::status_json(500, json!({"code": 17}))),
             Expect {
                 code: "DECISION_HTTP_ERROR",
                 retryable: true,
@@ -190,7 +200,7 @@ async fn http_statuses_become_typed_errors() {
         ),
         (
             "503",
-            Box::new(|| Reply::Status(503, "overloaded".into())),
+            Box::new(|| status(503, "overloaded".into())),
             Expect {
                 code: "DECISION_HTTP_ERROR",
                 retryable: true,
@@ -199,7 +209,7 @@ async fn http_statuses_become_typed_errors() {
         ),
         (
             "a long message is cut to 200 characters",
-            Box::new(|| Reply::Status(500, "x".repeat(5000))),
+            Box::new(|| status(500, "x".repeat(5000))),
             Expect {
                 code: "DECISION_HTTP_ERROR",
                 retryable: true,
@@ -215,11 +225,7 @@ async fn http_statuses_become_typed_errors() {
         (
             "a redirect is not followed (it would resend the key)",
             Box::new(|| {
-                Reply::WithHeaders(
-                    302,
-                    vec![("location", "http://127.0.0.1:9/v1/decisions".into())],
-                    String::new(),
-                )
+                status(302, String::new()).header("location", "http://127.0.0.1:9/v1/decisions")
             }),
             Expect {
                 code: "DECISION_HTTP_ERROR",
@@ -230,7 +236,7 @@ async fn http_statuses_become_typed_errors() {
         (
             "a service that echoes the key in an error",
             Box::new(|| {
-                Reply::json(
+                Reply::status_json(
                     500,
                     json!({"error": {"message": format!("bad key {KEY} for org")}}),
                 )
@@ -244,7 +250,7 @@ async fn http_statuses_become_typed_errors() {
         (
             "a service that echoes the key in a 401",
             Box::new(|| {
-                Reply::json(
+                Reply::status_json(
                     401,
                     json!({"error": {"message": format!("Bearer {KEY} is revoked")}}),
                 )
@@ -361,9 +367,9 @@ async fn malformed_or_invalid_answers_are_invalid_responses() {
         ),
     ];
     for (case, rewrite, fragment) in cases {
-        let server = TestServer::start(move |r| {
+        let server = TestServer::with_handler(move |r| {
             let mut body = crate::support::jev_answers(&r.json());
-            Reply::Status(200, rewrite(&mut body))
+            status(200, rewrite(&mut body))
         })
         .await;
         let error = server.client(5.0).evaluate(&request()).await.unwrap_err();
@@ -375,8 +381,8 @@ async fn malformed_or_invalid_answers_are_invalid_responses() {
 
 #[tokio::test]
 async fn an_oversized_body_is_refused() {
-    let server = TestServer::start(|_| {
-        Reply::Status(200, " ".repeat(iris_decision::MAX_RESPONSE_BYTES + 1))
+    let server = TestServer::with_handler(|_| {
+        status(200, " ".repeat(iris_decision::MAX_RESPONSE_BYTES + 1))
     })
     .await;
     let error = server.client(30.0).evaluate(&request()).await.unwrap_err();
@@ -393,7 +399,7 @@ const DEADLINE: f64 = 1.5;
 
 /// The server's behaviour → the timeout phase the client reports.
 async fn check_timeout(case: &str, reply: fn() -> Reply, phase: TimeoutPhase) {
-    let server = TestServer::start(move |_| reply()).await;
+    let server = TestServer::with_handler(move |_| reply()).await;
     let client = server.client(DEADLINE);
     // A guard far past the client's deadline: if the deadline were only an idle
     // timeout, a trickling body would never end and this guard would report it.
@@ -417,7 +423,7 @@ async fn check_timeout(case: &str, reply: fn() -> Reply, phase: TimeoutPhase) {
 async fn one_total_deadline_covers_headers_and_body() {
     // The three cases are independent; running them together keeps the test short.
     tokio::join!(
-        check_timeout("slow headers", || Reply::Stall, TimeoutPhase::Request),
+        check_timeout("slow headers", || Reply::Hang, TimeoutPhase::Request),
         check_timeout(
             "slow body: half of it, then nothing",
             || Reply::PartialBody {
@@ -495,7 +501,7 @@ async fn close_refuses_later_calls_and_is_idempotent() {
 
 #[tokio::test]
 async fn close_ends_a_call_in_flight() {
-    let server = TestServer::start(|_| Reply::Stall).await;
+    let server = TestServer::with_handler(|_| Reply::Hang).await;
     let client = server.client(60.0);
     let request = request();
     let (outcome, ()) = tokio::join!(client.evaluate(&request), async {

@@ -1,12 +1,9 @@
-//! Shared test helpers: a real HTTP server on 127.0.0.1 that speaks the documented
-//! wire format, a scripted in-process evaluator, and small builders.
+//! Shared test helpers: the documented wire format on iris-test-support's HTTP server
+//! (127.0.0.1), a scripted in-process evaluator, and small builders.
 
 use std::collections::BTreeMap;
-use std::future::pending;
-use std::net::SocketAddr;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use iris_decision::{
     BoxFuture, ChoiceAnswer, DecisionAnswer, DecisionEvaluator, DecisionQuestion, DecisionRequest,
@@ -14,110 +11,39 @@ use iris_decision::{
 };
 use iris_tools_core::ToolDefinition;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Notify;
-use tokio::task::{JoinHandle, JoinSet};
 
 /// The key every test client uses; tests assert it never leaks.
 pub(crate) const KEY: &str = "sk-test-7f3a9c2e-secret";
 
-/// One request the server received.
-#[derive(Debug, Clone)]
-pub(crate) struct Recorded {
-    pub(crate) method: String,
-    pub(crate) path: String,
-    /// Header names lower-cased.
-    pub(crate) headers: BTreeMap<String, String>,
-    pub(crate) body: Vec<u8>,
-}
+pub(crate) use iris_test_support::http::{Reply, TestServer};
 
-impl Recorded {
-    pub(crate) fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap()
-    }
-}
-
-/// What the server does with one request.
-pub(crate) enum Reply {
-    /// A complete response with a status and a body.
-    Status(u16, String),
-    /// A complete response with extra headers.
-    WithHeaders(u16, Vec<(&'static str, String)>, String),
-    /// Read the request, never answer (the connection stays open).
-    Stall,
-    /// Send the headers and part of a longer body, then never finish.
-    PartialBody { declared_len: usize, sent: String },
-    /// Send the headers, then one byte of a huge body every `every`, forever: the body
-    /// keeps moving, so only a total deadline (not an idle timeout) can end it.
-    Trickle { every: Duration },
-}
-
-impl Reply {
-    pub(crate) fn json(status: u16, body: Value) -> Self {
-        Reply::Status(status, body.to_string())
-    }
-}
-
-type Handler = Arc<dyn Fn(&Recorded) -> Reply + Send + Sync>;
 type Script = Box<dyn Fn(&DecisionRequest) -> Result<DecisionResponse> + Send + Sync>;
 
-/// A one-file HTTP/1.1 server on 127.0.0.1: enough of the protocol for one request per
-/// connection (`Connection: close`). Dropping it ends every connection it holds.
-pub(crate) struct TestServer {
-    addr: SocketAddr,
-    requests: Arc<Mutex<Vec<Recorded>>>,
-    arrived: Arc<Notify>,
-    task: JoinHandle<()>,
+/// A complete answer with a JSON content type and any body (valid JSON or not).
+pub(crate) fn status(code: u16, body: String) -> Reply {
+    Reply::raw(code, "application/json", &body)
 }
 
-impl TestServer {
-    pub(crate) async fn start(
-        handler: impl Fn(&Recorded) -> Reply + Send + Sync + 'static,
-    ) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let arrived = Arc::new(Notify::new());
-        let handler: Handler = Arc::new(handler);
-        let task = tokio::spawn({
-            let requests = requests.clone();
-            let arrived = arrived.clone();
-            async move {
-                // Connection tasks live in the set, so aborting this task ends them all.
-                let mut connections = JoinSet::new();
-                loop {
-                    let Ok((stream, _)) = listener.accept().await else {
-                        return;
-                    };
-                    connections.spawn(serve(
-                        stream,
-                        handler.clone(),
-                        requests.clone(),
-                        arrived.clone(),
-                    ));
-                }
-            }
-        });
-        Self {
-            addr,
-            requests,
-            arrived,
-            task,
-        }
-    }
-
+/// The decision service's side of the shared test server.
+pub(crate) trait JevServer {
     /// A server that answers like the documented service: see [`jev_answers`].
-    pub(crate) async fn jev() -> Self {
-        Self::start(|r| Reply::json(200, jev_answers(&r.json()))).await
-    }
-
-    pub(crate) fn base_url(&self) -> String {
-        format!("http://{}/v1", self.addr)
-    }
-
+    async fn jev() -> TestServer;
+    /// The base URL a client is given: the server's root plus `/v1`.
+    fn base_url(&self) -> String;
     /// A client for this server with the test key and a deadline.
-    pub(crate) fn client(&self, timeout_seconds: f64) -> JevClient {
+    fn client(&self, timeout_seconds: f64) -> JevClient;
+}
+
+impl JevServer for TestServer {
+    async fn jev() -> TestServer {
+        TestServer::with_handler(|r| Reply::json(jev_answers(&r.json()))).await
+    }
+
+    fn base_url(&self) -> String {
+        format!("{}/v1", self.url())
+    }
+
+    fn client(&self, timeout_seconds: f64) -> JevClient {
         JevClient::new(KEY)
             .unwrap()
             .with_base_url(&self.base_url())
@@ -125,143 +51,6 @@ impl TestServer {
             .with_timeout_seconds(timeout_seconds)
             .unwrap()
     }
-
-    pub(crate) fn requests(&self) -> Vec<Recorded> {
-        self.requests.lock().unwrap().clone()
-    }
-
-    /// Waits until at least `n` requests have arrived (no polling, no sleeping).
-    pub(crate) async fn wait_for_requests(&self, n: usize) {
-        loop {
-            let notified = self.arrived.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.requests.lock().unwrap().len() >= n {
-                return;
-            }
-            notified.await;
-        }
-    }
-}
-
-impl Drop for TestServer {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-async fn serve(
-    mut stream: TcpStream,
-    handler: Handler,
-    requests: Arc<Mutex<Vec<Recorded>>>,
-    arrived: Arc<Notify>,
-) {
-    let Some(request) = read_request(&mut stream).await else {
-        return;
-    };
-    let reply = handler(&request);
-    requests.lock().unwrap().push(request);
-    arrived.notify_waiters();
-    let head = |status: u16, len: usize, extra: &[(&str, String)]| {
-        let mut head = format!(
-            "HTTP/1.1 {status} {}\r\ncontent-type: application/json\r\ncontent-length: {len}\r\nconnection: close\r\n",
-            reason(status)
-        );
-        for (name, value) in extra {
-            head.push_str(&format!("{name}: {value}\r\n"));
-        }
-        head.push_str("\r\n");
-        head
-    };
-    let result = match reply {
-        Reply::Status(status, body) => {
-            let text = head(status, body.len(), &[]) + &body;
-            stream.write_all(text.as_bytes()).await
-        }
-        Reply::WithHeaders(status, extra, body) => {
-            let text = head(status, body.len(), &extra) + &body;
-            stream.write_all(text.as_bytes()).await
-        }
-        Reply::Stall => pending().await,
-        Reply::PartialBody { declared_len, sent } => {
-            let text = head(200, declared_len, &[]) + &sent;
-            stream.write_all(text.as_bytes()).await.unwrap();
-            pending().await
-        }
-        Reply::Trickle { every } => {
-            stream
-                .write_all(head(200, 1_000_000, &[]).as_bytes())
-                .await
-                .unwrap();
-            let mut tick = tokio::time::interval(every);
-            loop {
-                tick.tick().await;
-                if stream.write_all(b" ").await.is_err() {
-                    return;
-                }
-            }
-        }
-    };
-    if result.is_ok() {
-        let _ = stream.shutdown().await;
-    }
-}
-
-fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        302 => "Found",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "Not Found",
-        429 => "Too Many Requests",
-        500 => "Internal Server Error",
-        503 => "Service Unavailable",
-        _ => "Status",
-    }
-}
-
-/// Reads one HTTP/1.1 request with a `content-length` body.
-async fn read_request(stream: &mut TcpStream) -> Option<Recorded> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    let head_end = loop {
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i;
-        }
-        let n = stream.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    };
-    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
-    let mut lines = head.split("\r\n");
-    let mut first = lines.next()?.split(' ');
-    let method = first.next()?.to_owned();
-    let path = first.next()?.to_owned();
-    let headers: BTreeMap<String, String> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    let len: usize = headers
-        .get("content-length")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    let mut body = buf[head_end + 4..].to_vec();
-    while body.len() < len {
-        let n = stream.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        body.extend_from_slice(&chunk[..n]);
-    }
-    Some(Recorded {
-        method,
-        path,
-        headers,
-        body,
-    })
 }
 
 /// The answers a well-behaved service gives to a wire request: each choice goes to the

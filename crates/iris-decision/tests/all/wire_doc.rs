@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use iris_decision::{DecisionAnswer, DecisionEvaluator, DecisionRequest, DecisionUsage};
 use serde_json::Value;
 
-use crate::support::{Reply, TestServer};
+use crate::support::{JevServer, TestServer, status};
 
 /// The fenced blocks of the document whose info string is `json <label>`, by label.
 fn documented_blocks() -> BTreeMap<String, String> {
@@ -49,7 +49,7 @@ async fn documented_examples_are_what_the_client_sends_and_accepts() {
     let wire_response: Value = serde_json::from_str(&blocks["response"]).unwrap();
 
     let reply = blocks["response"].clone();
-    let server = TestServer::start(move |_| Reply::Status(200, reply.clone())).await;
+    let server = TestServer::with_handler(move |_| status(200, reply.clone())).await;
     let request: DecisionRequest = serde_json::from_value(wire_request.clone()).unwrap();
     let client = server
         .client(5.0)
@@ -71,7 +71,7 @@ async fn documented_examples_are_what_the_client_sends_and_accepts() {
     assert_eq!(response.provider, "typesafe");
 
     let error = blocks["error"].clone();
-    let server = TestServer::start(move |_| Reply::Status(401, error.clone())).await;
+    let server = TestServer::with_handler(move |_| status(401, error.clone())).await;
     let error = server.client(5.0).evaluate(&request).await.unwrap_err();
     assert_eq!(error.code(), "DECISION_AUTH");
     assert_eq!(

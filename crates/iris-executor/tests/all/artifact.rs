@@ -13,6 +13,7 @@ use iris_executor::artifact::{
     sanitize_file_stem,
 };
 use iris_executor::{Error, ToolArtifactStore};
+use iris_test_support::workspace::Workspace;
 use iris_tools_core::{ContentBlock, PreviewMode, ToolArtifact, ToolErrorInfo, ToolOutput, codes};
 use serde_json::json;
 
@@ -712,32 +713,26 @@ fn untracked(repo: &Path) -> String {
 /// whole results, so it comes with an ignore file git honours.
 #[test]
 fn a_state_folder_the_store_makes_is_ignored_by_git() {
-    let ws = tempfile::tempdir().unwrap();
-    std::fs::write(ws.path().join("notes.md"), "mine").unwrap();
-    let store = session_store(ws.path(), 5, Head);
+    let ws = Workspace::new().file("notes.md", "mine");
+    let store = session_store(ws.root(), 5, Head);
     store
         .persist_if_large("call_1", ToolOutput::text("secret".repeat(50)), 10)
         .unwrap();
     store.persist_json("call_2", &json!({"a": 1}), "").unwrap();
-    assert_eq!(
-        std::fs::read_to_string(ws.path().join(".iris/.gitignore")).unwrap(),
-        "*\n"
-    );
-    assert_eq!(untracked(ws.path()), "?? notes.md\n");
+    assert_eq!(ws.text(".iris/.gitignore"), "*\n");
+    assert_eq!(untracked(ws.root()), "?? notes.md\n");
 }
 
 /// A `.iris/` the user made (a committed `.iris/agent.yaml`) keeps its own rules.
 #[test]
 fn an_existing_state_folder_gets_no_ignore_file() {
-    let ws = tempfile::tempdir().unwrap();
-    std::fs::create_dir(ws.path().join(".iris")).unwrap();
-    std::fs::write(ws.path().join(".iris/agent.yaml"), "tools: {}\n").unwrap();
-    let store = session_store(ws.path(), 5, Head);
+    let ws = Workspace::new().file(".iris/agent.yaml", "tools: {}\n");
+    let store = session_store(ws.root(), 5, Head);
     store
         .persist_if_large("call_1", ToolOutput::text("x".repeat(50)), 10)
         .unwrap();
-    assert!(!ws.path().join(".iris/.gitignore").exists());
-    assert!(untracked(ws.path()).contains("?? .iris/agent.yaml\n"));
+    assert!(!ws.path(".iris/.gitignore").exists());
+    assert!(untracked(ws.root()).contains("?? .iris/agent.yaml\n"));
 }
 
 /// The path form for host-chosen workspaces (run stores, session files): the same

@@ -218,7 +218,11 @@ async fn a_server_slower_than_the_deadline_times_out() {
 async fn the_deadline_covers_reading_the_body() {
     // The status line and headers arrive at once; the body never completes. A deadline
     // that only covered the head would wait forever.
-    let server = TestServer::start(Reply::HangInBody).await;
+    let server = TestServer::start(Reply::PartialBody {
+        declared_len: 1000,
+        sent: "{\"results\": [".into(),
+    })
+    .await;
     let result = call(
         &search_tool(impatient_client(&server)),
         json!({"query": "q"}),
