@@ -2,8 +2,9 @@
 //!
 //! Commands:
 //! - `ci [--no-setup]`: everything CI runs — `.ci/setup` (Docker engine, offline command
-//!   image, MCP test venv, MCP Inspector, PostgreSQL cluster), formatting, `tidy`, clippy with `-D warnings`, the API docs with
-//!   rustdoc's lints as errors, every test (unit,
+//!   image, MCP test venv, MCP Inspector, PostgreSQL cluster, cargo-deny), formatting, `tidy`, clippy with `-D warnings`, the API docs with
+//!   rustdoc's lints as errors, `cargo package` of every publishable crate (no upload),
+//!   `cargo deny check licenses bans`, every test (unit,
 //!   integration, doctests, trybuild, snapshot checks) of the whole workspace, the fuzz
 //!   smoke run (`fuzz --smoke`), and the quickstart with its milestones checked.
 //! - `tidy`: fast text-only checks of the workspace's structural rules (core's dependency
@@ -32,8 +33,9 @@ usage: cargo xtask <command>
 
 commands:
   ci [--no-setup]    .ci/setup (unless --no-setup), fmt --check, tidy, clippy -D warnings,
-                     cargo doc -D warnings, every test, the fuzz smoke run, then the
-                     quickstart with its milestones
+                     cargo doc -D warnings, cargo package of every publishable crate,
+                     cargo deny check licenses bans, every test, the fuzz smoke run,
+                     then the quickstart with its milestones
   tidy               structural checks: core's dependency allow-list (tokio: sync only),
                      no fs/process/net in core, core's non-test line budget, an
                      architecture invariant per crate, the exact iris-tools-macros pin,
