@@ -1129,10 +1129,28 @@ fn show(event: &RunEvent, answer: &mut Printed, screen: &mut Screen) {
                 result.tool_use_id = format!("{agent_selector}:{}", result.tool_use_id);
                 screen.finish(&result);
             }
-            _ => {}
+            // The child's text, usage, turns and end are not the parent's answer; its
+            // heartbeats, progress, questions and nested children are asked or shown
+            // through the parent's handler and its own call lines.
+            RunEvent::RunStarted { .. }
+            | RunEvent::TurnStarted { .. }
+            | RunEvent::TextDelta { .. }
+            | RunEvent::Usage { .. }
+            | RunEvent::Heartbeat { .. }
+            | RunEvent::Progress { .. }
+            | RunEvent::ElicitationRequested { .. }
+            | RunEvent::ElicitationAnswered { .. }
+            | RunEvent::BackgroundFinished { .. }
+            | RunEvent::Subagent { .. }
+            | RunEvent::ApprovalRequested { .. }
+            | RunEvent::Finished { .. } => {}
         },
-        // Turn starts and approval requests show through the calls and the prompt.
-        _ => {}
+        // A turn start shows through its calls; an approval, a question and an MCP
+        // server's request for input through the terminal prompt that asks them.
+        RunEvent::TurnStarted { .. }
+        | RunEvent::ApprovalRequested { .. }
+        | RunEvent::ElicitationRequested { .. }
+        | RunEvent::ElicitationAnswered { .. } => {}
     }
 }
 

@@ -390,7 +390,8 @@ pub enum Answer {
 /// in order. Serialized as `{"type": "text_delta", …}` for `iris run --json`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-#[non_exhaustive]
+// Exhaustive on purpose: a new event must be rendered by every frontend (`iris run`'s
+// text view matches each variant), so adding one is a compile error there.
 pub enum RunEvent {
     /// The run began.
     RunStarted {
