@@ -125,7 +125,11 @@ impl ToolEnvironment {
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
 /// let dir = tempfile::tempdir()?;
-/// std::fs::write(dir.path().join("iris.yaml"), "tools:\n  builtin: [exec.command]\n")?;
+/// // No `iris-sandbox` helper binary in a doctest: the command sandbox is off here.
+/// std::fs::write(
+///     dir.path().join("iris.yaml"),
+///     "tools:\n  builtin: [exec.command]\ncommand:\n  sandbox: {filesystem: off, network: on}\n",
+/// )?;
 /// let loaded = AgentConfig::load_with_env(dir.path().join("iris.yaml"), false)?;
 /// let env = build_tool_registry(&loaded, &HostRegistry::new()).await?;
 /// assert_eq!(env.registry.names(), vec!["exec_command"]);
