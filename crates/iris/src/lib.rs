@@ -60,6 +60,8 @@ pub mod prelude {
     #[cfg(feature = "macros")]
     pub use crate::{tool, tools};
     pub use iris_executor::{ApprovalMode, CircuitBreaker, DefaultPermissionPolicy, ToolExecutor};
+    #[cfg(feature = "runner")]
+    pub use iris_runner::{AgentRunner, RunOutcome};
     pub use iris_tools_core::{
         CancellationSignal, ContentBlock, FnTool, Tool, ToolCapability, ToolDefinition,
         ToolExecutionContext, ToolOutput, ToolRegistry, ToolRegistryView, ToolResult, ToolUse,
