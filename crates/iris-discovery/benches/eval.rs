@@ -647,8 +647,8 @@ fn hybrid_scores(
 
 /// Prints the leave-one-set-out protocol (`eval::protocol`): the first round's choices
 /// and losses, the surviving steps, the left-out table (the headline), the default and
-/// the "no tool" threshold chosen the same way. Returns the default's tuning.
-fn print_protocol(sets: &[&EvalSet]) -> iris_discovery::search::Tuning {
+/// the "no tool" threshold chosen the same way. Returns the left-out folds' tunings.
+fn print_protocol(sets: &[&EvalSet]) -> Vec<iris_discovery::search::Tuning> {
     use eval::protocol;
     println!("## Leave-one-set-out protocol (issue 29)\n");
     let started = Instant::now();
@@ -774,14 +774,200 @@ fn print_protocol(sets: &[&EvalSet]) -> iris_discovery::search::Tuning {
         protocol::threshold(&every)
     );
     println!("\n(protocol: {:.1?})\n", started.elapsed());
-    outcome.default.tuning
+    outcome.folds.iter().map(|f| f.choice.tuning).collect()
+}
+
+/// Tool and query vectors of every set, from a cache file under the data directory
+/// keyed by the model's variant and the FNV-1a hash of each text (a text embedded once
+/// is never embedded again), else embedded now.
+#[cfg(feature = "embed")]
+fn protocol_vectors(
+    model: &iris_discovery::embed::EmbeddingModel,
+    texts: &[String],
+) -> HashMap<String, Vec<f32>> {
+    let path = data_dir().join(format!("protocol-vectors-{}.bin", model.variant()));
+    let dim = model.dim();
+    let mut known: HashMap<u64, Vec<f32>> = HashMap::new();
+    if let Ok(bytes) = std::fs::read(&path) {
+        for record in bytes.chunks_exact(8 + 4 * dim) {
+            let key = u64::from_le_bytes(record[..8].try_into().expect("8 bytes"));
+            let v = record[8..]
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes")))
+                .collect();
+            known.insert(key, v);
+        }
+    }
+    let fresh: Vec<&str> = texts
+        .iter()
+        .filter(|t| !known.contains_key(&eval::fnv1a(t)))
+        .map(String::as_str)
+        .collect();
+    if !fresh.is_empty() {
+        let started = Instant::now();
+        let vectors = model.embed(&fresh).expect("texts embed");
+        let mut out = Vec::new();
+        for (text, v) in fresh.iter().zip(vectors) {
+            out.extend(eval::fnv1a(text).to_le_bytes());
+            for x in &v {
+                out.extend(x.to_le_bytes());
+            }
+            known.insert(eval::fnv1a(text), v);
+        }
+        use std::io::Write;
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .expect("the vector cache opens");
+        file.write_all(&out).expect("the vector cache writes");
+        println!(
+            "({} texts embedded in {:.1?})",
+            fresh.len(),
+            started.elapsed()
+        );
+    }
+    texts
+        .iter()
+        .map(|t| (t.clone(), known[&eval::fnv1a(t)].clone()))
+        .collect()
+}
+
+/// The hybrid under the same protocol: per left-out set, the fusion of the dense
+/// ranking with the fold's lexical one (reciprocal rank, `w / (k + rank)` from the
+/// lexical list and `1 / (k + rank)` from the dense one, top 50 of each) whose `(k, w)`
+/// has the best mean R@1 on the other sets, measured on the left-out set next to BM25.
+#[cfg(feature = "embed")]
+fn print_hybrid_protocol(
+    sets: &[&EvalSet],
+    tunings: &[iris_discovery::search::Tuning],
+    model: &iris_discovery::embed::EmbeddingModel,
+) {
+    use iris_discovery::hybrid::tool_text;
+    const DEPTH: usize = 50;
+    let mut texts: Vec<String> = Vec::new();
+    for set in sets {
+        texts.extend(set.tools.iter().map(tool_text));
+        texts.extend(set.cases.iter().map(|c| c.query.clone()));
+    }
+    let vectors = protocol_vectors(model, &texts);
+    let dot = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
+    // Per set and fold tuning: for every case, the dense and lexical top DEPTH.
+    let ranked = |set: &EvalSet, tuning| -> Vec<(Vec<usize>, Vec<usize>)> {
+        let tools: Vec<&Vec<f32>> = set.tools.iter().map(|t| &vectors[&tool_text(t)]).collect();
+        let lexical = SearchIndex::with_tuning(&set.tools, tuning);
+        set.cases
+            .iter()
+            .map(|c| {
+                let q = &vectors[&c.query];
+                let mut dense: Vec<usize> = (0..tools.len()).collect();
+                let sims: Vec<f32> = tools.iter().map(|t| dot(t, q)).collect();
+                dense.sort_by(|a, b| sims[*b].total_cmp(&sims[*a]).then(a.cmp(b)));
+                dense.truncate(DEPTH);
+                let lex = lexical
+                    .search(&c.query, DEPTH)
+                    .iter()
+                    .map(|h| h.index)
+                    .collect();
+                (dense, lex)
+            })
+            .collect()
+    };
+    let at1 = |set: &EvalSet, lists: &[(Vec<usize>, Vec<usize>)], k: f64, w: f64| -> f64 {
+        let mut right = 0;
+        for (case, (dense, lex)) in set.cases.iter().zip(lists) {
+            let mut fused: HashMap<usize, f64> = HashMap::new();
+            for (r, &i) in dense.iter().enumerate() {
+                *fused.entry(i).or_default() += 1.0 / (k + r as f64 + 1.0);
+            }
+            for (r, &i) in lex.iter().enumerate() {
+                *fused.entry(i).or_default() += w / (k + r as f64 + 1.0);
+            }
+            let best = fused
+                .iter()
+                .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.cmp(a.0)))
+                .map(|(i, _)| *i);
+            right += usize::from(best.is_some_and(|i| case.is_right(&set.tools[i].name)));
+        }
+        right as f64 / set.cases.len().max(1) as f64
+    };
+    let grid: Vec<(f64, f64)> = [10.0, 30.0, 60.0]
+        .iter()
+        .flat_map(|&k| [0.0, 0.5, 1.0, 2.0].map(|w| (k, w)))
+        .collect();
+    println!("### Hybrid, left out: fusion chosen on the other sets\n");
+    println!(
+        "| left-out set | fusion (k, lexical weight) | BM25 R@1 | dense R@1 | hybrid R@1 | hybrid − BM25 |"
+    );
+    println!("|---|---|---|---|---|---|");
+    for (i, set) in sets.iter().enumerate() {
+        let lists: Vec<Vec<(Vec<usize>, Vec<usize>)>> = sets
+            .iter()
+            .map(|s| ranked(s, iris_discovery::hybrid::lexical_tuning(tunings[i])))
+            .collect();
+        let (k, w) = grid
+            .iter()
+            .copied()
+            .max_by(|a, b| {
+                let mean = |(k, w): (f64, f64)| {
+                    (0..sets.len())
+                        .filter(|&j| j != i)
+                        .map(|j| at1(sets[j], &lists[j], k, w))
+                        .sum::<f64>()
+                };
+                mean(*a).total_cmp(&mean(*b)).then(b.0.total_cmp(&a.0))
+            })
+            .expect("a grid");
+        let bm25 = eval::protocol::bm25_metrics(set, &set.cases.iter().collect::<Vec<_>>()).at1;
+        let hybrid = at1(set, &lists[i], k, w);
+        let dense = at1(set, &lists[i], k, 0.0);
+        println!(
+            "| {} | ({k}, {w}) | {bm25:.3} | {dense:.3} | {hybrid:.3} | {:+.3} |",
+            set.name,
+            hybrid - bm25
+        );
+    }
+    println!();
 }
 
 fn main() {
     let data = data_dir();
     let development = eval::development_sets().expect("the development sets load");
     let development: Vec<&EvalSet> = development.iter().collect();
-    print_protocol(&development);
+    let tunings = print_protocol(&development);
+    #[cfg(feature = "embed")]
+    match iris_discovery::embed::EmbeddingModel::load(eval::model_dir()) {
+        Ok(model) => print_hybrid_protocol(&development, &tunings, &model),
+        Err(e) => println!("(no embedding model: {e}; run crates/iris-discovery/data/fetch.sh)"),
+    }
+    #[cfg(not(feature = "embed"))]
+    let _ = tunings;
+    // "No tool" with the shipped threshold on BFCL's own question shape: every
+    // `multiple` entry against its own functions (a tool fits) and every `irrelevance`
+    // entry against its own (none fits), both halves.
+    if let (Some(m), Some(a), Some(i)) = (
+        read(&data.join("bfcl/BFCL_v4_multiple.json")),
+        read(&data.join("bfcl/possible_answer/BFCL_v4_multiple.json")),
+        read(&data.join("bfcl/BFCL_v4_irrelevance.json")),
+    ) {
+        let cases = eval::bfcl_none_cases(&m, &a, &i).expect("BFCL none cases load");
+        let lists = candidate_lists(&cases);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a current-thread runtime");
+        let local = LocalDiscoveryBackend::new();
+        let all: Vec<&NoneCase> = cases.iter().collect();
+        let n = eval::none_metrics(&all, |c| select(&runtime, &local, &lists, c));
+        println!(
+            "\"No tool\" on BFCL irrelevance + multiple (own functions, {} questions, {} with no tool), local at {}: none-precision {:.3}, none-recall {:.3}, accuracy when a tool fits {:.3}\n",
+            n.n,
+            n.negatives,
+            local.min_relevance(),
+            n.precision,
+            n.recall,
+            n.positive_accuracy
+        );
+    }
     if std::env::args().any(|a| a == "--protocol-only") {
         return;
     }

@@ -154,12 +154,13 @@ fn hybrid_index_finds_paraphrases_the_lexical_ranking_misses() {
         assert!(hits.windows(2).all(|w| w[0].fused >= w[1].fused));
         defs[hits[0].index].name.clone()
     };
-    // No query word occurs in the right tool's metadata.
+    // Only function words ("it", "in") are shared with the catalog: the lexical
+    // ranking alone does not find the forecast.
+    let lexical = index.lexical().search("will it rain in Paris tomorrow", 1);
     assert!(
-        index
-            .lexical()
-            .search("will it rain in Paris tomorrow", 1)
-            .is_empty()
+        lexical
+            .first()
+            .is_none_or(|h| defs[h.index].name != "mcp__weather__get_forecast")
     );
     assert_eq!(
         top("will it rain in Paris tomorrow"),
@@ -238,7 +239,7 @@ async fn hybrid_backend_selects_on_evidence_and_caches_tool_vectors() {
         .map(|s| s.as_f64().unwrap())
         .collect();
     assert!(
-        scores[0] >= DEFAULT_MIN_SCORE && scores[1] < 0.2 && scores[3] > 0.3,
+        scores[0] >= DEFAULT_MIN_SCORE && scores[1] < 0.2 && scores[3] < DEFAULT_MIN_SCORE,
         "{scores:?}"
     );
     assert_eq!(meta["similarity"].as_array().unwrap().len(), 4);
