@@ -297,8 +297,16 @@ async fn assemble(
         }
     }
 
-    for (i, name) in config.tools.python.functions.iter().enumerate() {
-        let at = format!("tools.python.functions[{i}]");
+    let host_key = config.tools.host_key();
+    if host_key == "tools.python" {
+        notes.push(
+            "tools.python: the seed's name for tools.host (Rust tools the host registered); \
+             still read, rename it to tools.host"
+                .into(),
+        );
+    }
+    for (i, name) in config.tools.host.functions.iter().enumerate() {
+        let at = format!("{host_key}.functions[{i}]");
         let make = host
             .get_function(name)
             .ok_or_else(|| Error::HostKeyUnknown {
@@ -309,8 +317,8 @@ async fn assemble(
             })?;
         register(at, make())?;
     }
-    for (i, name) in config.tools.python.registrars.iter().enumerate() {
-        let at = format!("tools.python.registrars[{i}]");
+    for (i, name) in config.tools.host.registrars.iter().enumerate() {
+        let at = format!("{host_key}.registrars[{i}]");
         let run = host
             .get_registrar(name)
             .ok_or_else(|| Error::HostKeyUnknown {
@@ -662,15 +670,16 @@ pub(crate) fn check_config_as(
             name: name.to_owned(),
             known: owned(known),
         };
-    for (i, name) in config.tools.python.functions.iter().enumerate() {
+    let host_key = config.tools.host_key();
+    for (i, name) in config.tools.host.functions.iter().enumerate() {
         if host.get_function(name).is_none() {
-            let key = format!("tools.python.functions[{i}]");
+            let key = format!("{host_key}.functions[{i}]");
             problems.push(unknown(key, "function", name, host.function_keys()));
         }
     }
-    for (i, name) in config.tools.python.registrars.iter().enumerate() {
+    for (i, name) in config.tools.host.registrars.iter().enumerate() {
         if host.get_registrar(name).is_none() {
-            let key = format!("tools.python.registrars[{i}]");
+            let key = format!("{host_key}.registrars[{i}]");
             problems.push(unknown(key, "registrar", name, host.registrar_keys()));
         }
     }

@@ -5,7 +5,7 @@
 //! workspace: .                     # relative to this file's folder (default: the folder)
 //! tools:
 //!   builtin: [exec.command, web.search]
-//!   python: {functions: ["app.tools:read_config"], registrars: ["app.tools:register"]}
+//!   host: {functions: ["app.tools:read_config"], registrars: ["app.tools:register"]}
 //!   subagent: agents.yaml          # relative to this file's folder
 //! mcp: {path: mcp.json, overrides: {docs: {required: false}}}
 //! command: {mode: native, timeout_seconds: 60}
@@ -222,8 +222,17 @@ impl Default for AgentConfig {
 pub struct ToolsConfig {
     /// Built-in tools by YAML key.
     pub builtin: Vec<BuiltinKey>,
-    /// Host-registered functions and registrars (the seed's Python tools).
-    pub python: HostToolsConfig,
+    /// Rust tools the host registered on a [`HostRegistry`](crate::HostRegistry), by
+    /// key (`tools.host`; the seed's Python tools).
+    pub host: HostToolsConfig,
+    /// `tools.python`, the seed's name for `tools.host`, still read: loading moves it
+    /// into `host` and [`ToolsConfig::host_key`] reports the spelling (assembly errors
+    /// name it, `iris check` notes it).
+    #[serde(rename = "python", skip_serializing)]
+    python_alias: Option<HostToolsConfig>,
+    /// Whether the YAML spelled `tools.host` as `tools.python`.
+    #[serde(skip)]
+    spelled_python: bool,
     /// The subagent catalog file, relative to the YAML file's folder.
     pub subagent: Option<PathBuf>,
     /// Built-in or host-function tools (by tool name, e.g. `exec_command`) whose calls
@@ -232,6 +241,27 @@ pub struct ToolsConfig {
     pub background: Vec<String>,
     /// `run_tool_script` settings (code mode).
     pub script: ScriptToolsConfig,
+}
+
+impl ToolsConfig {
+    /// The YAML key the host tools were given under: `tools.host`, or the alias
+    /// `tools.python` when the YAML spelled it so.
+    pub fn host_key(&self) -> &'static str {
+        if self.spelled_python {
+            "tools.python"
+        } else {
+            "tools.host"
+        }
+    }
+
+    /// `tools.python` moved into `host` (both lists kept, `host`'s first).
+    fn fold_alias(&mut self) {
+        if let Some(alias) = self.python_alias.take() {
+            self.spelled_python = true;
+            self.host.functions.extend(alias.functions);
+            self.host.registrars.extend(alias.registrars);
+        }
+    }
 }
 
 /// `tools.script`: which tools a `run_tool_script` program may call besides the
@@ -245,7 +275,8 @@ pub struct ScriptToolsConfig {
     pub callable: Vec<String>,
 }
 
-/// `tools.python`: keys of functions and registrars the host registered on a
+/// `tools.host` (alias `tools.python`): keys of functions and registrars the host
+/// registered on a
 /// [`HostRegistry`](crate::HostRegistry).
 ///
 /// Rust cannot import `module:function` strings, so the host registers each tool or
@@ -552,7 +583,8 @@ impl AgentConfig {
             check_env_nesting(&file)?;
             figment = figment.merge(env_provider());
         }
-        let config: AgentConfig = figment.extract().map_err(|e| figment_error(&file, e))?;
+        let mut config: AgentConfig = figment.extract().map_err(|e| figment_error(&file, e))?;
+        config.tools.fold_alias();
         let folder = absolute
             .parent()
             .map(Path::to_path_buf)

@@ -119,7 +119,7 @@ pub enum Error {
         registered(known)
     )]
     HostKeyUnknown {
-        /// The YAML key path, e.g. `tools.python.functions[0]`.
+        /// The YAML key path, e.g. `tools.host.functions[0]`.
         key: String,
         /// `function`, `registrar`, `middleware factory` or `hook factory`.
         kind: &'static str,

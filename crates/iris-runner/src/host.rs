@@ -2,7 +2,7 @@
 //!
 //! The Python seed imports `module:function` strings. Rust cannot, so the host
 //! registers each tool, registrar, middleware factory and hook factory under such a key
-//! and the YAML (`tools.python.functions`, `tools.python.registrars`,
+//! and the YAML (`tools.host.functions`, `tools.host.registrars`,
 //! `middleware.tools[].factory`, `hooks[].handler.factory`) refers to it.
 
 use std::collections::BTreeMap;
@@ -16,9 +16,9 @@ use iris_hooks::{HookError, HookHandler};
 use iris_tools_core::{Tool, ToolRegistry};
 use serde_json::Value;
 
-/// Builds one tool for `tools.python.functions`.
+/// Builds one tool for `tools.host.functions`.
 pub type FunctionFactory = dyn Fn() -> Arc<dyn Tool> + Send + Sync;
-/// Registers any number of tools for `tools.python.registrars`.
+/// Registers any number of tools for `tools.host.registrars`.
 pub type Registrar = dyn Fn(&ToolRegistry) -> Result<(), String> + Send + Sync;
 /// Builds a middleware from its YAML options for `middleware.tools`.
 pub type MiddlewareFactory =
@@ -69,7 +69,7 @@ impl HostRegistry {
         Self::default()
     }
 
-    /// Registers a tool under `key` for `tools.python.functions`.
+    /// Registers a tool under `key` for `tools.host.functions`.
     #[must_use]
     pub fn function(
         mut self,
@@ -80,7 +80,7 @@ impl HostRegistry {
         self
     }
 
-    /// Registers a registrar under `key` for `tools.python.registrars`.
+    /// Registers a registrar under `key` for `tools.host.registrars`.
     #[must_use]
     pub fn registrar(
         mut self,

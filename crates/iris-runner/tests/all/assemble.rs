@@ -486,3 +486,28 @@ async fn unknown_script_callable_names_are_noted() {
     );
     env.close().await.unwrap();
 }
+
+/// Rust host tools are `tools.host`; the seed's `tools.python` is still read, with a
+/// note (which `iris check` prints), and errors name the key as the YAML spelled it.
+#[tokio::test]
+async fn tools_host_is_the_name_and_tools_python_an_alias_with_a_note() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    for (key, noted) in [("host", false), ("python", true)] {
+        let fx = Fixture::new(
+            &format!("tools:\n  {key}:\n    functions: [app.tools:greet]\n"),
+            &[],
+        );
+        let env = build(&fx, &host(&calls)).await.unwrap();
+        assert_eq!(env.registry.names(), ["greet_user"], "{key}");
+        let note = env.notes.iter().any(|n| n.starts_with("tools.python: "));
+        assert_eq!(note, noted, "{key}: {:?}", env.notes);
+        env.close().await.unwrap();
+        let fx = Fixture::new(&format!("tools:\n  {key}:\n    functions: [x:y]\n"), &[]);
+        let err = build(&fx, &host(&calls)).await.unwrap_err();
+        assert!(
+            err.to_string()
+                .contains(&format!("`tools.{key}.functions[0]`")),
+            "{err}"
+        );
+    }
+}
