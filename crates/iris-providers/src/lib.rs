@@ -5,6 +5,7 @@ pub mod anthropic;
 mod assembly;
 pub mod chat;
 mod client;
+pub mod connect;
 pub mod error;
 pub mod gemini;
 mod http;

@@ -32,8 +32,8 @@ use std::time::Duration;
 
 use iris_providers::scripted::{Script, ScriptTurn};
 use iris_providers::{
-    CompletionProvider, ProviderError, ScriptedProvider, Strict, anthropic, gemini, openai_chat,
-    openai_responses,
+    CompletionProvider, Provider, ProviderError, ScriptedProvider, Strict,
+    connect::{HttpOptions, connect},
 };
 use serde::{Deserialize, Serialize};
 
@@ -301,7 +301,13 @@ impl ModelConfig {
                 }
             },
         };
-        let timeout = self.timeout_seconds.map(Duration::from_secs_f64);
+        let mut options = HttpOptions::new(key);
+        if let Some(url) = &self.base_url {
+            options = options.base_url(url);
+        }
+        if let Some(seconds) = self.timeout_seconds {
+            options = options.timeout(Duration::from_secs_f64(seconds));
+        }
         let client: Arc<dyn CompletionProvider> = match self.provider {
             ProviderKind::Scripted => {
                 let script = match &self.script {
@@ -317,46 +323,10 @@ impl ModelConfig {
                 };
                 return Ok(ProviderSource::Script(Arc::new(script)));
             }
-            ProviderKind::OpenAi => {
-                let mut c = openai_chat::Client::new(key);
-                if let Some(url) = &self.base_url {
-                    c = c.with_base_url(url)?;
-                }
-                if let Some(t) = timeout {
-                    c = c.with_timeout(t)?;
-                }
-                Arc::new(c)
-            }
-            ProviderKind::OpenAiResponses => {
-                let mut c = openai_responses::Client::new(key);
-                if let Some(url) = &self.base_url {
-                    c = c.with_base_url(url)?;
-                }
-                if let Some(t) = timeout {
-                    c = c.with_timeout(t)?;
-                }
-                Arc::new(c)
-            }
-            ProviderKind::Anthropic => {
-                let mut c = anthropic::Client::new(key);
-                if let Some(url) = &self.base_url {
-                    c = c.with_base_url(url)?;
-                }
-                if let Some(t) = timeout {
-                    c = c.with_timeout(t)?;
-                }
-                Arc::new(c)
-            }
-            ProviderKind::Gemini => {
-                let mut c = gemini::Client::new(key);
-                if let Some(url) = &self.base_url {
-                    c = c.with_base_url(url)?;
-                }
-                if let Some(t) = timeout {
-                    c = c.with_timeout(t)?;
-                }
-                Arc::new(c)
-            }
+            ProviderKind::OpenAi => connect(Provider::OpenAiChat, &options)?,
+            ProviderKind::OpenAiResponses => connect(Provider::OpenAiResponses, &options)?,
+            ProviderKind::Anthropic => connect(Provider::AnthropicMessages, &options)?,
+            ProviderKind::Gemini => connect(Provider::Gemini, &options)?,
         };
         Ok(ProviderSource::Shared(client))
     }
