@@ -1,7 +1,9 @@
 //! Benchmarks of the command layer (run with `cargo bench -p iris-command --bench command`):
 //!
-//! - per-call overhead: the `exec_command` tool running `true` natively vs spawning
-//!   `sh -c true` directly with tokio;
+//! - per-call overhead: the `exec_command` tool running `true` natively in the default
+//!   command sandbox (through the `iris-sandbox` helper: build it first with
+//!   `cargo build --release -p iris-sandbox`), the same with the sandbox off, and
+//!   spawning `sh -c true` directly with tokio;
 //! - Docker: one `CommandService::execute("true")` (bollard: create exec, wrapper,
 //!   attach, inspect) vs the `docker exec <container> /bin/sh -c true` CLI on the same
 //!   container;
@@ -63,11 +65,19 @@ fn env(config: CommandConfig) -> Env {
 }
 
 static NATIVE: OnceLock<Env> = OnceLock::new();
+static UNSANDBOXED: OnceLock<Env> = OnceLock::new();
 static DOCKER: OnceLock<Env> = OnceLock::new();
 
 /// The native service (created outside any `block_on`: preparing blocks on the runtime).
 fn native_env() -> &'static Env {
     NATIVE.get_or_init(|| env(CommandConfig::native()))
+}
+
+/// The native service with the command sandbox off.
+fn unsandboxed_env() -> &'static Env {
+    UNSANDBOXED.get_or_init(|| {
+        env(CommandConfig::native().with_sandbox(iris_command::SandboxPolicy::off()))
+    })
 }
 
 /// The Docker service and its container.
@@ -82,6 +92,21 @@ mod per_call {
     #[divan::bench]
     fn exec_command_true() {
         let env = native_env();
+        let tool = ExecCommandTool::new(CommandBinding::owned(env.service.clone()));
+        let ctx = ToolExecutionContext::new(env.workspace.path());
+        RUNTIME.block_on(async {
+            let result = tool
+                .run(ToolInput::new(json!({"command": "true"})), &ctx)
+                .await;
+            assert!(!result.is_error());
+        });
+    }
+
+    /// The same tool path with the command sandbox off (no helper, no namespaces, no
+    /// temp folder).
+    #[divan::bench]
+    fn exec_command_true_unsandboxed() {
+        let env = unsandboxed_env();
         let tool = ExecCommandTool::new(CommandBinding::owned(env.service.clone()));
         let ctx = ToolExecutionContext::new(env.workspace.path());
         RUNTIME.block_on(async {
