@@ -171,6 +171,7 @@ impl NativeBackend {
         let home = self.home.clone();
         let checked = iris_executor::blocking::run_blocking_io(move || {
             let helper = iris_sandbox::locate_helper(settings.helper.as_deref())?;
+            CallTemp::sweep_stale();
             if policy.filesystem != iris_sandbox::FilesystemAccess::Off {
                 // `.iris` exists before any command runs, so it is mounted read-only
                 // from the first call on: a command cannot plant Iris state.
@@ -506,6 +507,27 @@ impl CallTemp {
 
     fn path(&self) -> &Path {
         self.0.as_deref().unwrap_or(Path::new("/nonexistent"))
+    }
+
+    /// Removes the temp folders of hosts that died before they could (their names
+    /// carry the host's pid): a host killed mid-call cannot clean up after itself.
+    fn sweep_stale() {
+        let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let pid = name
+                .to_str()
+                .and_then(|n| n.strip_prefix("iris-call-"))
+                .and_then(|rest| rest.split('-').next())
+                .and_then(|pid| pid.parse::<u32>().ok());
+            if let Some(pid) = pid
+                && !Path::new(&format!("/proc/{pid}")).exists()
+            {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
     }
 
     /// Removes the folder (blocking).

@@ -325,7 +325,14 @@ async fn results_state_the_sandbox_and_hooks_run_outside_it() {
         iris_sandbox::DEFAULT_PROTECTED,
         iris_executor::workspace::DEFAULT_PROTECTED
     );
+    // The temp folder of a host that died mid-call is swept by the next prepare.
+    let mut dead = std::process::Command::new("true").spawn().unwrap();
+    let dead_pid = dead.id();
+    dead.wait().unwrap();
+    let stale = std::env::temp_dir().join(format!("iris-call-{dead_pid}-1-0"));
+    std::fs::create_dir_all(&stale).unwrap();
     let lab = Lab::new(NetworkAccess::Off).await;
+    assert!(!stale.exists(), "{stale:?} was not swept");
     let out = lab.run(".", "true").await;
     let data = iris_command::outcome_result(&out).data;
     let sandbox = &data["sandbox"];
