@@ -107,13 +107,17 @@ pub(crate) fn save(path: &Path, state: &ReadState) -> Result<(), Failure> {
         )
     };
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| {
-            Failure::new(
-                3,
-                codes::IO_ERROR,
-                format!("cannot create {}: {e}", dir.display()),
-            )
-        })?;
+        // Session files live in `<workspace>/.iris/sessions/`: that folder is made with
+        // its ignore file first.
+        let made = iris_executor::state_dir::create_for(dir).map(|_| ());
+        made.and_then(|()| std::fs::create_dir_all(dir))
+            .map_err(|e| {
+                Failure::new(
+                    3,
+                    codes::IO_ERROR,
+                    format!("cannot create {}: {e}", dir.display()),
+                )
+            })?;
     }
     let mut json = serde_json::to_vec_pretty(&state.snapshot()).unwrap_or_default();
     json.push(b'\n');

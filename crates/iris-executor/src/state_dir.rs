@@ -107,6 +107,36 @@ pub fn create_at(workspace: &Path) -> io::Result<PathBuf> {
     Ok(dir)
 }
 
+/// Makes the state folder that `path` lies in, if any: when some ancestor of `path`
+/// (or `path` itself) is named [`STATE_DIR`], [`create_at`] its parent, so a host that
+/// creates `<workspace>/.iris/runs/…` with `create_dir_all` afterwards still gets the
+/// ignore file. A path outside any `.iris/` folder is left alone. Returns whether a
+/// state folder was found.
+///
+/// ```
+/// use iris_executor::state_dir;
+///
+/// let ws = tempfile::tempdir()?;
+/// assert!(state_dir::create_for(&ws.path().join(".iris/sessions/a.json"))?);
+/// assert!(ws.path().join(".iris/.gitignore").is_file());
+/// assert!(!state_dir::create_for(&ws.path().join("other/runs.db"))?);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// What [`create_at`] reports.
+pub fn create_for(path: &Path) -> io::Result<bool> {
+    for ancestor in path.ancestors() {
+        if ancestor.file_name() == Some(OsStr::new(STATE_DIR)) {
+            if let Some(workspace) = ancestor.parent() {
+                create_at(workspace)?;
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
+}
+
 /// The error code a concurrent creator's ignore file produces (see [`create_new`]).
 const EXISTS: &str = "STATE_IGNORE_EXISTS";
 

@@ -63,12 +63,14 @@ pub(crate) struct SocketPath {
 impl SocketPath {
     pub(crate) fn new(workspace: &Path) -> Result<Self, ToolErrorInfo> {
         let dir = workspace.join(".iris").join("script");
-        std::fs::create_dir_all(&dir).map_err(|e| {
-            ToolErrorInfo::new(
-                codes::SCRIPT_CHANNEL_UNAVAILABLE,
-                format!("cannot create the script channel directory: {e}"),
-            )
-        })?;
+        iris_executor::state_dir::create_at(workspace)
+            .and_then(|_| std::fs::create_dir_all(&dir))
+            .map_err(|e| {
+                ToolErrorInfo::new(
+                    codes::SCRIPT_CHANNEL_UNAVAILABLE,
+                    format!("cannot create the script channel directory: {e}"),
+                )
+            })?;
         let name: String = random_hex().chars().take(16).collect();
         let path = dir.join(format!("{name}.sock"));
         let len = path.as_os_str().len();

@@ -648,6 +648,11 @@ fn calls_of_one_session_share_read_observations() {
     let observations: Value =
         serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
     assert_eq!(observations.as_array().unwrap().len(), 1, "{observations}");
+    // The session files hold what the model read: their folder is ignored by git.
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join(".iris/.gitignore")).unwrap(),
+        "*\n"
+    );
 
     let other = at(
         dir.path(),

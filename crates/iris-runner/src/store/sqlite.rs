@@ -94,6 +94,11 @@ impl SqliteRunStore {
         let opened = path.clone();
         let conn = tokio::task::spawn_blocking(move || -> StoreResult<Connection> {
             if let Some(folder) = opened.parent() {
+                // A store inside `<workspace>/.iris/` makes that folder with its
+                // ignore file first: the database holds whole conversations.
+                iris_executor::state_dir::create_for(folder).map_err(|e| {
+                    StoreError::failed(format!("cannot create {}: {e}", folder.display()))
+                })?;
                 std::fs::create_dir_all(folder).map_err(|e| {
                     StoreError::failed(format!("cannot create {}: {e}", folder.display()))
                 })?;

@@ -1054,3 +1054,22 @@ async fn postgres_urls_that_cannot_be_used_safely_are_refused_before_connecting(
         assert!(!err.to_string().contains("hunter2"), "{err}");
     }
 }
+
+/// A SQLite store in `<workspace>/.iris/` makes that folder with its `.gitignore`
+/// (`*`): the database holds whole conversations. A store elsewhere adds no ignore file.
+#[tokio::test]
+async fn a_store_in_the_state_folder_is_ignored_by_git() {
+    let ws = tempfile::tempdir().unwrap();
+    SqliteRunStore::open(ws.path().join(".iris/runs.db"))
+        .await
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join(".iris/.gitignore")).unwrap(),
+        "*\n"
+    );
+    let elsewhere = tempfile::tempdir().unwrap();
+    SqliteRunStore::open(elsewhere.path().join("db/runs.db"))
+        .await
+        .unwrap();
+    assert!(!elsewhere.path().join("db/.gitignore").exists());
+}
