@@ -65,7 +65,7 @@ pub struct DecisionToolsConfig {
     pub discovery: bool,
 }
 
-/// The `memory` junctions of a [`DecisionConfig`]: the seed's key, accepted so that a
+/// The `memory` junctions of a [`DecisionConfig`]: the Python reference's key, accepted so that a
 /// config written for it gets a clear refusal rather than an unknown-field error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]

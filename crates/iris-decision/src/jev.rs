@@ -91,7 +91,7 @@ impl std::fmt::Debug for ApiKey {
 ///
 /// Dropping the client releases the same resources as closing it; `close` is for a
 /// client shared behind an `Arc` (it reaches every holder) and for ending calls in
-/// flight — Rust's counterpart of the seed's async context manager.
+/// flight — Rust's counterpart of the Python reference's async context manager.
 ///
 /// The key is sent as `Authorization: Bearer …`; it never appears in `Debug`, in
 /// `Display`, or in errors (service texts are redacted). Plain `http://` is accepted

@@ -75,7 +75,7 @@ mod trivial {
         bencher.bench_local(|| RUNTIME.block_on(executor.execute_one(&call, &ctx, None)));
     }
 
-    /// The full path with the seed's default policy and a circuit breaker.
+    /// The full path with the default permission policy and a circuit breaker.
     #[divan::bench]
     fn execute_one_with_policy_and_breaker(bencher: Bencher) {
         let registry = ToolRegistry::new();

@@ -96,7 +96,7 @@ pub struct ToolArtifactStore {
 }
 
 impl ToolArtifactStore {
-    /// A store writing under `root`, with the seed's preview defaults.
+    /// A store writing under `root`, with the default preview sizes.
     pub fn new(root: impl Into<PathBuf>) -> Self {
         Self {
             root: root.into(),

@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use iris_tools_core::{ToolErrorInfo, codes};
 
-/// The seed's default cap (seed 004: one minute unless overridden), used when no other bound is set.
+/// The default cap (one minute unless overridden), used when no other bound is set.
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// One heartbeat of a call whose body is still running (seed 004: "running name=…
+/// One heartbeat of a call whose body is still running ("running name=…
 /// elapsed=…", every 30 s by default), as a [`HeartbeatListener`] receives it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Heartbeat {
@@ -55,7 +55,7 @@ impl std::fmt::Debug for HeartbeatListener {
     }
 }
 
-/// How often a running body reports a heartbeat (seed 004: every 30 s).
+/// How often a running body reports a heartbeat (every 30 s).
 pub const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(30);
 
 /// Extra time the executor grants a [`iris_tools_core::ToolTimeoutOwner::Tool`] body past its
@@ -76,7 +76,7 @@ pub const TOOL_OWNED_DEADLINE_GRACE: Duration = Duration::from_secs(30);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum DeadlineBound {
-    /// The seed's 60 s default ([`DEFAULT_TOOL_TIMEOUT`]): nothing else was set.
+    /// The 60 s default ([`DEFAULT_TOOL_TIMEOUT`]): nothing else was set.
     Default,
     /// The executor's runtime cap, set with [`crate::ToolExecutor::with_default_timeout`].
     Runtime,
@@ -115,10 +115,10 @@ impl fmt::Display for DeadlineBound {
 
 /// The effective deadline of one call and the bound that won.
 ///
-/// Rules (seed 004 on behaviour, SPEC §2 on shape): the deadline is the minimum of the
+/// Rules (SPEC §2 on shape): the deadline is the minimum of the
 /// bounds that are set — the executor's runtime cap, the tool's own `timeout` and the
-/// context's `tool_timeout`. A tool's `timeout` *overrides* the seed's 60 s
-/// default rather than being capped by it (seed 004: `run_command` = 60 minutes), so
+/// context's `tool_timeout`. A tool's `timeout` *overrides* the 60 s
+/// default rather than being capped by it (`run_command` has 60 minutes), so
 /// the 60 s default applies only when none of the three is set. On a tie the bound
 /// listed first (runtime, tool, context) is reported.
 ///

@@ -33,7 +33,7 @@ pub const TRACING_TARGET: &str = "iris::executor";
 /// # The path of one call
 ///
 /// Every tool — a `#[tool]` fn, a built-in, an MCP tool — travels the same stages in
-/// this fixed order (seed 000, "Hook and Middleware"; seed 003):
+/// this fixed order:
 ///
 /// 1. **lookup** by name or alias (`TOOL_NOT_FOUND`);
 /// 2. **layers** ([`ToolExecutor::with_layer`]): crate-contributed middleware that sees
@@ -138,7 +138,7 @@ impl std::fmt::Debug for ToolExecutor {
 
 impl ToolExecutor {
     /// An executor over a registry, with no permission policy (every call is
-    /// allowed), no layers or middleware, no circuit breaker, no hooks, the seed's 60 s
+    /// allowed), no layers or middleware, no circuit breaker, no hooks, the 60 s
     /// default deadline and a 30 s heartbeat.
     pub fn new(registry: ToolRegistry) -> Self {
         Self {
@@ -167,7 +167,7 @@ impl ToolExecutor {
         self.with(|i| i.permission = Some(Arc::new(policy)))
     }
 
-    /// Appends a middleware to the seed's slot: after the `tool.before` hooks, around
+    /// Appends a middleware to the middleware slot: after the `tool.before` hooks, around
     /// the body. The first one added is the outermost.
     #[must_use]
     pub fn with_middleware(self, middleware: impl ToolMiddleware + 'static) -> Self {
@@ -183,7 +183,7 @@ impl ToolExecutor {
         self.with(|i| i.layers.push(Arc::new(layer)))
     }
 
-    /// Sets the circuit breaker (none by default, as in the seed).
+    /// Sets the circuit breaker (none by default).
     #[must_use]
     pub fn with_circuit_breaker(self, breaker: CircuitBreaker) -> Self {
         self.with(|i| i.breaker = Some(Arc::new(breaker)))
@@ -197,9 +197,9 @@ impl ToolExecutor {
 
     /// Sets the runtime cap on every call's deadline.
     ///
-    /// Without it, the seed's 60 s default applies only to calls for which neither the
-    /// tool nor the context sets a deadline (a tool's `timeout` overrides the default,
-    /// seed 004). With it, the cap takes part in the minimum for every call. See
+    /// Without it, the 60 s default applies only to calls for which neither the
+    /// tool nor the context sets a deadline (a tool's `timeout` overrides the default).
+    /// With it, the cap takes part in the minimum for every call. See
     /// [`Deadline::resolve`].
     #[must_use]
     pub fn with_default_timeout(self, timeout: Duration) -> Self {
@@ -241,8 +241,8 @@ impl ToolExecutor {
     /// A call may join a parallel window when its tool is read-only and
     /// concurrency-safe; adjacent such calls form one window. Every other call —
     /// including a call to an unknown tool — is a barrier of its own. The context is
-    /// accepted for parity with the seed's `prepare_many(tool_uses, context)`; today
-    /// the plan depends only on the tools.
+    /// accepted for parity with the Python reference's
+    /// `prepare_many(tool_uses, context)`; today the plan depends only on the tools.
     pub fn prepare_many(
         &self,
         tool_uses: &[ToolUse],
@@ -471,7 +471,7 @@ impl ToolExecutor {
                 Some(Ok(BeforeOutcome::Cancelled)) => {
                     return ToolOutput::error(cancelled("while its hooks ran"));
                 }
-                // Seed 000: an ordinary before-hook failure denies the call.
+                // An ordinary before-hook failure denies the call.
                 Some(Err(p)) => {
                     return ToolOutput::error(
                         ToolErrorInfo::new(
@@ -516,7 +516,7 @@ impl ToolExecutor {
             match cancel.race(after).await {
                 None => return ToolOutput::error(cancelled("while it was running")),
                 Some(Ok(feedback)) => output.hook_feedback.extend(feedback),
-                // Seed 000: failures of other hook events are logged and the run goes on.
+                // Failures of other hook events are logged and the run goes on.
                 Some(Err(p)) => tracing::warn!(
                     target: TRACING_TARGET,
                     tool = name,

@@ -8,7 +8,7 @@
 //!   they see the raw arguments before validation and the final output before the
 //!   artifact stage. Crates contribute them: the discovery layer refuses tools the
 //!   request did not load, the strict-null layer undoes a provider's strict-mode nulls.
-//! - **middleware** ([`crate::ToolExecutor::with_middleware`]) is the seed's
+//! - **middleware** ([`crate::ToolExecutor::with_middleware`]) is the
 //!   `ToolMiddleware` slot: after the `tool.before` hooks, around the body. Arguments
 //!   a middleware rewrites are validated and permission-checked again before the body
 //!   runs, so a middleware cannot smuggle a call past the policy.

@@ -1,4 +1,4 @@
-//! [`PermissionPolicy`] and the seed's [`DefaultPermissionPolicy`].
+//! [`PermissionPolicy`] and the default [`DefaultPermissionPolicy`].
 //!
 //! The executor asks a policy about every call after the input is validated and before
 //! any hook, middleware or body runs. The answer is a [`PermissionDecision`]: allow,
@@ -162,7 +162,7 @@ impl fmt::Display for ApprovalMode {
 /// Parameter names that hold a file or directory path, checked against the workspace.
 pub const PATH_PARAMETERS: [&str; 3] = ["file_path", "path", "cwd"];
 
-/// The seed's default policy.
+/// The default permission policy.
 ///
 /// Rules, in order; the first that applies decides:
 ///
@@ -214,7 +214,7 @@ pub struct DefaultPermissionPolicy {
 }
 
 impl DefaultPermissionPolicy {
-    /// The seed's defaults: `write_mode` and `execute_mode` both confirm.
+    /// The defaults: `write_mode` and `execute_mode` both confirm.
     pub fn new() -> Self {
         Self::default()
     }

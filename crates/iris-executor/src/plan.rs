@@ -42,7 +42,7 @@ impl ToolBatch {
 
 /// The execution plan of [`crate::ToolExecutor::execute_many`]: batches in call order.
 ///
-/// Seed 003 (concurrency only inside parallel windows): adjacent read-only, concurrency-safe calls
+/// Concurrency happens only inside parallel windows: adjacent read-only, concurrency-safe calls
 /// form one parallel window; anything else is an ordered barrier, so "read, write,
 /// read" keeps its order. `Display` renders a compact form for logs and tests.
 ///

@@ -4,7 +4,7 @@ use std::path::Path;
 
 /// The MIME type of a PNG, JPEG or WebP image, judged by its first bytes.
 ///
-/// Only these three formats are imported as image content (seed 000); the bytes
+/// Only these three formats are imported as image content; the bytes
 /// decide, not the file name, so a mislabelled file is still handled correctly.
 pub(crate) fn sniff_image(bytes: &[u8]) -> Option<&'static str> {
     if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {

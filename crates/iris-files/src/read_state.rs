@@ -1,6 +1,6 @@
 //! Read observations: what a session has read, so edits can prove the file is unchanged.
 //!
-//! Seed 003 gives the file service (not the run state) the read-before-edit duty: an
+//! The file service has (not the run state) the read-before-edit duty: an
 //! edit or overwrite of an existing file is allowed only when this session's last
 //! observation of the file still matches the bytes on disk.
 

@@ -12,10 +12,10 @@
 //!     handler: {type: factory, factory: "audit:make", options: {level: info}}
 //! ```
 //!
-//! Rust cannot import a module by name the way the Python seed's
+//! Rust cannot import a module by name the way the Python reference's
 //! `{type: python, factory: "module:factory"}` does, so the host registers factories in
 //! a [`HookFactoryRegistry`] under any string key (`module:factory` style keeps YAML
-//! written for the seed working) and `type: python` is accepted as an alias of
+//! written for the Python reference working) and `type: python` is accepted as an alias of
 //! `type: factory`.
 
 use std::collections::BTreeMap;

@@ -191,7 +191,7 @@ impl HookEvent {
         }
     }
 
-    /// The stable JSON wire format (the seed's `event_to_dict`): a flat object with
+    /// The stable JSON wire format (the Python reference's `event_to_dict`): a flat object with
     /// `version`, `event`, the common fields and the event's fields. See
     /// the "Wire format (version 1)" section of `docs/hooks.md`.
     pub fn to_json(&self) -> Value {

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{HookError, HookErrorKind};
 use crate::event::{HookEvent, HookEventKind};
 
-/// Default hook deadline in seconds (seed 000).
+/// Default hook deadline in seconds.
 pub const DEFAULT_HOOK_TIMEOUT_SECONDS: f64 = 10.0;
 
 /// The longest hook deadline in seconds (about 31 years): any longer value is a mistake,

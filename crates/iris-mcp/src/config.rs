@@ -1,4 +1,4 @@
-//! Loading MCP config files: JSON, JSONC and TOML, every field of seed 000's table.
+//! Loading MCP config files: JSON, JSONC and TOML, every field of the MCP server table (docs/configuration.md).
 //!
 //! The file's root holds exactly one server mapping under `mcpServers` (Claude, Cursor),
 //! `servers` (VS Code) or `mcp_servers` (codex TOML). Other root keys (VS Code's

@@ -1,6 +1,6 @@
 //! Model-facing names of MCP tools: `mcp__<server>__<tool>`.
 //!
-//! Rules (seed 000 "MCP"):
+//! Rules:
 //! - characters outside `[A-Za-z0-9_]` are replaced by `_` (one per character, so a
 //!   unicode name keeps its length);
 //! - a name that needed a replacement, or is longer than 64 characters, gets a stable

@@ -1,7 +1,7 @@
 //! Skill discovery: [`resolve_skills_root`], [`discover_skills`] and their options and
 //! result.
 //!
-//! The scan rules, from the seed: each root is relative to the workspace; only its
+//! The scan rules: each root is relative to the workspace; only its
 //! direct children are candidate skills (nothing deeper is searched); a candidate's
 //! directory name is lower kebab-case and holds a `SKILL.md` whose frontmatter has a
 //! non-empty `description`. Hidden entries (names starting with `.`) and plain files
@@ -30,7 +30,7 @@ pub const DEFAULT_MAX_DESCRIPTION_CHARS: usize = 1024;
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum SkillScope {
-    /// A root inside the project workspace (the only scope the seed defines).
+    /// A root inside the project workspace (the only scope defined).
     Project,
 }
 

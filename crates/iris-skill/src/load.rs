@@ -176,7 +176,7 @@ impl SkillTools {
     }
 }
 
-// The tool. The doc comment is the model-facing description (seed 004: What / When /
+// The tool. The doc comment is the model-facing description (What / When /
 // Precondition, one line each). The method stays private; the tool is public.
 #[tools(vis = "pub", map_definition = "Self::finish_definition")]
 impl SkillTools {

@@ -10,7 +10,7 @@ use crate::metadata::SkillMetadata;
 
 /// The skills of one discovery, by name, with the diagnostics that came with them.
 ///
-/// Build it from a [`SkillDiscoveryResult`] (the seed's `SkillRegistry(result)`).
+/// Build it from a [`SkillDiscoveryResult`].
 /// Iteration and [`SkillRegistry::names`] are sorted by name, so everything built
 /// from a registry is stable.
 ///

@@ -72,10 +72,11 @@ pub enum PreviewMode {
 
 /// Whether an old result may be reduced to a preview in a run's context view.
 ///
-/// Read by the run loop's context view (seed 000 `context_retention`): with
+/// Read by the run loop's context view: with
 /// `context_policy.retention` set (`iris_runner::context::RetentionConfig`), old
 /// [`ContextRetention::Observation`] results are sent as previews while the store
-/// keeps the full record; see `docs/seed-coverage.md`.
+/// keeps the full record; see the `context_retention` row of
+/// `docs/seed-coverage.md`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ContextRetention {
@@ -144,14 +145,15 @@ pub struct ToolDefinition {
     /// Free-form metadata (tags, version, examples, MCP identity, …).
     #[serde(default)]
     pub metadata: Map<String, Value>,
-    /// Per-tool deadline cap (seed 004); `None` means the runtime default.
+    /// Per-tool deadline cap: it replaces the runtime's 60 s default rather than being
+    /// capped by it; `None` means the runtime default.
     #[serde(default, with = "opt_duration_secs")]
     pub timeout: Option<Duration>,
     /// Internal tool, hidden from normal listings and search unless asked for.
     #[serde(default)]
     pub system_use: bool,
     /// The default permission policy runs this tool without asking although it
-    /// declares `network` or `agent` (seed 000: built-in web, tool discovery, memory
+    /// declares `network` or `agent` (as the built-in web, tool discovery, memory
     /// search and subagent tools). Ignored when `write`, `execute` or `mcp` is
     /// declared. Set only by Rust code: it is never read from serialized data, so a
     /// definition that arrives as JSON (an MCP server's catalog) cannot claim it.
@@ -164,7 +166,7 @@ pub struct ToolDefinition {
     /// code, like [`auto_allow`](Self::auto_allow): never read from serialized data.
     #[serde(skip)]
     pub idempotent: bool,
-    /// Seed 004 `Background`: the run loop does not wait for the result. A call
+    /// A background tool: the run loop does not wait for the result. A call
     /// answers at once with a receipt (`task_id`, `status: running`); the result
     /// reaches the conversation on a later turn, and a run does not complete while
     /// such calls are outstanding (unless the agent YAML's `background_calls` says
@@ -263,7 +265,7 @@ fn printable(text: &str) -> String {
 }
 
 impl ToolDefinition {
-    /// A definition with the required fields and every default from the seed.
+    /// A definition with the required fields and every documented default.
     pub fn new(
         name: impl Into<String>,
         description: impl Into<String>,

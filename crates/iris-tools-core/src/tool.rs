@@ -1,4 +1,4 @@
-//! The [`Tool`] trait (the seed's `BaseTool`), its validated [`ToolInput`], and the
+//! The [`Tool`] trait, its validated [`ToolInput`], and the
 //! model's [`ToolUse`] request.
 
 use std::any::Any;

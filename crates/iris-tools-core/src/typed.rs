@@ -1,10 +1,10 @@
-//! Typed tools: the seed's `input_model` (a builder) and `schema_for_input`.
+//! Typed tools: an explicit input type (a builder) and `schema_for_input`.
 //!
 //! A typed tool parses the model's JSON into a Rust type before its body runs, so the
 //! body never re-checks its arguments. Two front ends share one code path here:
 //!
 //! - [`TypedTool::builder`] makes a dynamic tool from a closure and an explicit input
-//!   type (the seed's `CallableTool(func, input_model=…)`);
+//!   type;
 //! - the `#[tool]` attribute (feature `macros`) generates an input type from a
 //!   function's parameters and uses the same machinery underneath.
 //!
@@ -59,8 +59,8 @@ use serde_json::{Map, Value};
 use crate::error::{Error, ToolErrorInfo, codes};
 use crate::result::{ContentBlock, ToolOutput};
 
-/// The JSON Schema of `T` as a tool input: what the seed calls
-/// `schema_from_pydantic_model`.
+/// The JSON Schema of `T` as a tool input (the Python reference's
+/// `schema_from_pydantic_model`).
 ///
 /// JSON Schema 2020-12 as schemars 1 generates it, with nested types as local `$defs`
 /// (`"$ref": "#/$defs/Name"`), and without the root `$schema` and `title` keywords,

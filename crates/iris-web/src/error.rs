@@ -16,7 +16,7 @@ pub mod codes {
     ///
     /// `details.secret` names the secret the host must supply (by default
     /// `IRIS_PROVIDER_API_KEYS__TAVILY`), so an agent can ask for it and retry: the
-    /// credential auto-heal flow of seed 004.
+    /// credential auto-heal flow (the `store_secret` tool).
     pub const WEB_AUTH_REQUIRED: &str = "WEB_AUTH_REQUIRED";
     /// Tavily answered HTTP 429; the call is retryable, after `details.retry_after_seconds`
     /// when the server said so.

@@ -33,7 +33,7 @@ pub(crate) fn integer_in(
     max: u32,
 ) -> Result<u32, ToolErrorInfo> {
     let range = || format!("`{field}` must be an integer from {min} to {max}");
-    // `as_i64` is `None` for floats, even integral ones such as 5.0: the seed asks for
+    // `as_i64` is `None` for floats, even integral ones such as 5.0: the input must be
     // a strict integer.
     let Some(n) = value.as_i64().or_else(|| value.as_u64().map(|_| i64::MAX)) else {
         let got = match value {

@@ -119,7 +119,7 @@ impl Web {
     }
 }
 
-// The tools. A method's doc comment is the model-facing description (seed 004: What /
+// The tools. A method's doc comment is the model-facing description (What /
 // When with alternatives / Precondition, one line each). The methods stay private;
 // the tools they become are public.
 #[tools(vis = "pub", map_definition = "Self::finish_definition")]

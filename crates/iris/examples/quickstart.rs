@@ -5,7 +5,7 @@
 //! tools with the scripted provider, whose turns are replayed from the YAML, and the
 //! workspace is an embedded example copied to a temporary directory.
 //!
-//! The task (seed 003, one read-and-edit task followed through): change the service's log
+//! The task (one read-and-edit task followed through): change the service's log
 //! level from DEBUG to INFO, then summarize the logs. Every event of the streamed run is
 //! printed: the model's turns and text, its tool calls (adjacent reads in one parallel
 //! window, everything else a barrier), the approvals the example's `ApprovalHandler`

@@ -39,7 +39,7 @@ fn effect_of(mode: ApprovalMode) -> Effect {
     }
 }
 
-/// The seed rule for an ordinary tool (not auto-allowed, capability-derived
+/// The default policy's rule for an ordinary tool (not auto-allowed, capability-derived
 /// read-only), written independently of the implementation:
 /// "execute is decided first; plain read-only is allowed automatically; pure
 /// read/write follows write_mode; everything else asks for confirmation".

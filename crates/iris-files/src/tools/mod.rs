@@ -63,7 +63,7 @@ pub mod keys {
     /// `file.publish` → `publish_artifact`.
     pub const FILE_PUBLISH: &str = "file.publish";
 
-    /// Every key with its model tool name, in the seed's order.
+    /// Every key with its model tool name, in catalog order.
     pub const ALL: [(&str, &str); 6] = [
         (FILE_READ, "read_file"),
         (FILE_LIST, "list_files"),
@@ -84,7 +84,7 @@ pub mod keys {
     }
 }
 
-// The tools. A method's doc comment is the model-facing description (seed 004: What /
+// The tools. A method's doc comment is the model-facing description (What /
 // When with alternatives / Precondition, one line each); `metadata(yaml_key = …)` repeats
 // the `keys` constants, which the definition tests check. The read-only tools keep
 // observation retention: their old results may be reduced to a preview, since they
@@ -390,7 +390,7 @@ pub fn builtin_tool(key: &str, service: &Arc<FileService>) -> Option<Arc<dyn Too
     Some(make(service))
 }
 
-/// All six file tools sharing `service` (and so its read observations), in the seed's
+/// All six file tools sharing `service` (and so its read observations), in catalog
 /// order: `service.tools()`.
 pub fn builtin_tools_with(service: &Arc<FileService>) -> Vec<Arc<dyn Tool>> {
     service.tools()

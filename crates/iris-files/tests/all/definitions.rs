@@ -1,4 +1,4 @@
-//! Definitions: names and keys, capabilities, description rules (seed 004) and
+//! Definitions: names and keys, capabilities, description rules and
 //! schema snapshots.
 
 use std::sync::Arc;
@@ -7,7 +7,7 @@ use iris_files::{FileService, builtin_tool, builtin_tools, keys};
 use iris_tools_core::{ContextRetention, ToolCapability, ToolRegistry};
 use serde_json::{Value, json};
 
-/// Seed 004: exactly three lines (What / When with alternatives / Precondition),
+/// A description is exactly three lines (What / When with alternatives / Precondition),
 /// 60–200 characters, English (ASCII) only.
 fn check_description(name: &str, description: &str) {
     let lines: Vec<&str> = description.lines().collect();
@@ -37,7 +37,7 @@ fn check_description(name: &str, description: &str) {
     );
 }
 
-/// Seed 004: optional fields declare a default; parameters are described, and
+/// Optional fields declare a default; parameters are described, and
 /// object/array/enum descriptions have at least 20 characters.
 fn check_schema(name: &str, schema: &Value) {
     assert_eq!(schema["type"], "object", "{name}");

@@ -1,4 +1,4 @@
-//! Read-before-edit (seed 003), `edit_file` matching and `write_file` semantics.
+//! Read-before-edit, `edit_file` matching and `write_file` semantics.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};

@@ -1,4 +1,4 @@
-//! The config matrix: every row of seed 000's MCP table in JSON, JSONC and TOML, every
+//! The config matrix: every row of the MCP server table in JSON, JSONC and TOML, every
 //! error (naming file, server and field), overrides, and prepare-time resolution.
 
 use std::collections::BTreeMap;

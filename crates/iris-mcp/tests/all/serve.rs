@@ -138,7 +138,7 @@ async fn an_unusable_approval_retry_has_a_stable_code() {
             }
         }))
         .unwrap();
-    // The seed's default policy: a write tool needs a human's approval.
+    // The default permission policy: a write tool needs a human's approval.
     let executor =
         ToolExecutor::new(registry).with_permission_policy(DefaultPermissionPolicy::new());
     let served = Served::start(executor).await;

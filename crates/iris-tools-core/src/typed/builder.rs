@@ -1,5 +1,5 @@
 //! [`TypedToolBuilder`] and [`TypedTool`]: a tool from an explicit input type and a
-//! closure (the seed's `CallableTool(func, input_model=…)`).
+//! closure.
 
 use std::collections::{BTreeSet, HashSet};
 use std::fmt;
@@ -20,7 +20,7 @@ use crate::error::{Error, Result, ToolErrorInfo};
 use crate::result::ToolOutput;
 use crate::tool::{BoxFuture, Tool, ToolInput, ToolTimeoutOwner};
 
-/// Collects a typed tool's settings: the seed's parameter table for
+/// Collects a typed tool's settings: the parameter table for
 /// `CallableTool`/`register_function`, in builder form. Finish with
 /// [`TypedToolBuilder::build`].
 #[derive(Debug, Clone)]
@@ -225,7 +225,7 @@ impl TypedToolBuilder {
         self
     }
 
-    /// Binds a host value to the input field `name` (the seed's `preset_kwargs`): the
+    /// Binds a host value to the input field `name` (the Python reference's `preset_kwargs`): the
     /// field disappears from the visible schema, the model may not set it, and every
     /// call receives this value. Checked against the field's schema in
     /// [`TypedToolBuilder::build`].
@@ -376,8 +376,7 @@ impl TypedToolBuilder {
     }
 }
 
-/// A tool with an explicit input type and a closure body: the seed's
-/// `CallableTool(func, input_model=…)`. Build one with [`TypedTool::builder`].
+/// A tool with an explicit input type and a closure body. Build one with [`TypedTool::builder`].
 ///
 /// The executor calls [`Tool::validate_input`] (the one typed parse into `I`, with the
 /// presets merged in: bad input is `INVALID_INPUT` before anything runs), then

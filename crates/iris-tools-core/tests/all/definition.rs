@@ -1,5 +1,5 @@
 //! Tests for the `definition` area: every `ToolDefinition` validation rule on both sides
-//! of its bound, the seed's defaults, serde round-trips, and the `ToolResult` model
+//! of its bound, the documented defaults, serde round-trips, and the `ToolResult` model
 //! projection (`model_blocks`, `model_content`, `to_msg`).
 // Tests report failures by panicking, so unwrap/expect are the clearest assertions here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -231,7 +231,7 @@ fn try_new_validates() {
 #[test]
 fn defaults_match_the_seed_table() {
     let def = base();
-    // Seed 000, ToolDefinition table.
+    // The documented ToolDefinition defaults.
     assert!(def.capabilities.is_empty());
     assert_eq!(def.group, "core");
     assert_eq!(DEFAULT_GROUP, "core");
@@ -244,7 +244,7 @@ fn defaults_match_the_seed_table() {
     assert_eq!(def.preview_mode, PreviewMode::Head);
     assert_eq!(def.context_retention, ContextRetention::Keep);
     assert!(def.metadata.is_empty());
-    // Beyond the seed (seed 004 flags): off by default.
+    // The background and auto-allow flags: off by default.
     assert_eq!(def.timeout, None);
     assert!(!def.system_use);
     assert!(!def.auto_allow);
@@ -378,7 +378,7 @@ fn spec_projection() {
     assert_eq!(spec.input_schema, json!({"type": "object"}));
 }
 
-/// `ToolResult`'s model projection (seed 000, calls, results and permission).
+/// `ToolResult`'s model projection (what the model sees of a call's result).
 mod result {
     use iris_tools_core::{Approval, ContentBlock, ToolErrorInfo, ToolOutput, ToolResult, codes};
     use serde_json::json;

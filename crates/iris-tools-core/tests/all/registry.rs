@@ -469,7 +469,7 @@ fn specs_for_returns_registration_order() {
 
 #[test]
 fn view_get_delegates_to_the_registry() {
-    // The seed: view.get is a lookup, not an authorization check.
+    // The rule: view.get is a lookup, not an authorization check.
     let view = registry(CATALOG).view(ViewFilter::default().deny(["read"]));
     assert_eq!(view.get("read").unwrap().definition().name, "read");
     assert!(!view.is_available("read"));

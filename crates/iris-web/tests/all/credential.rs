@@ -1,5 +1,5 @@
 //! The credential path: missing, blank, malformed, rejected and healed keys, the
-//! environment variable, and the secret name hosts see (seed 004's auto-heal).
+//! environment variable, and the secret name hosts see (the auto-heal flow).
 
 use std::sync::Arc;
 

@@ -1,4 +1,4 @@
-//! The two definitions: snapshots, seed 004 description rules, permission, strict mode.
+//! The two definitions: snapshots, description rules, permission, strict mode.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -157,7 +157,7 @@ fn search_max_results() {
             json!({"query": "q", "max_results": null}),
             Invalid("max_results"),
         ),
-        // Strict integer: the seed refuses 10.0 even though JSON Schema calls it an integer.
+        // Strict integer: 10.0 is refused even though JSON Schema calls it an integer.
         (
             json!({"query": "q", "max_results": 10.0}),
             TypedOnly("max_results"),

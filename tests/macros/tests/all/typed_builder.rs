@@ -1,4 +1,4 @@
-//! The runtime builder (the seed's `input_model`) and `schema_for_input` (the seed's
+//! The runtime builder (an explicit input type) and `schema_for_input` (the Python reference's
 //! `schema_from_pydantic_model`): same shapes and rules as `#[tool]`.
 
 use iris_macro_tests::gallery::config;
@@ -21,7 +21,7 @@ struct ReadConfigInput {
     default: Option<String>,
 }
 
-/// The seed's `schema_from_pydantic_model`: an object schema whose properties are the
+/// As the Python reference's `schema_from_pydantic_model`: an object schema whose properties are the
 /// fields with their doc comments, `Option` fields optional, unknown fields refused —
 /// and the same shape `#[tool]` gives the same parameters.
 #[test]

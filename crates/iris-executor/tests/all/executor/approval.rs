@@ -124,7 +124,7 @@ async fn approved_calls_recheck_the_current_policy() {
     }
 }
 
-/// The seed's default policy through the executor: reads run, writes ask (confirm)
+/// The default permission policy through the executor: reads run, writes ask (confirm)
 /// or are denied, depending on the write mode.
 #[tokio::test]
 async fn the_default_policy_through_the_executor() {

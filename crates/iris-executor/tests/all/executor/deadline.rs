@@ -1,4 +1,4 @@
-//! Deadlines (seed 004: 1-minute default, a tool's timeout overrides it) and
+//! Deadlines (1-minute default, a tool's timeout overrides it) and
 //! cancellation. Time is tokio's paused clock: no test waits for real.
 
 use std::sync::Arc;
@@ -76,7 +76,7 @@ async fn check_deadline(case: Case) {
 #[tokio::test(start_paused = true)]
 async fn the_deadline_is_the_minimum_of_the_bounds() {
     let cases = [
-        // Nothing set: the seed's 60 s default.
+        // Nothing set: the 60 s default.
         Case {
             runtime: None,
             tool: None,

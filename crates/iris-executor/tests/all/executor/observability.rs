@@ -1,5 +1,5 @@
 //! Tracing: one span per call with OpenTelemetry GenAI attribute names, and the
-//! heartbeat event of seed 004 (`running name=.. elapsed=..s/..s` every 30 s).
+//! heartbeat event (`running name=.. elapsed=..s/..s` every 30 s).
 
 use std::time::Duration;
 

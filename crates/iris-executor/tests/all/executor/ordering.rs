@@ -1,4 +1,4 @@
-//! Parallel windows and barriers (seed 003: concurrency only inside parallel windows).
+//! Parallel windows and barriers (concurrency happens only inside parallel windows).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
