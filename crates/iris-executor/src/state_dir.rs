@@ -127,11 +127,11 @@ pub fn create_at(workspace: &Path) -> io::Result<PathBuf> {
 /// What [`create_at`] reports.
 pub fn create_for(path: &Path) -> io::Result<bool> {
     for ancestor in path.ancestors() {
-        if ancestor.file_name() == Some(OsStr::new(STATE_DIR)) {
-            if let Some(workspace) = ancestor.parent() {
-                create_at(workspace)?;
-                return Ok(true);
-            }
+        if ancestor.file_name() == Some(OsStr::new(STATE_DIR))
+            && let Some(workspace) = ancestor.parent()
+        {
+            create_at(workspace)?;
+            return Ok(true);
         }
     }
     Ok(false)
