@@ -187,8 +187,8 @@ fn unpublished() -> Result<Vec<String>, String> {
     let mut manifests = vec![root().join("xtask/Cargo.toml")];
     for group in ["crates", "tests"] {
         let dir = root().join(group);
-        let entries = std::fs::read_dir(&dir)
-            .map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+        let entries =
+            std::fs::read_dir(&dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
         for entry in entries.flatten() {
             let manifest = entry.path().join("Cargo.toml");
             if manifest.is_file() {
