@@ -88,7 +88,7 @@ pub struct AgentConfig {
     pub workspace: Option<PathBuf>,
     /// Which tools the agent has.
     pub tools: ToolsConfig,
-    /// MCP servers (seed: `AgentMCPConfig`).
+    /// MCP servers (the Python reference's `AgentMCPConfig`).
     pub mcp: Option<McpSection>,
     /// The root command resource (`iris_command::CommandConfig`); default native.
     pub command: Option<CommandConfig>,
@@ -126,8 +126,8 @@ pub struct AgentConfig {
     pub background_calls: BackgroundCalls,
     /// The web tools' server and deadline ([`WebConfig`]).
     pub web: WebConfig,
-    /// How often a call still running reports a heartbeat (seed 004: 30 s, the
-    /// default; `0` turns heartbeats off). Runs show them as
+    /// How often a call still running reports a heartbeat (30 s by default; `0` turns
+    /// heartbeats off). Runs show them as
     /// [`RunEvent::Heartbeat`](crate::RunEvent::Heartbeat), `iris run` on its status line.
     pub heartbeat_seconds: Option<f64>,
 }
@@ -223,9 +223,9 @@ pub struct ToolsConfig {
     /// Built-in tools by YAML key.
     pub builtin: Vec<BuiltinKey>,
     /// Rust tools the host registered on a [`HostRegistry`](crate::HostRegistry), by
-    /// key (`tools.host`; the seed's Python tools).
+    /// key (`tools.host`; the Python reference's `module:function` tools).
     pub host: HostToolsConfig,
-    /// `tools.python`, the seed's name for `tools.host`, still read: loading moves it
+    /// `tools.python`, the older name of `tools.host`, still read: loading moves it
     /// into `host` and [`ToolsConfig::host_key`] reports the spelling (assembly errors
     /// name it, `iris check` notes it).
     #[serde(rename = "python", skip_serializing)]
@@ -236,7 +236,7 @@ pub struct ToolsConfig {
     /// The subagent catalog file, relative to the YAML file's folder.
     pub subagent: Option<PathBuf>,
     /// Built-in or host-function tools (by tool name, e.g. `exec_command`) whose calls
-    /// run in the background (seed 004): the model gets a receipt at once and the
+    /// run in the background: the model gets a receipt at once and the
     /// result at a later turn (see `background_calls`).
     pub background: Vec<String>,
     /// `run_tool_script` settings (code mode).
@@ -290,7 +290,7 @@ pub struct HostToolsConfig {
     pub registrars: Vec<String>,
 }
 
-/// A `tools.builtin` key (seed 000, built-in tool catalog).
+/// A `tools.builtin` key: one entry of the built-in tool catalog.
 ///
 /// ```
 /// use iris_runner::config::BuiltinKey;
@@ -330,7 +330,7 @@ pub enum BuiltinKey {
     /// run through the executor.
     #[serde(rename = "exec.tool_script")]
     ExecToolScript,
-    /// `ask_question` ([`crate::ask`]): the run loop asks the user and waits for the
+    /// `ask_question` (the `ask_question` loop tool): the run loop asks the user and waits for the
     /// answer.
     #[serde(rename = "human.ask")]
     HumanAsk,
@@ -343,7 +343,7 @@ pub enum BuiltinKey {
 }
 
 impl BuiltinKey {
-    /// Every key, in the seed's table order.
+    /// Every key, in the built-in tool catalog's order.
     pub const ALL: [BuiltinKey; 12] = [
         BuiltinKey::FileRead,
         BuiltinKey::FileList,

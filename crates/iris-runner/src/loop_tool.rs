@@ -3,15 +3,15 @@
 //! `context_search`, `store_secret`, `subagent` (one file each under
 //! `loop_tools/`).
 //!
-//! Each is a [`LoopTool`]: a typed input (its schema derived with schemars, like a
-//! `#[tool]`'s) and a body over the run ([`LoopCall`]) that returns a [`LoopStep`]:
+//! Each is a `LoopTool`: a typed input (its schema derived with schemars, like a
+//! `#[tool]`'s) and a body over the run (`LoopCall`) that returns a `LoopStep`:
 //! the call's result, an interaction the run waits on, or the run's end. The registry
 //! holds a [`RunLoopTool`] so the model sees the schema and the request may carry it;
 //! the loop recognises a call's registry entry by type, never by name (its
 //! `validate_input` yields a marker only this crate can make): a host's own tool
 //! called `ask_question` is an ordinary tool whose body runs. The loop answers a loop tool's
-//! call before the executor, outside the hook and middleware chain (the seed's rule for
-//! `ask_question` and the subagent tool), after validating its input against the same
+//! call before the executor, outside the hook and middleware chain (`ask_question` and
+//! the subagent tool never enter that chain), after validating its input against the same
 //! JSON Schema the model was sent.
 //!
 //! Called any other way (`iris call`, a host's own executor) a loop tool answers a
@@ -93,7 +93,7 @@ pub(crate) trait LoopTool: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<LoopStep, Stop>>;
 }
 
-/// [`LoopTool`] with its input type erased, for the table.
+/// `LoopTool` with its input type erased, for the table.
 trait ErasedLoopTool: Send + Sync {
     fn call_raw<'a>(
         &'a self,
@@ -170,7 +170,7 @@ impl fmt::Debug for RunLoopTool {
 struct LoopMarker(Arc<LoopEntry>);
 
 /// The loop tool a registry entry is, recognised by type: a [`RunLoopTool`] answers
-/// `validate_input` with its [`LoopMarker`], any other tool with something else.
+/// `validate_input` with its `LoopMarker`, any other tool with something else.
 pub(crate) fn loop_tool_of(tool: &dyn Tool) -> Option<Arc<LoopEntry>> {
     let mut input = tool.validate_input(Value::Null).ok()?;
     input.take_parsed::<LoopMarker>().map(|marker| marker.0)
@@ -269,7 +269,7 @@ impl Tool for RunLoopTool {
         &self.entry.definition
     }
 
-    /// Keeps the arguments and adds the [`LoopMarker`] the run loop recognises.
+    /// Keeps the arguments and adds the `LoopMarker` the run loop recognises.
     fn validate_input(&self, raw: Value) -> Result<ToolInput, ToolErrorInfo> {
         Ok(ToolInput::with_parsed(
             raw,
