@@ -308,7 +308,7 @@ enum Command {
     Skills,
     /// Validate the config and everything it points to; exit 1 listing every problem.
     Check,
-    /// Check every tool against the tool-design rules (seed 004).
+    /// Check every tool against the tool-design rules.
     Lint,
     /// Trust a folder (default: the current one), so the iris.yaml or .iris/agent.yaml
     /// found there may start its MCP servers and command hooks.

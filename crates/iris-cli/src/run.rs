@@ -1293,7 +1293,7 @@ impl Screen {
         self.line(name, &result.tool_use_id, &status, elapsed);
     }
 
-    /// A call's body is still running (seed 004's heartbeat): the status line shows
+    /// A call's body is still running (the executor's heartbeat): the status line shows
     /// its deadline from now on; without a terminal, one line says so.
     fn heartbeat(&mut self, id: &str, elapsed: f64, deadline: f64) {
         let name = match self.calls.iter_mut().find(|c| c.id == id) {

@@ -1,4 +1,4 @@
-//! [`CommandConfig`]: the root command resource (seed 000, command environment).
+//! [`CommandConfig`]: the root command resource of the command environment.
 //!
 //! | field | default | rule |
 //! |---|---|---|
@@ -105,7 +105,8 @@ impl DockerNetwork {
     }
 }
 
-/// Docker settings of a [`CommandConfig`]; every field has the seed's default.
+/// Docker settings of a [`CommandConfig`]; every field has a default, the same
+/// as the Python reference's.
 ///
 /// ```
 /// use iris_command::DockerConfig;

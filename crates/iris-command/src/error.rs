@@ -2,7 +2,7 @@
 
 use iris_tools_core::ToolErrorInfo;
 
-/// Stable `SCREAMING_SNAKE` codes of the command layer (seed 000, command environment).
+/// Stable `SCREAMING_SNAKE` codes of the command layer (the command environment).
 ///
 /// Tool results of `exec_command` and `run_python` carry one of the first six; the
 /// last one is for configuration mistakes found while building the service. Path and

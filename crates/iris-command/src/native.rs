@@ -28,7 +28,7 @@
 //! cannot enforce it fails there with `COMMAND_SANDBOX_UNAVAILABLE`.
 //!
 //! The backend needs a Unix host; on other hosts `prepare` reports
-//! `COMMAND_UNAVAILABLE` (the seed's `cmd.exe` variant is not written yet).
+//! `COMMAND_UNAVAILABLE` (a Windows `cmd.exe` variant is not written yet).
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;

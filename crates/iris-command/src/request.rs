@@ -39,10 +39,10 @@ impl CommandScope {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", content = "source", rename_all = "snake_case")]
 pub enum CommandPayload {
-    /// A command line for `/bin/sh -c` (the seed's `ShellCommand`).
+    /// A command line for `/bin/sh -c` (the Python reference's `ShellCommand`).
     Shell(String),
-    /// Python source for `python3 -c` (the seed's `PythonCode`): the host's interpreter
-    /// natively, the image's in Docker.
+    /// Python source for `python3 -c` (the Python reference's `PythonCode`): the host's
+    /// interpreter natively, the image's in Docker.
     Python(String),
 }
 
@@ -90,8 +90,8 @@ pub struct CommandChannel {
 /// `stdin` bytes are written to the process and then closed; without them stdin is
 /// `/dev/null` (model tools never pass any: there is no interactive input). A
 /// `cancellation` signal, when given, kills the process tree and ends the call as
-/// `cancelled` (an addition to the seed's fields, so a tool can hand its context's
-/// signal down).
+/// `cancelled` (a field the Python reference's request lacks, added so a tool can hand
+/// its context's signal down).
 ///
 /// ```
 /// use iris_command::{CommandPayload, CommandRequest};

@@ -1,4 +1,4 @@
-//! [`CommandService`]: the backend-facing command environment of seed 000.
+//! [`CommandService`]: the backend-facing command environment.
 //!
 //! | method | contract |
 //! |---|---|

@@ -225,8 +225,9 @@ async fn run(
     }
 }
 
-/// The tool output of an outcome: output as content, the seed's fields as data, and the
-/// error (if any) with the output still included.
+/// The tool output of an outcome: output as content, the outcome's fields (mode, status,
+/// exit code, cwd, duration, truncation, output stats, and the sandbox report if any) as
+/// data, and the error (if any) with the output still included.
 pub fn outcome_result(outcome: &CommandOutcome) -> ToolOutput {
     let mut output = match outcome.error_info() {
         Some(error) => ToolOutput::error(error),

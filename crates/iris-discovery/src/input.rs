@@ -10,7 +10,7 @@ use iris_tools_core::{ToolErrorInfo, codes};
 /// The longest tool description `tool_search` returns, in characters.
 pub const SUMMARY_DESCRIPTION_CHARS: usize = 240;
 
-/// What the model sends to `tool_search` (the seed's `ToolSearchInput`).
+/// What the model sends to `tool_search` (the Python reference's `ToolSearchInput`).
 ///
 /// `queries` holds at least one intent; each is trimmed and must not be blank.
 /// `include_groups`: `None` does not narrow the groups; an empty list allows no

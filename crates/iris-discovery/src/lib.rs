@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 //! Tool discovery: `tool_search`, the disclosure state and layer, local search, and the
-//! backends behind them (seed 000 and seed 003 on deferred discovery, SPEC §4).
+//! backends behind them (the "工具发现" and "Local deferred search" rows of
+//! `docs/seed-coverage.md`, SPEC §4).
 //!
 //! With hundreds of specialist tools, sending every schema on every request wastes
 //! the context and makes models choose worse. Tools published as *deferred* are

@@ -1358,7 +1358,7 @@ thread_local! {
     static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
 }
 
-/// The SDK's local search over a view's deferred candidates (the seed's
+/// The SDK's local search over a view's deferred candidates (the Python reference's
 /// `view.search_deferred`), as an extension of [`ToolRegistryView`].
 pub trait SearchDeferred {
     /// Deferred, not yet active candidates of the view ranked by relevance over name,

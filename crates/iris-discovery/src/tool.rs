@@ -25,7 +25,7 @@ Use when no loaded tool fits; the found tools load for your next step.\n\
 Precondition: one intent per query; a query may find no tool.";
 
 /// The definition of `tool_search`: group `core`, read capability, eager, and
-/// auto-allowed by the default policy (seed 000: tool discovery).
+/// auto-allowed by the default policy (tool discovery has its own auto-allow rule).
 ///
 /// ```
 /// use iris_discovery::tool_search_definition;

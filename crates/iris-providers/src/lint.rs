@@ -1,4 +1,4 @@
-//! Tool-design lint: the rules seed 004 adopts for every tool the model sees.
+//! Tool-design lint: the rules every tool the model sees must follow.
 //!
 //! | rule | what it checks |
 //! |---|---|
@@ -39,11 +39,11 @@ use serde_json::Value;
 
 use iris_tools_core::ToolDefinition;
 
-/// Minimum description length in characters (seed 004).
+/// Minimum description length in characters.
 pub const MIN_DESCRIPTION_CHARS: usize = 60;
-/// Maximum description length in characters (seed 004).
+/// Maximum description length in characters.
 pub const MAX_DESCRIPTION_CHARS: usize = 200;
-/// Minimum description length of an object/array/enum parameter (seed 004).
+/// Minimum description length of an object/array/enum parameter.
 pub const MIN_COMPLEX_PARAM_DESCRIPTION_CHARS: usize = 20;
 
 const GENERIC_NAMES: &[&str] = &[

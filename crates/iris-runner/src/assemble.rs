@@ -117,7 +117,7 @@ impl ToolEnvironment {
     }
 }
 
-/// Assembles the tool layer a loaded agent YAML describes (seed 000:
+/// Assembles the tool layer a loaded agent YAML describes (the Python reference's
 /// `build_tool_registry(config, …)`).
 ///
 /// ```
@@ -300,7 +300,7 @@ async fn assemble(
     let host_key = config.tools.host_key();
     if host_key == "tools.python" {
         notes.push(
-            "tools.python: the seed's name for tools.host (Rust tools the host registered); \
+            "tools.python: the older name of tools.host (Rust tools the host registered); \
              still read, rename it to tools.host"
                 .into(),
         );
@@ -919,7 +919,7 @@ fn load_decision(loaded: &LoadedConfig) -> Result<Option<DecisionConfig>> {
     decision
         .validate(loaded.config.context_policy.deferred_tools)
         .map_err(|e| match &e {
-            // The seed's memory junction: accepted, but no memory tools serve it yet.
+            // The `memory.recall` decision junction: accepted, but no memory tools serve it yet.
             iris_decision::Error::InvalidConfig { field, .. } if field == "memory.recall" => {
                 Error::FeatureUnavailable {
                     key: "decision.memory.recall".into(),

@@ -1,8 +1,8 @@
 //! Context retention and read-back: old observation results shown to the model as
 //! previews, and `context_read` / `context_search` to get them back.
 //!
-//! With `context_policy.retention` set (seed 000 `context_retention`, `context_read`,
-//! `context_search`):
+//! With `context_policy.retention` set (the Python reference's `context_retention`,
+//! `context_read`, `context_search`):
 //!
 //! * **Previews.** A result of a tool whose definition says
 //!   `context_retention = observation` (the file tools' reads, listings and searches,

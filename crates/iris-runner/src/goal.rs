@@ -1,6 +1,6 @@
 //! `get_goal` and `report_goal`: the run's goal, and the model's progress on it.
 //!
-//! Seed 000 names the two tools without a contract; this is Iris's:
+//! The Python reference names the two tools without a contract; this is Iris's:
 //!
 //! * The run's **goal** is the YAML's `goal` when set, else the run's prompt.
 //! * `get_goal()` answers the goal and the last reported status and summary.
@@ -14,8 +14,8 @@
 //!   outside a run they are a `TOOL_FAILED` error saying so. The last report is part
 //!   of the persisted run.
 //!
-//! They are installed when the agent YAML sets `goal` (seed 000: tools assembled from
-//! capability configuration, not `tools.builtin` keys).
+//! They are installed when the agent YAML sets `goal`: like other capability tools, they
+//! are assembled from that capability's configuration, not from `tools.builtin` keys.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -1,6 +1,6 @@
 //! [`HostRegistry`]: what the host program offers the YAML by name.
 //!
-//! The Python seed imports `module:function` strings. Rust cannot, so the host
+//! The Python reference imports `module:function` strings. Rust cannot, so the host
 //! registers each tool, registrar, middleware factory and hook factory under such a key
 //! and the YAML (`tools.host.functions`, `tools.host.registrars`,
 //! `middleware.tools[].factory`, `hooks[].handler.factory`) refers to it.

@@ -442,7 +442,7 @@ pub enum RunEvent {
         /// The result (`output.outcome` tells ok / failed).
         result: ToolResult,
     },
-    /// A call's body is still running (seed 004: every 30 s by default, the
+    /// A call's body is still running (reported every 30 s by default, the
     /// executor's heartbeat interval).
     Heartbeat {
         /// The turn.

@@ -295,7 +295,7 @@ impl fmt::Debug for AgentRunner {
 
 impl AgentRunner {
     /// Loads the agent YAML (plus `IRIS_` environment overrides), assembles its tool
-    /// layer and builds its model (seed 000: `AgentRunner.from_config_path`).
+    /// layer and builds its model (the Python reference's `AgentRunner.from_config_path`).
     ///
     /// # Errors
     /// Loading and assembly errors ([`AgentConfig::load`], [`build_tool_registry`]),
@@ -930,7 +930,7 @@ impl AgentRunnerBuilder {
         self
     }
 
-    /// Builds the provider of each `subagent` child run (seed 000:
+    /// Builds the provider of each `subagent` child run (the Python reference's
     /// `ChildProviderFactory`), called with the child's loaded config and its YAML
     /// path every time a child is selected (and when a waiting child is resumed).
     /// Without one, a child's provider is built from its YAML's `model`.

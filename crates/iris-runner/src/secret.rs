@@ -1,4 +1,4 @@
-//! Credential auto-heal (seed 004): `store_secret`, the secret a human types, and where
+//! Credential auto-heal: `store_secret`, the secret a human types, and where
 //! it goes.
 //!
 //! A tool that cannot authenticate (no key, `401`, `403`, an expired key) fails with an
@@ -38,8 +38,7 @@ use serde_json::Value;
 
 pub use crate::loop_tools::store_secret::STORE_SECRET;
 
-/// `store_secret` rounds one run accepts per secret (seed 004: two, then the failure
-/// stands).
+/// `store_secret` rounds one run accepts per secret: two, then the failure stands.
 pub const MAX_SECRET_ROUNDS: u32 = 2;
 
 /// Error codes of `store_secret` results.

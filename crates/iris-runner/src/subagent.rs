@@ -1,11 +1,12 @@
-//! `subagent` (`tools.subagent: <catalog file>`, seed 000 "Skill 与子 Agent"): the
+//! `subagent` (`tools.subagent: <catalog file>`; the "Skill 与子 Agent" rows of
+//! `docs/seed-coverage.md`): the
 //! model delegates a task to a child agent of the catalog
 //! ([`iris_skill::SubagentCatalog`]) and gets back only the child's final text.
 //!
 //! The tool is registered so the model sees its schema (the catalog's agents are in
 //! its description); the run loop answers its calls itself, outside the hook and
-//! middleware chain (the seed: "permission 等待、ask_question 与外层 subagent 不进入这条
-//! 普通链"). A call:
+//! middleware chain (waiting for permission, `ask_question` and the outer `subagent`
+//! tool never enter that ordinary chain). A call:
 //!
 //! 1. checks its input: a non-empty `prompt`, an optional `agent` selector (default:
 //!    the catalog's `default`; an unknown one is `SUBAGENT_NOT_FOUND`);
@@ -58,8 +59,9 @@ use crate::store::{CallState, ParentRun, RunStatus};
 
 pub use crate::loop_tools::subagent::SUBAGENT;
 
-/// Builds the provider of a `subagent` child run (seed 000: `ChildProviderFactory`,
-/// `factory(config, *, config_path) -> CompletionProvider`), for hosts and tests
+/// Builds the provider of a `subagent` child run (the Python reference's
+/// `ChildProviderFactory`, `factory(config, *, config_path) -> CompletionProvider`),
+/// for hosts and tests
 /// ([`AgentRunnerBuilder::child_provider_factory`](crate::AgentRunnerBuilder::child_provider_factory)).
 /// It is called each time a child is selected, and when a waiting child is resumed,
 /// with the child's config as narrowed under its parent.

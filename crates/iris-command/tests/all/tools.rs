@@ -1,4 +1,4 @@
-//! The tool definitions (seed 004 rules), input validation and the borrowed binding.
+//! The tool definitions (tool-design lint), input validation and the borrowed binding.
 
 use std::sync::Arc;
 

@@ -217,7 +217,7 @@ fn definition_flags_lint_and_permission() {
     assert!(def.auto_allow, "tool discovery is an auto-allowed built-in");
     assert!(tool.is_auto_allowed());
     assert_eq!(def, &tool_search_definition());
-    // Seed 004's tool-design rules hold for the tool the model sees first.
+    // The tool-design lint's rules hold for the tool the model sees first.
     assert_eq!(lint_definition(def), vec![], "lint findings");
     // The default policy auto-allows tool discovery.
     let decision =

@@ -24,7 +24,7 @@ fn spec(name: &str, description: &str, input_schema: Value) -> ToolSpec {
     }
 }
 
-/// `read_file` as seed 000 defines it: a required path, optional offset and limit.
+/// `read_file` as the built-in file tools define it: a required path, optional offset and limit.
 fn read_file() -> ToolSpec {
     spec(
         "read_file",

@@ -1,4 +1,4 @@
-//! Tests for the tool-design lint (seed 004 rules).
+//! Tests for the tool-design lint.
 
 use iris_providers::lint::{LintRule, lint_definition};
 use iris_tools_core::ToolDefinition;

@@ -45,7 +45,7 @@ impl LoopTool for Subagent {
              conversation.",
             serde_json::Value::Null,
         )
-        // The seed's auto-allow rule for the subagent tool: an `agent` tool that runs
+        // The subagent tool has its own auto-allow rule: an `agent` tool that runs
         // without asking (the child's own calls are checked by the child's policy).
         .with_capabilities([ToolCapability::Agent])
         .with_auto_allow(true)

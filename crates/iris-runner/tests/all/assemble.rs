@@ -487,7 +487,7 @@ async fn unknown_script_callable_names_are_noted() {
     env.close().await.unwrap();
 }
 
-/// Rust host tools are `tools.host`; the seed's `tools.python` is still read, with a
+/// Rust host tools are `tools.host`; the older `tools.python` is still read, with a
 /// note (which `iris check` prints), and errors name the key as the YAML spelled it.
 #[tokio::test]
 async fn tools_host_is_the_name_and_tools_python_an_alias_with_a_note() {

@@ -610,7 +610,7 @@ model:
 
 /// The tool's definition: the catalog's selectors as `agent`'s enum with the default,
 /// the agents described there, and the tool-design lint satisfied except for the
-/// one-word name the seed fixes.
+/// one-word name `subagent`, which is fixed.
 #[test]
 fn the_definition_lists_the_catalog_and_passes_the_lint() {
     let catalog = iris_skill::SubagentCatalog::parse(
