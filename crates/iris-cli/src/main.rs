@@ -108,7 +108,8 @@ Run: `iris run PROMPT` streams the answer to stdout and each tool call's status 
 a call that needs a human, an ask_question and an MCP server's request for input are
 asked on the terminal (--yes approves all calls). --model provider:model (openai, openai-responses, anthropic, gemini,
 scripted) and --base-url replace the YAML's model; the key comes from model.api_key_env
-(default OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY). Runs are kept in the YAML's
+when --model keeps the YAML's provider, else from the provider's own variable
+(OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY). Runs are kept in the YAML's
 run_store (default .iris/runs.db): a run nobody can answer exits 4 (RUN_WAITING) printing
 the `iris resume RUN_ID --approve | --deny REASON | --answer TEXT | --rerun | --skip |
 --record TEXT | --secret-stdin` commands that continue it, in any process; `iris resume RUN_ID` alone takes
@@ -232,7 +233,7 @@ enum Command {
         #[arg(long)]
         yes: bool,
         /// The call's deadline in seconds (at most the tool's own); the call ends as
-        /// TOOL_TIMEOUT when it passes.
+        /// TOOL_TIMEOUT when it passes (COMMAND_TIMEOUT for exec_command and run_python).
         #[arg(long, value_name = "SECONDS", value_parser = parse_timeout)]
         timeout: Option<Duration>,
         /// Share the file tools' read observations with the other calls of this session

@@ -276,7 +276,10 @@ impl ServerHandler for IrisServer {
                     &reason,
                     "this MCP client did not declare the elicitation (form) capability, so \
                      nobody can be asked; connect with a client that supports elicitation, or \
-                     allow the tool in the agent YAML's permissions",
+                     let the call through without a human: a built-in tool with the agent \
+                     YAML's permissions.write_mode / execute_mode: allow, a proxied MCP tool \
+                     only when its server marks it readOnlyHint and the YAML sets \
+                     mcp.overrides.<server>.trust_annotations: true",
                 )
                 .into_result(&tool_use.id, &name);
             } else if stateless(&context) {
