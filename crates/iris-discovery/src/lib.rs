@@ -99,6 +99,8 @@ mod config;
 pub mod embed;
 mod error;
 #[cfg(feature = "embed")]
+pub mod fetch;
+#[cfg(feature = "embed")]
 pub mod hybrid;
 mod input;
 mod layer;
@@ -114,7 +116,11 @@ pub use config::{
     BackendKind, BuiltBackend, DEFAULT_MODEL_NAME, DiscoveryConfig, MODEL_FILES, check_model_dir,
     default_model_dir, model_cache_dir,
 };
-pub use error::{EMBEDDING_FAILED, Error, MODEL_LOAD_FAILED, MODEL_MISSING, Result};
+pub use error::{
+    EMBEDDING_FAILED, Error, MODEL_CACHE_UNAVAILABLE, MODEL_CHECKSUM_MISMATCH,
+    MODEL_DOWNLOAD_FAILED, MODEL_LOAD_FAILED, MODEL_MISSING, MODEL_PACKAGE_INVALID,
+    MODEL_WRITE_FAILED, Result,
+};
 #[cfg(feature = "embed")]
 pub use hybrid::HybridDiscoveryBackend;
 pub use input::{

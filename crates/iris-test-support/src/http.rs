@@ -47,6 +47,15 @@ pub enum Reply {
         /// Whether the final chunk is sent.
         complete: bool,
     },
+    /// A complete answer whose body is any bytes (an archive, an image).
+    Bytes {
+        /// The status code.
+        status: u16,
+        /// The `content-type`.
+        content_type: String,
+        /// The body.
+        body: Arc<[u8]>,
+    },
     /// Read the request, then never answer (the connection stays open).
     Hang,
     /// Send a 200 JSON head declaring `declared_len` bytes and then only `sent`, then
@@ -81,6 +90,15 @@ impl Reply {
         Reply::Body {
             status,
             headers: vec![("content-type".into(), content_type.into())],
+            body: body.into(),
+        }
+    }
+
+    /// A 200 with a binary body of `content_type`.
+    pub fn bytes(content_type: &str, body: impl Into<Arc<[u8]>>) -> Self {
+        Reply::Bytes {
+            status: 200,
+            content_type: content_type.into(),
             body: body.into(),
         }
     }
@@ -300,6 +318,19 @@ async fn serve(
             }
             // Otherwise the stream is dropped here: the body ends without its last
             // chunk, as when a connection breaks mid-answer.
+        }
+        Reply::Bytes {
+            status,
+            content_type,
+            body,
+        } => {
+            let head = format!(
+                "HTTP/1.1 {status} Test\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes()).await;
+            let _ = stream.write_all(&body).await;
+            let _ = stream.shutdown().await;
         }
         Reply::Hang => std::future::pending::<()>().await,
         Reply::PartialBody { declared_len, sent } => {

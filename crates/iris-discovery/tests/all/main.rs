@@ -7,6 +7,8 @@ mod eval;
 #[cfg(feature = "embed")]
 mod fast_embed;
 #[cfg(feature = "embed")]
+mod fetch;
+#[cfg(feature = "embed")]
 mod hybrid;
 mod protocol;
 mod search;
