@@ -2,7 +2,7 @@
 //! gets back, whatever the wire format.
 //!
 //! * A [`CompletionRequest`] carries the model name, the instructions, the history as
-//!   [`Message`]s, the tools as [`ToolSpec`]s and a few sampling limits.
+//!   a [`History`] of shared [`Message`]s, the tools as [`ToolSpec`]s and a few sampling limits.
 //! * A [`Message`] is a [`Role`] and ordered [`Part`]s: text, images, the assistant's tool
 //!   calls, and tool results (the [`ToolResultBlock`]s that
 //!   [`ToolResult::to_msg`] builds, images included).
@@ -37,6 +37,8 @@
 //! assert!(matches!(request.messages[2].content[0], Part::ToolResult(_)));
 //! ```
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -46,6 +48,7 @@ use iris_tools_core::{
 };
 
 use crate::adapters::Strict;
+pub use crate::history::History;
 
 /// Who wrote a [`Message`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -239,8 +242,9 @@ pub struct CompletionRequest {
     /// The system prompt, sent the way the provider expects (a leading `system`
     /// message, Anthropic's `system` field, …).
     pub instructions: Option<String>,
-    /// The history, oldest first.
-    pub messages: Vec<Message>,
+    /// The history, oldest first, shared: a run loop builds each request from its
+    /// [`History`] without copying the messages.
+    pub messages: History,
     /// The tools this request carries; only these may be called.
     pub tools: Vec<ToolSpec>,
     /// The output token cap (`None`: the provider's default, or the client's where the
@@ -261,7 +265,7 @@ impl CompletionRequest {
         Self {
             model: model.into(),
             instructions: None,
-            messages: Vec::new(),
+            messages: History::new(),
             tools: Vec::new(),
             max_output_tokens: None,
             temperature: None,
@@ -275,15 +279,25 @@ impl CompletionRequest {
         self
     }
 
-    /// Appends one message.
-    pub fn with_message(mut self, message: Message) -> Self {
+    /// Appends one message (owned, or a shared `Arc<Message>`).
+    pub fn with_message(mut self, message: impl Into<Arc<Message>>) -> Self {
         self.messages.push(message);
         self
     }
 
-    /// Appends messages.
-    pub fn with_messages(mut self, messages: impl IntoIterator<Item = Message>) -> Self {
+    /// Appends messages (owned, or shared `Arc<Message>`s).
+    pub fn with_messages<M: Into<Arc<Message>>>(
+        mut self,
+        messages: impl IntoIterator<Item = M>,
+    ) -> Self {
         self.messages.extend(messages);
+        self
+    }
+
+    /// Sets the whole history: a clone of a run's [`History`] shares its messages, so
+    /// this costs the same whatever the conversation's length.
+    pub fn with_history(mut self, history: History) -> Self {
+        self.messages = history;
         self
     }
 

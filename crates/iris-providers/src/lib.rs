@@ -8,6 +8,7 @@ mod client;
 pub mod connect;
 pub mod error;
 pub mod gemini;
+mod history;
 mod http;
 pub mod lint;
 pub mod openai_chat;
