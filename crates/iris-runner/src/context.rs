@@ -27,8 +27,9 @@
 //! run's history); outside a run they are a `TOOL_FAILED` error saying so.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
-use iris_providers::chat::{Message, Part, Role};
+use iris_providers::chat::{History, Message, Part, Role};
 use iris_tools_core::{ContentBlock, ContextRetention, ToolOutput, ToolRegistry, codes};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -103,7 +104,7 @@ fn bad(message: impl Into<String>) -> ToolOutput {
 }
 
 /// Answers a `context_read` call over `history`.
-pub(crate) fn read(history: &[Message], args: &context_read::Input) -> ToolOutput {
+pub(crate) fn read(history: &History, args: &context_read::Input) -> ToolOutput {
     let reference = args.reference.as_str();
     let raw = args.representation == context_read::Representation::Raw;
     let (offset, limit) = (args.offset, args.limit);
@@ -159,7 +160,7 @@ pub(crate) fn read(history: &[Message], args: &context_read::Input) -> ToolOutpu
 }
 
 /// Answers a `context_search` call over `history`.
-pub(crate) fn search(history: &[Message], args: &context_search::Input) -> ToolOutput {
+pub(crate) fn search(history: &History, args: &context_search::Input) -> ToolOutput {
     if args.query.trim().is_empty() {
         return bad("`query` must be a non-empty string");
     }
@@ -239,10 +240,10 @@ pub(crate) fn search(history: &[Message], args: &context_search::Input) -> ToolO
 /// the last `recent_turns` tool messages shortened to previews. `None` when nothing
 /// changes (no retention, or nothing old enough and long enough).
 pub(crate) fn request_history(
-    history: &[Message],
+    history: &History,
     registry: &ToolRegistry,
     retention: &RetentionConfig,
-) -> Option<Vec<Message>> {
+) -> Option<History> {
     let tool_messages: Vec<usize> = history
         .iter()
         .enumerate()
@@ -263,12 +264,12 @@ pub(crate) fn request_history(
             .is_ok_and(|t| t.definition().context_retention == ContextRetention::Observation)
     };
     let mut changed = false;
-    let out: Vec<Message> = history
-        .iter()
+    let out: History = history
+        .shared()
         .enumerate()
         .map(|(i, message)| {
             if !old.contains(&i) {
-                return message.clone();
+                return Arc::clone(message);
             }
             let content = message
                 .content
@@ -293,7 +294,7 @@ pub(crate) fn request_history(
                     other => other.clone(),
                 })
                 .collect();
-            Message::new(message.role, content)
+            Arc::new(Message::new(message.role, content))
         })
         .collect();
     changed.then_some(out)
@@ -305,21 +306,21 @@ mod tests {
     use super::*;
     use iris_tools_core::ToolOutput;
 
-    fn read(history: &[Message], args: &Value) -> ToolOutput {
+    fn read(history: &History, args: &Value) -> ToolOutput {
         super::read(history, &serde_json::from_value(args.clone()).unwrap())
     }
 
-    fn search(history: &[Message], args: &Value) -> ToolOutput {
+    fn search(history: &History, args: &Value) -> ToolOutput {
         super::search(history, &serde_json::from_value(args.clone()).unwrap())
     }
 
-    fn history() -> Vec<Message> {
+    fn history() -> History {
         let result = ToolOutput::text("alpha ".repeat(100)).into_result("call_1_1", "read_file");
-        vec![
+        History::from(vec![
             Message::user("find alpha"),
             Message::tool_results([&result]),
             Message::assistant("Found it."),
-        ]
+        ])
     }
 
     #[test]
@@ -379,11 +380,11 @@ mod tests {
                     .into_result(&format!("call_1_{i}"), "read_file")
             })
             .collect();
-        let h = vec![
+        let h = History::from(vec![
             Message::user("look for beta"),
             Message::tool_results(&results),
             Message::assistant("no beta here"),
-        ];
+        ]);
         let refs = |out: &ToolOutput| -> Vec<String> {
             out.data["hits"]
                 .as_array()

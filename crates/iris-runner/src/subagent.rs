@@ -556,7 +556,7 @@ impl AgentRunner {
                 output: record.output.unwrap_or_default(),
                 usage: record.usage,
                 turns: record.turns,
-                history: record.history,
+                history: record.history.to_vec(),
             }),
             RunStatus::Failed => Some(RunOutcome::Failed {
                 error: record.error.unwrap_or_else(|| {

@@ -65,7 +65,7 @@ impl AgentRunner {
                     output,
                     usage: state.record.usage,
                     turns: state.record.turns,
-                    history: state.record.history.clone(),
+                    history: state.record.history.to_vec(),
                 };
             }
             if state.cancel.requested() {
@@ -118,6 +118,8 @@ impl AgentRunner {
                 turn,
                 tools: sent_names.clone(),
             });
+            // A clone of the history shares its messages: the request costs the same
+            // at turn 1,000 as at turn 10.
             let history = inner
                 .config
                 .retention
@@ -125,7 +127,7 @@ impl AgentRunner {
                 .and_then(|r| request_history(&state.record.history, inner.executor.registry(), r))
                 .unwrap_or_else(|| state.record.history.clone());
             let mut request = CompletionRequest::new(inner.config.model.clone())
-                .with_messages(history)
+                .with_history(history)
                 .with_tools(sent.specs)
                 .with_strict(inner.config.strict);
             request.instructions.clone_from(&inner.config.instructions);
@@ -173,7 +175,7 @@ impl AgentRunner {
                     output: response.text,
                     usage: state.record.usage,
                     turns: state.record.turns,
-                    history: state.record.history.clone(),
+                    history: state.record.history.to_vec(),
                 };
             }
             let calls = response.tool_calls;

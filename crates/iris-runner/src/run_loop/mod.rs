@@ -201,7 +201,7 @@ impl AgentRunner {
                 updated_at_ms: now,
                 turns: 0,
                 usage: Usage::default(),
-                history,
+                history: history.into(),
                 revealed: Vec::new(),
                 read_state: Vec::new(),
                 pending: None,

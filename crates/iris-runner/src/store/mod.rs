@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use iris_files::Observation;
-use iris_providers::chat::{Message, ModelToolCall, Usage};
+use iris_providers::chat::{History, ModelToolCall, Usage};
 use iris_tools_core::{BoxFuture, ToolResult};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -204,8 +204,12 @@ pub struct RunRecord {
     pub turns: u32,
     /// Tokens so far.
     pub usage: Usage,
-    /// The conversation (the input history, the prompt, every turn).
-    pub history: Vec<Message>,
+    /// The conversation (the input history, the prompt, every turn), shared: the loop
+    /// builds each request from it without copying a message, and the durable stores
+    /// append what a turn added instead of writing the record again (see
+    /// [`RunStore::save`]).
+    #[serde(default)]
+    pub history: History,
     /// Deferred tools `tool_search` revealed, in reveal order.
     pub revealed: Vec<String>,
     /// The file tools' read observations.

@@ -121,7 +121,7 @@ fn record(run_id: &str, status: RunStatus) -> RunRecord {
         updated_at_ms: 1,
         turns: 0,
         usage: Usage::default(),
-        history: Vec::new(),
+        history: Default::default(),
         revealed: Vec::new(),
         read_state: Vec::new(),
         pending: None,
