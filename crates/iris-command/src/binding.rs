@@ -85,6 +85,11 @@ impl CommandBinding {
         self.service.config().timeout_seconds
     }
 
+    /// The sandbox policy of the model's commands (`CommandConfig::sandbox`).
+    pub fn sandbox_policy(&self) -> &iris_sandbox::SandboxPolicy {
+        &self.service.config().sandbox
+    }
+
     /// Whether the service is closed.
     pub fn is_closed(&self) -> bool {
         self.service.is_closed()

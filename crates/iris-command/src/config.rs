@@ -14,7 +14,7 @@
 //! | `docker.environment` | `{}` | the container's variables; names non-empty without `=` or NUL, never `IRIS_*`; values without NUL |
 //! | `env` | `{}` | name → value set for every command and command hook (both modes); same name rules |
 //! | `env_passthrough` | `[]` | host variables copied into every command and hook when set on the host (both modes); same name rules |
-//! | `sandbox` | workspace-write, network off | the native sandbox of what the model runs: see [`iris_sandbox::policy`] for every key; Docker mode keeps the container's own isolation and refuses `network: {allow: …}` (not built for Docker yet) |
+//! | `sandbox` | workspace-write, network off | the native sandbox of what the model runs: see [`iris_sandbox::policy`] for every key; Docker mode keeps the container's own isolation and refuses `network: {allow: …}` (not built for Docker yet) and `escalation: ask` (one container serves every call) |
 //!
 //! A command or hook never sees the host's whole environment (see [`crate::env`]):
 //! natively it gets the [`crate::env::DEFAULT_ENV_ALLOWLIST`] (and `LC_*`) from the host,
@@ -401,6 +401,16 @@ impl CommandConfig {
             return Err(CommandError::config(
                 "sandbox.network",
                 "`allow` is not available in docker mode yet; use docker.network (none or bridge)",
+            ));
+        }
+        if self.mode == CommandMode::Docker
+            && self.sandbox.escalation == iris_sandbox::Escalation::Ask
+        {
+            // The container's isolation is fixed when it starts (one container per
+            // service); a single call cannot be given a wider one.
+            return Err(CommandError::config(
+                "sandbox.escalation",
+                "`ask` is not available in docker mode: the container's isolation is fixed for every call",
             ));
         }
         match (self.mode, &self.docker) {

@@ -293,9 +293,14 @@ impl NativeBackend {
             }
         };
         let mut env = self.env.clone();
+        // An approved widening applies to this call only.
+        let policy = match &job.widening {
+            Some(widening) => self.policy.widened(widening),
+            None => self.policy.clone(),
+        };
         let sandbox = match (&prepared.helper, job.origin) {
-            (Some(helper), CommandOrigin::Model) => {
-                let call = self.sandbox_call(job).await?;
+            (Some(helper), CommandOrigin::Model) if !policy.is_off() => {
+                let call = self.sandbox_call(job, policy).await?;
                 payload = call.plan.argv(helper, &payload);
                 env.insert("TMPDIR".into(), call.temp.path().into());
                 if let Some(proxy) = &call.proxy {
@@ -413,15 +418,20 @@ impl NativeBackend {
         })
     }
 
-    /// One call's sandbox: its temp folder, its proxy (for `allow`) and its plan.
-    async fn sandbox_call(&self, job: &Job) -> Result<CallSandbox, CommandError> {
+    /// One call's sandbox under `policy` (the service's, or its approved widening):
+    /// its temp folder, its proxy (for `allow`) and its plan.
+    async fn sandbox_call(
+        &self,
+        job: &Job,
+        policy: SandboxPolicy,
+    ) -> Result<CallSandbox, CommandError> {
         let settings = self.settings();
         let temp = iris_executor::blocking::run_blocking_io(CallTemp::create)
             .await
             .map_err(|e| CommandError::SandboxUnavailable(e.message))??;
-        let proxy = match &self.policy.network {
+        let proxy = match &policy.network {
             NetworkAccess::Allow(_) => Some(std::sync::Arc::new(
-                EgressProxy::start(self.policy.network.clone(), settings.overrides.clone())
+                EgressProxy::start(policy.network.clone(), settings.overrides.clone())
                     .await
                     .map_err(|e| {
                         CommandError::SandboxUnavailable(format!(
@@ -436,7 +446,7 @@ impl NativeBackend {
             count: c.count,
             env: c.env.clone(),
         });
-        let policy = self.policy.clone();
+        let (filesystem, network) = (policy.filesystem, policy.network.clone());
         let workspace = self.workspace.clone();
         let home = self.home.clone();
         let temp_path = temp.path().to_path_buf();
@@ -459,11 +469,12 @@ impl NativeBackend {
         .map_err(|e| CommandError::SandboxUnavailable(e.message))?;
         Ok(CallSandbox {
             report: SandboxReport {
-                filesystem: self.policy.filesystem,
-                network: self.policy.network.clone(),
+                filesystem,
+                network,
                 protected: plan.protected.clone(),
                 deny_read: plan.deny_read.clone(),
                 proxy_refusals: Vec::new(),
+                widening: job.widening,
             },
             plan,
             temp,

@@ -118,6 +118,9 @@ pub struct CommandRequest {
     pub origin: CommandOrigin,
     /// A host socket to keep a channel to from inside the sandbox.
     pub channel: Option<CommandChannel>,
+    /// A wider sandbox for this call (`exec_command`'s `sandbox` parameter, approved by
+    /// a human); the service refuses it unless the policy's `escalation` is `ask`.
+    pub widening: Option<iris_sandbox::SandboxWidening>,
 }
 
 impl CommandRequest {
@@ -136,6 +139,7 @@ impl CommandRequest {
             cancellation: None,
             origin: CommandOrigin::Model,
             channel: None,
+            widening: None,
         }
     }
 
@@ -183,6 +187,13 @@ impl CommandRequest {
     #[must_use]
     pub fn channel(mut self, channel: CommandChannel) -> Self {
         self.channel = Some(channel);
+        self
+    }
+
+    /// Runs this call in a wider sandbox (see [`CommandRequest::widening`]).
+    #[must_use]
+    pub fn widened(mut self, widening: iris_sandbox::SandboxWidening) -> Self {
+        self.widening = Some(widening);
         self
     }
 
@@ -296,6 +307,10 @@ pub struct SandboxReport {
     pub deny_read: Vec<PathBuf>,
     /// Host names the egress proxy refused during the call.
     pub proxy_refusals: Vec<String>,
+    /// The widening this call asked for (and a human approved), when it asked for one;
+    /// `filesystem` and `network` above already include it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub widening: Option<iris_sandbox::SandboxWidening>,
 }
 
 impl CommandOutcome {

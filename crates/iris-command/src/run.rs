@@ -39,6 +39,7 @@ pub(crate) struct Job {
     pub(crate) cancellation: Option<CancellationSignal>,
     pub(crate) origin: CommandOrigin,
     pub(crate) channel: Option<CommandChannel>,
+    pub(crate) widening: Option<iris_sandbox::SandboxWidening>,
 }
 
 /// How [`Process::wait`] ended.

@@ -415,6 +415,13 @@ impl CommandService {
             }
             None => root,
         };
+        if request.widening.is_some()
+            && self.inner.config.sandbox.escalation != iris_sandbox::Escalation::Ask
+        {
+            return Err(CommandError::InvalidRequest(
+                "a wider sandbox was requested but the policy's escalation is `never`".to_owned(),
+            ));
+        }
         let cwd = self.resolve_cwd(&request.cwd)?;
         Ok(Job {
             call_id: request.call_id,
@@ -425,6 +432,7 @@ impl CommandService {
             cancellation: request.cancellation,
             origin: request.origin,
             channel: request.channel,
+            widening: request.widening,
         })
     }
 

@@ -11,6 +11,17 @@
 //! output_truncated, output_stats`, and `sandbox` when the call ran in the sandbox (the
 //! policy in force and the hosts the egress proxy refused). A non-zero exit is `COMMAND_FAILED` with the output
 //! still included.
+//!
+//! **Escalation.** When the policy's `command.sandbox.escalation` is `ask`,
+//! `exec_command`'s schema has an optional `sandbox` object (`{network: on}`,
+//! `{filesystem: off}`, or both): a call that uses it to widen the sandbox reports the
+//! widening through [`Tool::requested_escalation`], so the default permission policy
+//! sends it to a human whatever `execute_mode` says, and it runs with the wider policy
+//! only once approved. Under `never` (the default) the parameter is not in the schema
+//! and a call carrying it is invalid input. `run_python` never has the parameter (a
+//! program that needs the network runs through `exec_command`'s `python3`), and code
+//! mode's own Python always runs under the policy; an `exec_command` a script calls
+//! goes through the same permission check as any other call.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -23,6 +34,8 @@ use iris_tools_core::{
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
+
+use iris_sandbox::{Escalation, SandboxPolicy, SandboxWidening};
 
 use crate::binding::CommandBinding;
 use crate::request::{CommandOutcome, CommandPayload, CommandRequest, CommandScope};
@@ -46,7 +59,7 @@ enum Kind {
     Python,
 }
 
-fn schema(kind: Kind) -> Value {
+fn schema(kind: Kind, escalation: Escalation) -> Value {
     let (field, description) = match kind {
         Kind::Shell => (
             "command",
@@ -57,7 +70,7 @@ fn schema(kind: Kind) -> Value {
             "Complete Python 3 program; print what you need, e.g. `import math\\nprint(math.pi)`.",
         ),
     };
-    json!({
+    let mut schema = json!({
         "type": "object",
         "properties": {
             field: {"type": "string", "minLength": 1, "description": description},
@@ -75,15 +88,45 @@ fn schema(kind: Kind) -> Value {
         },
         "required": [field],
         "additionalProperties": false
-    })
+    });
+    if kind == Kind::Shell
+        && escalation == Escalation::Ask
+        && let Some(properties) = schema["properties"].as_object_mut()
+    {
+        properties.insert(
+            "sandbox".to_owned(),
+            json!({
+                "type": ["object", "null"],
+                "properties": {
+                    "network": {
+                        "type": ["string", "null"],
+                        "enum": ["on", null],
+                        "default": null,
+                        "description": "`on` when the command needs the network the sandbox blocks, e.g. `pip install`."
+                    },
+                    "filesystem": {
+                        "type": ["string", "null"],
+                        "enum": ["off", null],
+                        "default": null,
+                        "description": "`off` when the command must write outside the workspace, e.g. `~/.cache`."
+                    }
+                },
+                "minProperties": 1,
+                "additionalProperties": false,
+                "default": null,
+                "description": "Only when the sandbox blocks what the task needs: a wider sandbox for this call, e.g. `{\"network\": \"on\"}`; a human must approve it."
+            }),
+        );
+    }
+    schema
 }
 
-fn definition(kind: Kind) -> ToolDefinition {
+fn definition(kind: Kind, escalation: Escalation) -> ToolDefinition {
     let (name, description) = match kind {
         Kind::Shell => (EXEC_COMMAND, EXEC_COMMAND_DESCRIPTION),
         Kind::Python => (RUN_PYTHON, RUN_PYTHON_DESCRIPTION),
     };
-    ToolDefinition::new(name, description, schema(kind))
+    ToolDefinition::new(name, description, schema(kind, escalation))
         .with_capabilities([ToolCapability::Execute])
         .with_group("exec")
 }
@@ -96,6 +139,8 @@ struct ShellInput {
     cwd: String,
     #[serde(default)]
     timeout_seconds: Option<f64>,
+    #[serde(default)]
+    sandbox: Option<SandboxWidening>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -118,9 +163,10 @@ struct Input {
     payload: CommandPayload,
     cwd: String,
     timeout_seconds: Option<f64>,
+    widening: Option<SandboxWidening>,
 }
 
-fn parse(kind: Kind, raw: &Value) -> Result<Input, ToolErrorInfo> {
+fn parse(kind: Kind, raw: &Value, policy: &SandboxPolicy) -> Result<Input, ToolErrorInfo> {
     let invalid = |e: serde_json::Error| ToolErrorInfo::new(codes::INVALID_INPUT, e.to_string());
     let input = match kind {
         Kind::Shell => {
@@ -129,6 +175,7 @@ fn parse(kind: Kind, raw: &Value) -> Result<Input, ToolErrorInfo> {
                 payload: CommandPayload::Shell(i.command),
                 cwd: i.cwd,
                 timeout_seconds: i.timeout_seconds,
+                widening: i.sandbox,
             }
         }
         Kind::Python => {
@@ -137,6 +184,7 @@ fn parse(kind: Kind, raw: &Value) -> Result<Input, ToolErrorInfo> {
                 payload: CommandPayload::Python(i.code),
                 cwd: i.cwd,
                 timeout_seconds: i.timeout_seconds,
+                widening: None,
             }
         }
     };
@@ -149,6 +197,21 @@ fn parse(kind: Kind, raw: &Value) -> Result<Input, ToolErrorInfo> {
             codes::INVALID_INPUT,
             format!("`{field}` must not be empty"),
         ));
+    }
+    if let Some(widening) = &input.widening {
+        // The schema has no `sandbox` under `never`; this covers a direct `run`.
+        if policy.escalation != Escalation::Ask {
+            return Err(ToolErrorInfo::new(
+                codes::INVALID_INPUT,
+                "unknown field `sandbox`: this agent's sandbox policy does not allow escalation",
+            ));
+        }
+        if *widening == SandboxWidening::default() {
+            return Err(ToolErrorInfo::new(
+                codes::INVALID_INPUT,
+                "`sandbox` must ask for `network: on` or `filesystem: off`",
+            ));
+        }
     }
     if let Some(t) = input.timeout_seconds
         && !(t.is_finite() && t > 0.0)
@@ -180,7 +243,7 @@ async fn run(
     // Parsed once by `validate_input`; parsed here only when `run` is called directly.
     let input = match input.take_parsed::<Input>() {
         Some(parsed) => parsed,
-        None => match parse(kind, input.value()) {
+        None => match parse(kind, input.value(), binding.sandbox_policy()) {
             Ok(parsed) => parsed,
             Err(e) => return ToolOutput::error(e),
         },
@@ -218,6 +281,10 @@ async fn run(
     let mut request = CommandRequest::new(ctx.call_id.clone(), input.payload, cwd);
     request.timeout_seconds = min_timeout(input.timeout_seconds, ctx.tool_timeout);
     request.cancellation = ctx.cancellation.clone();
+    // A widening that adds nothing to the policy runs under the policy itself.
+    request.widening = input
+        .widening
+        .filter(|w| w.describe(binding.sandbox_policy()).is_some());
     let scope = CommandScope::new(ctx.run_id.clone(), ctx.session_id.clone());
     match binding.execute(&scope, request).await {
         Ok(outcome) => outcome_result(&outcome),
@@ -274,7 +341,7 @@ macro_rules! command_tool {
             /// is the binding's root timeout, so the executor's deadline is that
             /// (`command.timeout_seconds`, default 120 s), not its own 60 s default.
             pub fn new(binding: CommandBinding) -> Self {
-                let mut definition = definition($kind);
+                let mut definition = definition($kind, binding.sandbox_policy().escalation);
                 if let Ok(root) = Duration::try_from_secs_f64(binding.timeout_seconds()) {
                     definition = definition.with_timeout(root);
                 }
@@ -299,8 +366,17 @@ macro_rules! command_tool {
             }
 
             fn validate_input(&self, raw: Value) -> Result<ToolInput, ToolErrorInfo> {
-                let parsed = parse($kind, &raw)?;
+                let parsed = parse($kind, &raw, self.binding.sandbox_policy())?;
                 Ok(ToolInput::with_parsed(raw, parsed))
+            }
+
+            fn requested_escalation(&self, input: &Value) -> Option<String> {
+                let policy = self.binding.sandbox_policy();
+                if policy.escalation != Escalation::Ask {
+                    return None;
+                }
+                let widening = SandboxWidening::deserialize(input.get("sandbox")?).ok()?;
+                widening.describe(policy)
             }
 
             fn is_concurrency_safe(&self) -> bool {

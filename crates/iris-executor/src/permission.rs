@@ -172,18 +172,22 @@ pub const PATH_PARAMETERS: [&str; 3] = ["file_path", "path", "cwd"];
 ///    [`ToolExecutionContext::workspace_root`]) is denied, whatever the modes say. A
 ///    path that merely does not exist yet is fine; an unusable path (empty, NUL byte)
 ///    is left to the tool, which reports `INVALID_PATH` itself.
-/// 2. **Execute first.** A tool declaring `execute` gets `execute_mode`.
-/// 3. **MCP.** A tool declaring `mcp` is allowed only when it is effectively trusted
+/// 2. **Escalation.** A call for which [`Tool::requested_escalation`] names something
+///    (`exec_command` asking for a wider sandbox) needs a human, even under
+///    `execute_mode: allow`; the reason names the widening. Only a denial of rules 3–8
+///    wins over it: a tool the modes deny stays denied.
+/// 3. **Execute first.** A tool declaring `execute` gets `execute_mode`.
+/// 4. **MCP.** A tool declaring `mcp` is allowed only when it is effectively trusted
 ///    read-only: [`Tool::is_read_only`] is true (the MCP layer says so only under
 ///    `trust_annotations` plus `readOnlyHint`) and it declares no `write`. Otherwise a
 ///    human decides.
-/// 4. **Plain read-only.** [`Tool::is_read_only`] and no declared `write`: allowed.
-/// 5. **Auto-allowed built-ins.** A tool whose [`Tool::is_auto_allowed`] is true (web,
+/// 5. **Plain read-only.** [`Tool::is_read_only`] and no declared `write`: allowed.
+/// 6. **Auto-allowed built-ins.** A tool whose [`Tool::is_auto_allowed`] is true (web,
 ///    tool discovery, memory search, subagent: [`ToolDefinition::auto_allow`]) and that
 ///    declares no `write`: allowed.
-/// 6. **Pure read/write.** Capabilities within `{read, write}` with `write`:
+/// 7. **Pure read/write.** Capabilities within `{read, write}` with `write`:
 ///    `write_mode`.
-/// 7. **Anything else** (network, agent, mixed): a human decides.
+/// 8. **Anything else** (network, agent, mixed): a human decides.
 ///
 /// ```
 /// use iris_executor::{ApprovalMode, DefaultPermissionPolicy};
@@ -256,11 +260,23 @@ impl DefaultPermissionPolicy {
             &paths,
             &ctx.workspace_root,
         )
-        .unwrap_or_else(|| self.by_capabilities(tool))
+        .unwrap_or_else(|| self.by_capabilities(tool, params))
     }
 
-    /// Rules 2–7: what the capabilities decide.
-    fn by_capabilities(&self, tool: &dyn Tool) -> PermissionDecision {
+    /// Rules 2–8: an escalation, then what the capabilities decide.
+    fn by_capabilities(&self, tool: &dyn Tool, params: &Value) -> PermissionDecision {
+        let decision = self.by_modes(tool);
+        match tool.requested_escalation(params) {
+            Some(widening) if !decision.is_denied() => PermissionDecision::require_human(format!(
+                "tool `{}` asks to widen its sandbox: {widening}",
+                tool.definition().name
+            )),
+            _ => decision,
+        }
+    }
+
+    /// Rules 3–8: what the capabilities and the modes decide.
+    fn by_modes(&self, tool: &dyn Tool) -> PermissionDecision {
         use ToolCapability as C;
         let def = tool.definition();
         let name = &def.name;
@@ -366,7 +382,7 @@ impl PermissionPolicy for DefaultPermissionPolicy {
         let def = tool.definition();
         let paths = path_parameters(def, params);
         if paths.is_empty() {
-            return Box::pin(std::future::ready(self.by_capabilities(tool)));
+            return Box::pin(std::future::ready(self.by_capabilities(tool, params)));
         }
         let policy = self.workspace_policy.clone();
         let root = ctx.workspace_root.clone();
@@ -376,7 +392,7 @@ impl PermissionPolicy for DefaultPermissionPolicy {
                 run_blocking_io(move || first_escape(&policy, &name, &paths, &root)).await;
             match checked {
                 Ok(Some(denied)) => denied,
-                Ok(None) => self.by_capabilities(tool),
+                Ok(None) => self.by_capabilities(tool, params),
                 // A check that cannot finish must not let the call through.
                 Err(info) => PermissionDecision::deny(format!(
                     "tool `{}`: the workspace path check failed: {}",

@@ -1036,4 +1036,8 @@ impl Tool for BackgroundTool {
     fn timeout_owner(&self) -> ToolTimeoutOwner {
         self.inner.timeout_owner()
     }
+
+    fn requested_escalation(&self, input: &serde_json::Value) -> Option<String> {
+        self.inner.requested_escalation(input)
+    }
 }

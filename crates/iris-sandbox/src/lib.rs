@@ -21,6 +21,7 @@ pub use plan::{
     PlanNetwork,
 };
 pub use policy::{
-    DEFAULT_DENY_READ, DEFAULT_PROTECTED, FilesystemAccess, NetworkAccess, SandboxPolicy,
+    DEFAULT_DENY_READ, DEFAULT_PROTECTED, Escalation, FilesystemAccess, FilesystemOff,
+    NetworkAccess, NetworkOn, SandboxPolicy, SandboxWidening,
 };
 pub use proxy::{EgressProxy, LoopbackOverrides};

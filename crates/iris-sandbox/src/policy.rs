@@ -7,6 +7,7 @@
 //! | `deny_read` | [`DEFAULT_DENY_READ`] | more paths no command may read (absolute, or `~/…`), added to the defaults |
 //! | `protected` | `.iris`, `.git` | more paths inside the workspace that commands (and the file tools) may read but not change, relative to the workspace or absolute; the host adds the agent YAML and every file it references |
 //! | `network` | `off` | `off`: no socket at all but `socketpair` (no TCP, no UDP, no Unix socket); `on`: unrestricted; `{allow: [domains]}`: only TCP through the host's egress proxy, which admits the listed domains (exact, or `*.suffix` for strict subdomains) |
+//! | `escalation` | `never` | `never`: a call cannot ask for more; `ask`: `exec_command` may ask for a [`SandboxWidening`] (`network: on`, `filesystem: off`), and such a call always waits for a human |
 //!
 //! ```
 //! use iris_sandbox::{FilesystemAccess, NetworkAccess, SandboxPolicy};
@@ -154,6 +155,88 @@ impl NetworkAccess {
     }
 }
 
+/// Whether a call may ask for a wider sandbox than the policy's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Escalation {
+    /// No call can widen the sandbox; `exec_command` has no `sandbox` parameter.
+    #[default]
+    Never,
+    /// `exec_command` has a `sandbox` parameter; a call that uses it to widen the
+    /// sandbox always needs a human's approval, whatever the permission modes say.
+    Ask,
+}
+
+impl Escalation {
+    /// `never` or `ask`, as in the YAML.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Escalation::Never => "never",
+            Escalation::Ask => "ask",
+        }
+    }
+}
+
+/// `network: on`, the only network widening a call may ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NetworkOn {
+    /// Unrestricted network.
+    On,
+}
+
+/// `filesystem: off`, the only file-system widening a call may ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FilesystemOff {
+    /// No file-system rule.
+    Off,
+}
+
+/// What one call asks for beyond the policy (`exec_command`'s `sandbox` parameter under
+/// `escalation: ask`): `{network: on}`, `{filesystem: off}` or both.
+///
+/// ```
+/// use iris_sandbox::{NetworkAccess, SandboxPolicy, SandboxWidening};
+///
+/// let widening: SandboxWidening = serde_json::from_str(r#"{"network": "on"}"#)?;
+/// let policy = SandboxPolicy::default();
+/// assert_eq!(widening.describe(&policy).as_deref(), Some("network: on (policy: off)"));
+/// assert_eq!(policy.widened(&widening).network, NetworkAccess::On);
+/// // Asking for what the policy already grants widens nothing.
+/// assert_eq!(widening.describe(&SandboxPolicy::off()), None);
+/// assert!(serde_json::from_str::<SandboxWidening>(r#"{"network": "off"}"#).is_err());
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxWidening {
+    /// Unrestricted network for this call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<NetworkOn>,
+    /// No file-system rule for this call (`deny_read` and protected paths included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filesystem: Option<FilesystemOff>,
+}
+
+impl SandboxWidening {
+    /// What this widening adds to `policy`, in one line (`network: on (policy: off),
+    /// filesystem: off (policy: workspace-write)`); `None` when it adds nothing.
+    pub fn describe(&self, policy: &SandboxPolicy) -> Option<String> {
+        let mut parts = Vec::new();
+        if self.network.is_some() && policy.network != NetworkAccess::On {
+            parts.push(format!("network: on (policy: {})", policy.network.kind()));
+        }
+        if self.filesystem.is_some() && policy.filesystem != FilesystemAccess::Off {
+            parts.push(format!(
+                "filesystem: off (policy: {})",
+                policy.filesystem.as_str()
+            ));
+        }
+        (!parts.is_empty()).then(|| parts.join(", "))
+    }
+}
+
 /// The sandbox of the commands a model causes to run (see the [module docs](self)).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -167,6 +250,8 @@ pub struct SandboxPolicy {
     pub protected: Vec<PathBuf>,
     /// Network access.
     pub network: NetworkAccess,
+    /// Whether a call may ask for more ([`SandboxWidening`]).
+    pub escalation: Escalation,
 }
 
 impl SandboxPolicy {
@@ -177,6 +262,19 @@ impl SandboxPolicy {
             network: NetworkAccess::On,
             ..Self::default()
         }
+    }
+
+    /// The policy of one call that asked for `widening` (and was approved).
+    #[must_use]
+    pub fn widened(&self, widening: &SandboxWidening) -> Self {
+        let mut policy = self.clone();
+        if widening.network.is_some() {
+            policy.network = NetworkAccess::On;
+        }
+        if widening.filesystem.is_some() {
+            policy.filesystem = FilesystemAccess::Off;
+        }
+        policy
     }
 
     /// Whether the policy restricts nothing, so commands run without the helper.

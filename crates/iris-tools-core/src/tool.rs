@@ -109,6 +109,16 @@ pub trait Tool: Send + Sync + 'static {
     fn timeout_owner(&self) -> ToolTimeoutOwner {
         ToolTimeoutOwner::Runtime
     }
+
+    /// What this call asks for beyond the tool's usual confinement, in one line a human
+    /// can approve (`exec_command`'s `sandbox: {network: on}` names the widened
+    /// sandbox); `None` (the default) when it asks for nothing more. The default
+    /// permission policy sends a call that asks for more to a human, whatever the
+    /// permission modes say. A tool that wraps another must forward this.
+    fn requested_escalation(&self, input: &Value) -> Option<String> {
+        let _ = input;
+        None
+    }
 }
 
 impl std::fmt::Debug for dyn Tool {

@@ -8,12 +8,15 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 mod code_mode;
+#[cfg(feature = "embed")]
+mod discovery;
 mod durable;
 mod examples;
 mod mcp;
 mod output;
 mod run;
 mod sandbox;
+mod sandbox_escalation;
 mod secret;
 mod serve;
 mod signals;

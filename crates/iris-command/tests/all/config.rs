@@ -11,7 +11,7 @@ fn check(yaml: &str, expect: Result<serde_json::Value, &str>) {
             if let Some(map) = json.as_object_mut() {
                 map.entry("sandbox").or_insert_with(|| {
                     serde_json::json!({"filesystem": "workspace-write", "deny_read": [],
-                        "protected": [], "network": "off"})
+                        "protected": [], "network": "off", "escalation": "never"})
                 });
             }
             assert_eq!(serde_json::to_value(&config).unwrap(), json, "{yaml}");
@@ -219,7 +219,7 @@ fn config_table() {
             json!({"mode": "native", "timeout_seconds": 120.0, "env": {}, "env_passthrough": [],
             "docker": null, "sandbox": {"filesystem": "read-only",
             "deny_read": ["/srv/keys", "~/.pgpass"], "protected": ["agent.yaml"],
-            "network": {"allow": ["pypi.org", "*.pythonhosted.org"]}}}),
+            "network": {"allow": ["pypi.org", "*.pythonhosted.org"]}, "escalation": "never"}}),
         ),
     );
     check(
@@ -227,7 +227,7 @@ fn config_table() {
         Ok(
             json!({"mode": "native", "timeout_seconds": 120.0, "env": {}, "env_passthrough": [],
             "docker": null, "sandbox": {"filesystem": "off", "deny_read": [], "protected": [],
-            "network": "on"}}),
+            "network": "on", "escalation": "never"}}),
         ),
     );
     check("sandbox: {filesystem: none}", Err("unknown variant `none`"));
@@ -250,7 +250,19 @@ fn config_table() {
     );
     check(
         "sandbox: {escalation: ask}",
-        Err("unknown field `escalation`"),
+        Ok(
+            json!({"mode": "native", "timeout_seconds": 120.0, "env": {}, "env_passthrough": [],
+            "docker": null, "sandbox": {"filesystem": "workspace-write", "deny_read": [],
+            "protected": [], "network": "off", "escalation": "ask"}}),
+        ),
+    );
+    check(
+        "sandbox: {escalation: always}",
+        Err("unknown variant `always`"),
+    );
+    check(
+        "mode: docker\nsandbox: {escalation: ask}",
+        Err("`sandbox.escalation`: `ask` is not available in docker mode"),
     );
     // Unknown fields are refused at both levels.
     check(

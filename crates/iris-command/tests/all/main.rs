@@ -71,6 +71,7 @@ macro_rules! whole_suite {
 mod config;
 mod docker;
 mod env;
+mod escalation;
 mod native;
 mod reaper;
 mod sandbox;

@@ -850,3 +850,109 @@ mod paths {
         assert_no_failures(&failures, rows.len());
     }
 }
+
+/// A command tool that asks for a wider sandbox when its input carries `sandbox`.
+struct Escalating(ToolDefinition);
+
+impl Tool for Escalating {
+    fn definition(&self) -> &ToolDefinition {
+        &self.0
+    }
+
+    fn run<'a>(&'a self, _: ToolInput, _: &'a ToolExecutionContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async { ToolOutput::text("") })
+    }
+
+    fn requested_escalation(&self, input: &Value) -> Option<String> {
+        input
+            .get("sandbox")
+            .map(|_| "network: on (policy: off)".to_owned())
+    }
+}
+
+/// A call that asks for more always waits for a human, whatever `execute_mode` allows,
+/// with the widening in the reason; a call that asks for nothing follows the mode; a
+/// denying mode or an escaping path still denies (sync and async forms agree).
+#[test]
+fn an_escalation_always_needs_a_human_unless_denied() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = ToolExecutionContext::new(dir.path());
+    let tool = Escalating(
+        ToolDefinition::new("run_it", "Run a command.", json!({"type": "object"}))
+            .with_capabilities([C::Execute]),
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let wide = json!({"command": "true", "sandbox": {"network": "on"}});
+    let plain = json!({"command": "true"});
+    let escaping = json!({"command": "true", "cwd": "../..", "sandbox": {"network": "on"}});
+    // (label, execute_mode, params, expected effect, reason fragment)
+    let rows: [(&str, ApprovalMode, &Value, Effect, &str); 7] = [
+        (
+            "wide, allow",
+            ApprovalMode::Allow,
+            &wide,
+            Effect::Human,
+            "asks to widen its sandbox: network: on (policy: off)",
+        ),
+        (
+            "wide, confirm",
+            ApprovalMode::Confirm,
+            &wide,
+            Effect::Human,
+            "asks to widen its sandbox: network: on",
+        ),
+        (
+            "wide, deny",
+            ApprovalMode::Deny,
+            &wide,
+            Effect::Deny,
+            "execute_mode is `deny`",
+        ),
+        (
+            "plain, allow",
+            ApprovalMode::Allow,
+            &plain,
+            Effect::Allow,
+            "",
+        ),
+        (
+            "plain, confirm",
+            ApprovalMode::Confirm,
+            &plain,
+            Effect::Human,
+            "execute_mode is `confirm`",
+        ),
+        (
+            "wide, escaping cwd",
+            ApprovalMode::Allow,
+            &escaping,
+            Effect::Deny,
+            "resolves outside the workspace",
+        ),
+        (
+            "plain, deny",
+            ApprovalMode::Deny,
+            &plain,
+            Effect::Deny,
+            "execute_mode is `deny`",
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (label, mode, params, expect, needle) in rows {
+        let policy = DefaultPermissionPolicy::new().execute_mode(mode);
+        let decision = policy.decide(&tool, params, &ctx);
+        failures.extend(check(label, &tool, &decision, expect).err());
+        let checked = runtime.block_on(policy.check(&tool, params, &ctx));
+        if checked != decision {
+            failures.push(format!("{label}: check {checked:?}, decide {decision:?}"));
+        }
+        if let Some(reason) = decision.reason()
+            && !reason.contains(needle)
+        {
+            failures.push(format!("{label}: reason {reason:?} lacks {needle:?}"));
+        }
+    }
+    assert_no_failures(&failures, rows.len());
+}
