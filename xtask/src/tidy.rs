@@ -2,8 +2,10 @@
 //! spirit of rust-analyzer's `xtask tidy`. Each check reads files line by line (no TOML or
 //! Rust parser, so xtask keeps depending on the standard library only):
 //!
-//! 1. `iris-tools-core`'s `[dependencies]` stay on an allow-list, and tokio only enables
-//!    `sync` there (directly, through the workspace table, or through `[features]`).
+//! 1. Every crate's `[dependencies]` stay within its row of the "Allowed dependencies"
+//!    table in `docs/architecture.md` (read from the document, see [`deps`]), and tokio
+//!    only enables `sync` in `iris-tools-core` (directly, through the workspace table, or
+//!    through `[features]`).
 //! 2. Core's sources never touch the file system, processes or the network.
 //! 3. Core's non-test code stays within a line budget.
 //! 4. Every crate under `crates/` has its invariant in `docs/architecture.md`.
@@ -14,6 +16,7 @@
 //! The attribute strings checked by 7 are built with `concat!` so this file does not
 //! contain them and the check does not flag itself.
 
+mod deps;
 mod manifest;
 #[cfg(test)]
 mod tests;
@@ -29,17 +32,6 @@ use manifest::{Dep, Manifest, strings, unquote};
 const CORE: &str = "crates/iris-tools-core";
 /// The most non-test lines core's `src` may have.
 pub(crate) const CORE_BUDGET: usize = 4000;
-/// The only packages core's `[dependencies]` may name.
-const CORE_ALLOWED: [&str; 8] = [
-    "serde",
-    "serde_json",
-    "thiserror",
-    "tracing",
-    "schemars",
-    "jsonschema",
-    "tokio",
-    "iris-tools-macros",
-];
 /// The only tokio features core may enable.
 const CORE_TOKIO_FEATURES: [&str; 1] = ["sync"];
 /// The attribute macro crate core must pin exactly.
@@ -111,8 +103,9 @@ pub(crate) fn check(root: &Path) -> Report {
     let core_file = format!("{CORE}/Cargo.toml");
     let core = tidy.read(&core_file).map(|t| Manifest::parse(&t));
     let crates = tidy.crates();
+    tidy.dependencies(&crates);
     if let Some(core) = &core {
-        tidy.core_dependencies(&core_file, core, workspace.as_ref());
+        tidy.core_tokio(&core_file, core, workspace.as_ref());
     }
     tidy.core_sources();
     let core_lines = tidy.core_size();
@@ -248,25 +241,87 @@ impl Tidy<'_> {
         crates
     }
 
-    /// Check 1: core's `[dependencies]` are on the allow-list, and tokio enables only
-    /// `sync` — in core's manifest, in the workspace entry it inherits, and in `[features]`.
-    fn core_dependencies(&mut self, file: &str, core: &Manifest, workspace: Option<&Manifest>) {
-        let allowed = CORE_ALLOWED.join(", ");
-        let deps = core.dependencies(is_dependency_table);
-        let mut tokio_keys = Vec::new();
-        for dep in &deps {
-            let package = dep.package();
-            if !CORE_ALLOWED.contains(&package.as_str()) {
+    /// Check 1: each crate's normal dependencies are within its row of the "Allowed
+    /// dependencies" table: an iris crate (one under `crates/`) must be in the row's
+    /// second column, any other crate in its third unless that says `any`. A crate
+    /// without a row, and a row naming no crate, are violations too.
+    fn dependencies(&mut self, crates: &[(String, String)]) {
+        let Some(text) = self.read(ARCHITECTURE) else {
+            return;
+        };
+        let rules = match deps::parse(&text) {
+            Ok(rules) => rules,
+            Err((line, message)) => {
+                self.report(ARCHITECTURE, line, message);
+                return;
+            }
+        };
+        for rule in &rules {
+            if !crates.iter().any(|(_, name)| *name == rule.name) {
                 self.report(
-                    file,
-                    dep.line,
-                    format!("iris-tools-core may not depend on `{package}` (allowed: {allowed})"),
+                    ARCHITECTURE,
+                    rule.line,
+                    format!(
+                        "the dependency table names `{}`, which is no crate under crates/",
+                        rule.name
+                    ),
+                );
+            }
+        }
+        for (dir, name) in crates {
+            let Some(rule) = rules.iter().find(|r| r.name == *name) else {
+                let line = text
+                    .lines()
+                    .position(|l| l.starts_with('#') && l.contains(deps::HEADING))
+                    .map_or(1, |i| i + 1);
+                self.report(
+                    ARCHITECTURE,
+                    line,
+                    format!(
+                        "no row for crate `{name}` ({dir}) in the \"{}\" table",
+                        deps::HEADING
+                    ),
                 );
                 continue;
-            }
-            if package != "tokio" {
+            };
+            let file = format!("{dir}/Cargo.toml");
+            let Some(manifest) = self.read(&file).map(|t| Manifest::parse(&t)) else {
                 continue;
+            };
+            for dep in manifest.dependencies(is_dependency_table) {
+                let package = dep.package();
+                let (allowed, kind) = if crates.iter().any(|(_, n)| *n == package) {
+                    (Some(&rule.iris), "iris crates")
+                } else {
+                    (rule.other.as_ref(), "other crates")
+                };
+                let Some(allowed) = allowed else { continue };
+                if !allowed.contains(&package) {
+                    let list = if allowed.is_empty() {
+                        "none".to_string()
+                    } else {
+                        allowed.join(", ")
+                    };
+                    self.report(
+                        &file,
+                        dep.line,
+                        format!(
+                            "{name} may not depend on `{package}` (allowed {kind}: {list}; \
+                             {ARCHITECTURE}:{})",
+                            rule.line
+                        ),
+                    );
+                }
             }
+        }
+    }
+
+    /// Check 1, core's tokio: it enables only `sync` — in core's manifest, in the
+    /// workspace entry it inherits, and in `[features]`.
+    fn core_tokio(&mut self, file: &str, core: &Manifest, workspace: Option<&Manifest>) {
+        let deps = core.dependencies(is_dependency_table);
+        let mut tokio_keys = Vec::new();
+        for dep in deps.iter().filter(|d| d.package() == "tokio") {
             tokio_keys.push(dep.key.clone());
             self.tokio_features(file, core, dep, "iris-tools-core enables");
             if dep.inherits_workspace()

@@ -11,7 +11,7 @@
 //!
 //! A store inside a workspace never follows a symlink the workspace ships: the workspace
 //! root is held open and `.iris/tool-results/<session>` is walked and created from that
-//! handle (`mkdirat`, `openat(O_NOFOLLOW)`, see [`crate::workspace::WorkspaceDir`]), and
+//! handle (`mkdirat`, `openat(O_NOFOLLOW)`, see [`iris_fs::workspace::WorkspaceDir`]), and
 //! the files are written relative to the held session directory. A symlinked `.iris` (or
 //! any symlinked component) is an [`Error::Path`] (`INVALID_PATH`); the executor then
 //! keeps the whole body and reports `ARTIFACT_ERROR` in `artifact_error`.
@@ -25,9 +25,9 @@ use serde_json::Value;
 use iris_tools_core::definition::{DEFAULT_PREVIEW_CHARS, PreviewMode};
 use iris_tools_core::{ContentBlock, ToolArtifact, ToolOutput};
 
-use crate::atomic::{WriteMode, write_atomic_in};
 use crate::error::{Error, Result};
-use crate::workspace::{WorkspaceDir, open_trusted_file};
+use iris_fs::atomic::{WriteMode, write_atomic_in};
+use iris_fs::workspace::{WorkspaceDir, open_trusted_file};
 
 /// Where results land, relative to the workspace: `.iris/tool-results/<session>/`.
 pub const TOOL_RESULTS_DIR: &str = ".iris/tool-results";
@@ -181,7 +181,7 @@ impl ToolArtifactStore {
             .join(format!("{}.files", sanitize_file_stem(tool_use_id)));
         // Non-blocking open judged by the handle: a FIFO cannot hang the copy.
         let (mut input, _) = open_trusted_file(source).map_err(|e| match e {
-            crate::workspace::AccessError::Io { source: err, .. } => io(source, err),
+            iris_fs::workspace::AccessError::Io { source: err, .. } => io(source, err),
             other => io(
                 source,
                 std::io::Error::new(std::io::ErrorKind::InvalidInput, other.to_string()),
@@ -380,8 +380,8 @@ impl ToolArtifactStore {
                 let root = WorkspaceDir::open_root(workspace)?;
                 // The results live in `.iris/`: making it goes through the one helper
                 // that also keeps it out of version control.
-                if rel.starts_with(crate::state_dir::STATE_DIR) {
-                    crate::state_dir::create_in(&root)?;
+                if rel.starts_with(iris_fs::state_dir::STATE_DIR) {
+                    iris_fs::state_dir::create_in(&root)?;
                 }
                 Ok(root.create_dir_all(rel)?)
             }

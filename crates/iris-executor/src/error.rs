@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use iris_tools_core::{ToolErrorInfo, codes};
 
-use crate::workspace::PathError;
+use iris_fs::workspace::{AccessError, PathError};
 
 /// Errors of the artifact store and the workspace policy.
 #[derive(Debug, thiserror::Error)]
@@ -22,7 +22,7 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// An atomic write failed (see [`crate::atomic::write_atomic`]).
+    /// An atomic write failed (see [`iris_fs::atomic::write_atomic`]).
     #[error("{}", .0.message)]
     Write(ToolErrorInfo),
     /// JSON serialization failed.
@@ -72,6 +72,20 @@ impl Error {
                 None => info,
             },
             _ => info,
+        }
+    }
+}
+
+impl From<AccessError> for Error {
+    /// An I/O failure stays [`Error::Io`]; a path the held-handle walk refused (a
+    /// symlink, a non-directory, a non-file) is [`PathError::Invalid`] (`INVALID_PATH`).
+    fn from(err: AccessError) -> Self {
+        match err {
+            AccessError::Io { path, source } => Error::Io { path, source },
+            other => Error::Path(PathError::Invalid {
+                path: other.path().to_path_buf(),
+                reason: other.reason(),
+            }),
         }
     }
 }

@@ -14,7 +14,6 @@ use iris_tools_core::{
 };
 
 use crate::artifact::ToolArtifactStore;
-use crate::blocking::run_blocking_io;
 use crate::breaker::CircuitBreaker;
 use crate::deadline::{self, DEFAULT_HEARTBEAT_INTERVAL, Deadline, TOOL_OWNED_DEADLINE_GRACE};
 use crate::hooks::{BeforeOutcome, BodyStatus, ToolHookDispatcher};
@@ -23,6 +22,7 @@ use crate::panic::{CatchUnwind, PanicPayload, catch_sync, panic_message};
 use crate::permission::{PermissionEffect, PermissionPolicy};
 use crate::plan::ToolBatchPlan;
 use crate::validation::SchemaCache;
+use iris_fs::blocking::run_blocking_io;
 
 /// The `tracing` target of every span and event the executor emits.
 pub const TRACING_TARGET: &str = "iris::executor";

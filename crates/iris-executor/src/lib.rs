@@ -1,10 +1,6 @@
 #![doc = include_str!("../README.md")]
 
 pub mod artifact;
-pub mod atomic;
-pub mod blocking;
-#[cfg(unix)]
-pub mod bounded_read;
 pub mod breaker;
 pub mod deadline;
 pub mod error;
@@ -14,9 +10,20 @@ pub mod middleware;
 pub mod panic;
 pub mod permission;
 pub mod plan;
-pub mod state_dir;
 mod validation;
-pub mod workspace;
+
+// The file-system helpers live in iris-fs, below this crate; their old paths stay.
+pub use iris_fs::{atomic, blocking, state_dir, workspace};
+
+/// [`iris_fs::bounded_read`] together with the YAML pre-scan of [`iris_fs::yaml`], under
+/// the path dependents import them from.
+#[cfg(unix)]
+pub mod bounded_read {
+    pub use iris_fs::bounded_read::*;
+    pub use iris_fs::yaml::{
+        MAX_YAML_FLOW_DEPTH, NestingError, check_yaml_nesting, yaml_error_summary,
+    };
+}
 
 pub use artifact::{SavedBody, ToolArtifactStore};
 pub use breaker::{CircuitBreaker, CircuitState, Clock, ManualClock, SystemClock};
@@ -27,10 +34,10 @@ pub use deadline::{
 pub use error::{Error, Result};
 pub use executor::{TRACING_TARGET, ToolExecutor};
 pub use hooks::{BeforeOutcome, BodyStatus, ToolHookDispatcher};
+pub use iris_fs::workspace::{PathError, WorkspacePolicy};
 pub use middleware::{Next, ToolMiddleware, ToolRequest};
 pub use panic::{CatchUnwind, panic_message};
 pub use permission::{
     ApprovalMode, DefaultPermissionPolicy, PermissionDecision, PermissionEffect, PermissionPolicy,
 };
 pub use plan::{ToolBatch, ToolBatchPlan};
-pub use workspace::{PathError, WorkspacePolicy};

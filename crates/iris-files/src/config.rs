@@ -1,6 +1,6 @@
 //! [`FileToolsConfig`]: limits and walking rules shared by the six file tools.
 
-use iris_executor::WorkspacePolicy;
+use iris_fs::workspace::WorkspacePolicy;
 
 use crate::error::Error;
 

@@ -5,7 +5,7 @@ use std::fs::{File, Metadata};
 use std::io::Read;
 use std::path::Path;
 
-use iris_executor::workspace::WorkspaceDir;
+use iris_fs::workspace::WorkspaceDir;
 use iris_tools_core::{ToolErrorInfo, codes as core_codes};
 
 use crate::codes;

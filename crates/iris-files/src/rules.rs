@@ -25,7 +25,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
-use iris_executor::workspace::WorkspaceDir;
+use iris_fs::workspace::WorkspaceDir;
 
 /// Largest ignore file applied, 1 MiB; a longer one is skipped whole.
 pub(crate) const MAX_RULES_BYTES: u64 = 1 << 20;

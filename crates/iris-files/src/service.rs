@@ -9,8 +9,8 @@ use std::io::ErrorKind;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use iris_executor::PathError;
-use iris_executor::workspace::{AccessError, EntryKind, WorkspaceDir};
+use iris_fs::workspace::PathError;
+use iris_fs::workspace::{AccessError, EntryKind, WorkspaceDir};
 use iris_tools_core::{ToolErrorInfo, ToolExecutionContext, codes as core_codes};
 
 use crate::codes;
@@ -68,7 +68,7 @@ const MAX_ATTEMPTS: usize = 8;
 /// `abs` is only a name for messages, read observations and locks: the file itself is
 /// always reached through [`Resolved::ws`], the workspace root held open, by a walk of
 /// the canonical relative path that never follows a symlink (see
-/// [`iris_executor::workspace`]).
+/// [`iris_fs::workspace`]).
 #[derive(Debug, Clone)]
 pub(crate) struct Resolved {
     /// The canonical absolute path (for a missing target: its would-be path under a
@@ -272,7 +272,7 @@ impl FileService {
         })
     }
 
-    /// Resolves `raw` through [`iris_executor::WorkspacePolicy::resolve_path`].
+    /// Resolves `raw` through [`iris_fs::workspace::WorkspacePolicy::resolve_path`].
     ///
     /// The policy canonicalizes, so a path that does not exist yet fails there; then
     /// the nearest existing ancestor is resolved through the policy instead and the

@@ -17,8 +17,8 @@ use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
 use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkBuilder, WalkState};
 
-use iris_executor::blocking::Stop;
-use iris_executor::workspace::{EntryKind, WorkspaceDir};
+use iris_fs::blocking::Stop;
+use iris_fs::workspace::{EntryKind, WorkspaceDir};
 use iris_tools_core::{ToolErrorInfo, codes as core_codes};
 
 use crate::codes;

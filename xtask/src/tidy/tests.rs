@@ -111,7 +111,11 @@ mod tests {
             "# Architecture\n\n## Architecture invariants (one line per crate)\n\n\
              - **iris-tools-core** owns the core;\n  it wraps onto a second line.\n\
              - **iris-tools-macros** turns functions into tools.\n\
-             - **iris-cli** is a thin shell.\n\n## Decisions\n\n- **xtask** is no crate.\n",
+             - **iris-cli** is a thin shell.\n\n## Decisions\n\n- **xtask** is no crate.\n\n\
+             ## Allowed dependencies\n\n| crate | iris crates | other crates |\n|---|---|---|\n\
+             | `iris-tools-core` | `iris-tools-macros` | `serde`, `serde_json`, `thiserror`, \
+             `tracing`, `schemars`, `jsonschema`, `tokio` (`sync` only) |\n\
+             | `iris-tools-macros` | — | any |\n| `iris-cli` | `iris-tools-core` | any |\n",
         );
         f.write(
             "tests/macros/src/lib.rs",
@@ -203,6 +207,107 @@ fn core_may_only_depend_on_the_allow_list() {
         (&format!("{CORE_TOML}:21"), "`bollard`"),
         (&format!("{CORE_TOML}:25"), "`rustix`"),
     ]);
+}
+
+#[test]
+fn every_crate_may_only_depend_on_its_row() {
+    let f = Fixture::valid("deps-every-crate");
+    // iris-cli's row allows core and any other crate; the macros' row allows no iris
+    // crate. A target table counts, a dev-dependency does not.
+    f.write(
+        "crates/iris-cli/Cargo.toml",
+        "[package]\nname = \"iris-cli\"\n\n[dependencies]\niris-tools-core.workspace = true\n\
+         clap = \"4\"\n\n[target.'cfg(unix)'.dependencies]\n\
+         macros = { package = \"iris-tools-macros\", path = \"../iris-tools-macros\" }\n\n\
+         [dev-dependencies]\niris-tools-macros.workspace = true\n",
+    );
+    f.write(
+        "crates/iris-tools-macros/Cargo.toml",
+        "[package]\nname = \"iris-tools-macros\"\nversion = \"0.1.0\"\n\n[dependencies]\n\
+         syn = \"3\"\niris-tools-core = { path = \"../iris-tools-core\" }\n",
+    );
+    f.assert_violations(&[
+        (
+            "crates/iris-cli/Cargo.toml:9",
+            "iris-cli may not depend on `iris-tools-macros` (allowed iris crates: \
+             iris-tools-core; docs/architecture.md:20)",
+        ),
+        (
+            "crates/iris-tools-macros/Cargo.toml:7",
+            "iris-tools-macros may not depend on `iris-tools-core` (allowed iris crates: none",
+        ),
+    ]);
+}
+
+#[test]
+fn the_table_has_a_row_for_every_crate_and_only_for_crates() {
+    let f = Fixture::valid("deps-rows");
+    f.edit(
+        "docs/architecture.md",
+        "| `iris-cli` | `iris-tools-core` | any |\n",
+        "| `iris-gone` | — | any |\n",
+    );
+    f.assert_violations(&[
+        (
+            "docs/architecture.md:20",
+            "names `iris-gone`, which is no crate",
+        ),
+        ("docs/architecture.md:14", "no row for crate `iris-cli`"),
+    ]);
+}
+
+#[test]
+fn a_malformed_or_missing_table_is_a_violation() {
+    let f = Fixture::valid("deps-malformed");
+    f.edit(
+        "docs/architecture.md",
+        "| `iris-tools-macros` | — | any |",
+        "| `iris-tools-macros` | any |",
+    );
+    f.assert_violations(&[("docs/architecture.md:19", "a row has 3 cells, this one 2")]);
+    f.edit(
+        "docs/architecture.md",
+        "| `iris-tools-macros` | any |",
+        "| iris-tools-macros | — | any |",
+    );
+    f.assert_violations(&[("docs/architecture.md:19", "names one crate in backticks")]);
+    f.edit(
+        "docs/architecture.md",
+        "## Allowed dependencies",
+        "## Dependencies",
+    );
+    f.assert_violations(&[(
+        "docs/architecture.md:1",
+        "no \"Allowed dependencies\" heading",
+    )]);
+}
+
+#[test]
+fn the_real_table_keeps_core_on_its_allow_list() {
+    let text = fs::read_to_string(crate::root().join(ARCHITECTURE)).unwrap();
+    let rules = deps::parse(&text).unwrap();
+    let core = rules.iter().find(|r| r.name == "iris-tools-core").unwrap();
+    assert_eq!(core.iris, ["iris-tools-macros"]);
+    assert_eq!(
+        core.other.as_deref(),
+        Some(
+            &[
+                "serde",
+                "serde_json",
+                "thiserror",
+                "tracing",
+                "schemars",
+                "jsonschema",
+                "tokio"
+            ]
+            .map(String::from)[..]
+        )
+    );
+    let web = rules.iter().find(|r| r.name == "iris-web").unwrap();
+    assert_eq!(
+        (web.iris.as_slice(), web.other.is_none()),
+        (&["iris-tools-core".to_string()][..], true)
+    );
 }
 
 #[test]
@@ -378,6 +483,7 @@ fn every_crate_needs_an_invariant_bullet() {
     // A directory without a manifest is no crate.
     f.write("crates/notes/todo.md", "nothing\n");
     f.assert_violations(&[
+        ("docs/architecture.md:13", "no row for crate `iris-new`"),
         ("docs/architecture.md:3", "`iris-cli` (crates/iris-cli)"),
         ("docs/architecture.md:3", "`iris-new` (crates/iris-new)"),
     ]);

@@ -1,6 +1,6 @@
 //! `edit_file` (`file.edit`): replace one unique snippet.
 
-use iris_executor::atomic::{WriteMode, write_atomic_in};
+use iris_fs::atomic::{WriteMode, write_atomic_in};
 use iris_tools_core::{ToolErrorInfo, ToolExecutionContext, ToolOutput};
 
 use super::freshness::{require_fresh_bytes, still_unchanged};

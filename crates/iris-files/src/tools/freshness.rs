@@ -4,7 +4,7 @@ use std::ffi::OsStr;
 use std::fs::File;
 use std::path::Path;
 
-use iris_executor::workspace::WorkspaceDir;
+use iris_fs::workspace::WorkspaceDir;
 use iris_tools_core::{ToolErrorInfo, codes as core_codes};
 
 use crate::codes;

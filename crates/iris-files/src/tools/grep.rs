@@ -1,6 +1,6 @@
 //! `grep_search` (`file.grep`): regex search over file contents, line by line.
 
-use iris_executor::blocking::Stop;
+use iris_fs::blocking::Stop;
 use iris_tools_core::{ToolErrorInfo, ToolExecutionContext, ToolOutput};
 use serde_json::{Value, json};
 

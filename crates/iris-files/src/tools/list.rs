@@ -1,9 +1,9 @@
 //! `list_files` (`file.list`): recursive, sorted, gitignore-aware file listing.
 
-use iris_executor::blocking::Stop;
+use iris_fs::blocking::Stop;
 use iris_tools_core::{ToolErrorInfo, ToolExecutionContext, ToolOutput};
 
-use iris_executor::workspace::EntryKind;
+use iris_fs::workspace::EntryKind;
 
 use crate::codes;
 use crate::service::{Fault, FileService, access_fault};

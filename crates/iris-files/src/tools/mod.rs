@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use iris_executor::blocking::{Stop, run_blocking};
+use iris_fs::blocking::{Stop, run_blocking};
 use iris_tools_core::{Tool, ToolErrorInfo, ToolExecutionContext, ToolOutput, tools};
 
 use crate::params::{BoundedString, NonEmptyString, UInt};

@@ -6,7 +6,7 @@ use std::io::{ErrorKind, Read, Seek, SeekFrom};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use iris_executor::workspace::{AccessError, WorkspaceDir};
+use iris_fs::workspace::{AccessError, WorkspaceDir};
 use iris_tools_core::{
     ToolArtifact, ToolErrorInfo, ToolExecutionContext, ToolOutput, codes as core_codes,
 };
@@ -119,7 +119,7 @@ pub(super) fn publish(
     let session = safe_component(&ctx.session_id, "default");
     // Publishing may be what first makes `.iris/`: the one helper that makes it also
     // keeps it out of version control.
-    iris_executor::state_dir::create_in(&source.ws).map_err(|e| store_error(&source.root, &e))?;
+    iris_fs::state_dir::create_in(&source.ws).map_err(|e| store_error(&source.root, &e))?;
     let dir = source
         .ws
         .create_dir_all(&Path::new(PUBLISHED_DIR).join(&session))
@@ -179,7 +179,7 @@ pub(super) fn publish(
     let dest = dir.path().join(&final_name);
     let published_rel = relative_display(&source.root, &dest);
     // A copy whose name may not survive a crash is not published.
-    iris_executor::atomic::sync_dir(&dir, &published_rel)?;
+    iris_fs::atomic::sync_dir(&dir, &published_rel)?;
 
     let mime = guess_mime(&dest, &head);
     let preview = text_preview(&head);

@@ -4,8 +4,8 @@ use std::ffi::OsStr;
 use std::path::Path;
 use std::time::SystemTime;
 
-use iris_executor::atomic::{WriteMode, write_atomic_in};
-use iris_executor::workspace::WorkspaceDir;
+use iris_fs::atomic::{WriteMode, write_atomic_in};
+use iris_fs::workspace::WorkspaceDir;
 use iris_tools_core::{ToolErrorInfo, ToolExecutionContext, ToolOutput};
 
 use super::freshness::{created_meanwhile, require_fresh_file, still_unchanged};

@@ -12,7 +12,7 @@
 //! Both block: call them on the blocking pool.
 //!
 //! ```
-//! use iris_executor::state_dir;
+//! use iris_fs::state_dir;
 //!
 //! let ws = tempfile::tempdir()?;
 //! let dir = state_dir::create_at(ws.path())?;
@@ -114,7 +114,7 @@ pub fn create_at(workspace: &Path) -> io::Result<PathBuf> {
 /// state folder was found.
 ///
 /// ```
-/// use iris_executor::state_dir;
+/// use iris_fs::state_dir;
 ///
 /// let ws = tempfile::tempdir()?;
 /// assert!(state_dir::create_for(&ws.path().join(".iris/sessions/a.json"))?);

@@ -69,7 +69,7 @@
 //! is not prevented there.
 //!
 //! ```
-//! use iris_executor::WorkspacePolicy;
+//! use iris_fs::workspace::WorkspacePolicy;
 //!
 //! let dir = tempfile::tempdir()?;
 //! let root = dir.path().join("ws");
@@ -142,7 +142,7 @@ impl PathError {
     /// the offending path under `details.path`.
     ///
     /// ```
-    /// use iris_executor::WorkspacePolicy;
+    /// use iris_fs::workspace::WorkspacePolicy;
     /// let err = WorkspacePolicy::new().resolve_path("", &std::env::temp_dir()).unwrap_err();
     /// let info = err.to_info();
     /// assert_eq!(info.code, "INVALID_PATH");
@@ -173,7 +173,7 @@ pub const DEFAULT_PROTECTED: [&str; 2] = [".iris", ".git"];
 /// mounts the same paths read-only.
 ///
 /// ```
-/// use iris_executor::WorkspacePolicy;
+/// use iris_fs::workspace::WorkspacePolicy;
 /// let dir = tempfile::tempdir()?;
 /// let root = dir.path().canonicalize()?;
 /// let policy = WorkspacePolicy::new().with_protected_paths(["agents/iris.yaml"]);
@@ -243,7 +243,7 @@ impl WorkspacePolicy {
     /// input or a missing root is [`PathError::Invalid`]. The root itself is allowed.
     ///
     /// ```
-    /// use iris_executor::WorkspacePolicy;
+    /// use iris_fs::workspace::WorkspacePolicy;
     ///
     /// let dir = tempfile::tempdir()?;
     /// let root = dir.path().canonicalize()?;
@@ -534,29 +534,26 @@ impl AccessError {
     pub fn is_not_found(&self) -> bool {
         matches!(self, AccessError::Io { source, .. } if source.kind() == io::ErrorKind::NotFound)
     }
-}
 
-impl From<AccessError> for crate::Error {
-    fn from(err: AccessError) -> Self {
-        match err {
-            AccessError::Io { path, source } => crate::Error::Io { path, source },
-            other => {
-                let reason = match &other {
-                    AccessError::Symlink { .. } => {
-                        "it is a symbolic link, which is never followed here".to_owned()
-                    }
-                    AccessError::NotADirectory { .. } => "it is not a directory".to_owned(),
-                    AccessError::NotAFile { .. } => "it is not a regular file".to_owned(),
-                    AccessError::NotBeneath { base, .. } => {
-                        format!("it is not a plain path below `{}`", shown(base))
-                    }
-                    AccessError::Io { source, .. } => source.to_string(),
-                };
-                crate::Error::Path(PathError::Invalid {
-                    path: other.path().to_path_buf(),
-                    reason,
-                })
+    /// Why the path cannot be used, as the reason of a [`PathError::Invalid`] (the
+    /// executor's errors report a refused path that way).
+    ///
+    /// ```
+    /// use iris_fs::workspace::AccessError;
+    /// let err = AccessError::Symlink { path: "ws/link".into() };
+    /// assert_eq!(err.reason(), "it is a symbolic link, which is never followed here");
+    /// ```
+    pub fn reason(&self) -> String {
+        match self {
+            AccessError::Symlink { .. } => {
+                "it is a symbolic link, which is never followed here".to_owned()
             }
+            AccessError::NotADirectory { .. } => "it is not a directory".to_owned(),
+            AccessError::NotAFile { .. } => "it is not a regular file".to_owned(),
+            AccessError::NotBeneath { base, .. } => {
+                format!("it is not a plain path below `{}`", shown(base))
+            }
+            AccessError::Io { source, .. } => source.to_string(),
         }
     }
 }
@@ -583,7 +580,7 @@ pub enum EntryKind {
 /// ```
 /// # #[cfg(unix)] {
 /// use std::path::Path;
-/// use iris_executor::workspace::{AccessError, WorkspaceDir};
+/// use iris_fs::workspace::{AccessError, WorkspaceDir};
 ///
 /// let dir = tempfile::tempdir()?;
 /// std::fs::create_dir(dir.path().join("outside"))?;
@@ -867,7 +864,7 @@ impl WorkspaceDir {
 /// Opens a host-chosen regular file (following symlinks in `path`) the way
 /// [`WorkspaceDir::open_file`] opens workspace files: non-blocking, judged by `fstat`
 /// of the handle, returned blocking.
-pub(crate) fn open_trusted_file(path: &Path) -> Result<(File, fs::Metadata), AccessError> {
+pub fn open_trusted_file(path: &Path) -> Result<(File, fs::Metadata), AccessError> {
     let file = sys::open_trusted_file(path).map_err(|source| AccessError::Io {
         path: path.to_path_buf(),
         source,

@@ -110,8 +110,8 @@ fn create_temp<'d>(
 /// ```
 /// # #[cfg(unix)] {
 /// use std::ffi::OsStr;
-/// use iris_executor::atomic::{WriteMode, write_atomic_in};
-/// use iris_executor::workspace::WorkspaceDir;
+/// use iris_fs::atomic::{WriteMode, write_atomic_in};
+/// use iris_fs::workspace::WorkspaceDir;
 ///
 /// let ws = tempfile::tempdir()?;
 /// let root = WorkspaceDir::open_root(ws.path())?;
