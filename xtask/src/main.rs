@@ -137,7 +137,11 @@ fn ci(setup: bool) -> Result<(), String> {
     // Optional features the workspace build leaves off: iris-runner's OTLP exporter
     // and iris-discovery's `embed` (the embedding backend; the model comes from
     // .ci/setup).
-    for (package, feature) in [("iris-runner", "otel"), ("iris-discovery", "embed")] {
+    for (package, feature) in [
+        ("iris-runner", "otel"),
+        ("iris-discovery", "embed"),
+        ("iris-cli", "embed"),
+    ] {
         let mut clippy = cargo();
         clippy.args([
             "clippy",
@@ -313,7 +317,7 @@ fn quickstart() -> Result<(), String> {
 }
 
 /// Every test of the workspace: unit, integration, doctests and snapshot checks; then
-/// iris-discovery again with its `embed` feature.
+/// iris-discovery again with its `embed` feature, and iris-cli's discovery tests with it.
 fn test() -> Result<(), String> {
     let mut test = cargo();
     // CI must fail on a stale snapshot instead of writing a new one.
@@ -337,7 +341,21 @@ fn test() -> Result<(), String> {
     let mut embed = cargo();
     embed.env("INSTA_UPDATE", "no").env("CI", "true");
     embed.args(["test", "-p", "iris-discovery", "--features", "embed"]);
-    run(embed)
+    run(embed)?;
+    // `iris discovery fetch-model` and `iris check`'s MODEL_MISSING exist with `embed`.
+    let mut cli = cargo();
+    cli.env("INSTA_UPDATE", "no").env("CI", "true");
+    cli.args([
+        "test",
+        "-p",
+        "iris-cli",
+        "--features",
+        "embed",
+        "--test",
+        "all",
+        "discovery",
+    ]);
+    run(cli)
 }
 
 /// The discovery benchmarks with the `embed` feature: the evaluation (R@1 / R@5 / MRR

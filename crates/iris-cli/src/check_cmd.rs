@@ -29,6 +29,9 @@ pub(crate) async fn check(
             for e in iris_runner::check_config(&loaded, &HostRegistry::new()) {
                 problems.push((e.code().to_owned(), e.to_string()));
             }
+            // `backend: hybrid` without its model: the command that fetches it.
+            #[cfg(feature = "embed")]
+            problems.extend(crate::discovery_cmd::missing_model(&loaded));
             // Nothing static is wrong: start everything once, which also catches
             // environment problems such as a missing Docker engine.
             if problems.is_empty() {

@@ -27,6 +27,8 @@
 
 mod call_cmd;
 mod check_cmd;
+#[cfg(feature = "embed")]
+mod discovery_cmd;
 mod elicit;
 mod lint_cmd;
 mod mcp_cmd;
@@ -311,6 +313,12 @@ enum Command {
     Check,
     /// Check every tool against the tool-design rules.
     Lint,
+    /// Tool discovery: `fetch-model` gets the hybrid backend's embedding model.
+    #[cfg(feature = "embed")]
+    Discovery {
+        #[command(subcommand)]
+        command: discovery_cmd::DiscoveryCommand,
+    },
     /// Trust a folder (default: the current one), so the iris.yaml or .iris/agent.yaml
     /// found there may start its MCP servers and command hooks.
     Trust {
@@ -589,6 +597,10 @@ async fn run(cli: &Cli, signals: &mut Signals) -> Result<u8, Failure> {
     if let Command::Trust { dir, remove, list } = &cli.command {
         return trust_command(cli, dir.as_deref(), *remove, *list);
     }
+    #[cfg(feature = "embed")]
+    if let Command::Discovery { command } = &cli.command {
+        return discovery_cmd::discovery(cli.json, signals, command).await;
+    }
     // Discovery and the trust gate come before the config is even read.
     let file = config_file(cli);
     if let Command::Check = &cli.command {
@@ -725,6 +737,8 @@ async fn dispatch(
         | Command::Runs { .. }
         | Command::Check
         | Command::Trust { .. } => Ok(0),
+        #[cfg(feature = "embed")]
+        Command::Discovery { .. } => Ok(0),
     }
 }
 
