@@ -21,12 +21,12 @@ use std::io::IsTerminal;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use iris_mcp::{ElicitationAnswer, ElicitationKind, ElicitationRequest};
+use iris_mcp::{ElicitationKind, ElicitationRequest};
 use iris_runner::store::codes as store_codes;
 use iris_runner::{
-    AgentRunner, Answer, ApprovalDecision, ApprovalHandler, ApprovalRequest, Interaction,
-    LoadedConfig, ModelConfig, ProviderKind, QuestionRequest, ResumeStream, RunError, RunEvent,
-    RunInput, RunOutcome, RunStatus, RunStream, SecretRequest, SecretValue, ToolEnvironment,
+    AgentRunner, Answer, ApprovalRequest, Interaction, InteractionHandler, LoadedConfig,
+    ModelConfig, ProviderKind, QuestionRequest, ResumeStream, RunError, RunEvent, RunInput,
+    RunOutcome, RunStatus, RunStream, SecretRequest, SecretValue, ToolEnvironment,
 };
 use iris_tools_core::{BoxFuture, CancellationSignal, ToolResult, codes};
 use serde_json::{Value, json};
@@ -461,9 +461,9 @@ pub(crate) fn answer_commands(iris: &str, run_id: &str, interaction: &Interactio
             format!("{base} --deny REASON"),
         ],
         Interaction::Elicitation(e) => {
-            let accept = match &e.input.request.kind {
+            let accept = match &e.request.kind {
                 ElicitationKind::Url { .. } => "accept".to_owned(),
-                _ => shell_word(&form_template(&e.input.request)),
+                _ => shell_word(&form_template(&e.request)),
             };
             vec![
                 format!("{base} --answer {accept}"),
@@ -509,7 +509,7 @@ async fn runner(
 ) -> Result<AgentRunner, Failure> {
     let mut builder = AgentRunner::builder_over(loaded, env, Some(model)).await?;
     if let Some(handler) = handler {
-        builder = builder.approval_handler(handler);
+        builder = builder.interaction_handler(handler);
     }
     Ok(builder.build())
 }
@@ -593,26 +593,8 @@ impl<'a> View<'a> {
                 Some(ask) = questions.recv() => {
                     self.printed.end_turn();
                     // The run waits for this answer; if it is gone, nobody needs it.
-                    match ask {
-                        Ask::Approval { request, answer } => {
-                            let decision = ask_approval(&request, &mut self.screen, cancel).await;
-                            let _ = answer.send(decision);
-                        }
-                        Ask::Question { request, answer } => {
-                            let text = ask_question(&request, &mut self.screen, cancel).await;
-                            let _ = answer.send(text);
-                        }
-                        Ask::Secret { request, answer } => {
-                            let value = ask_secret(&request, &mut self.screen, cancel).await;
-                            let _ = answer.send(value);
-                        }
-                        Ask::Elicitation { request, answer } => {
-                            self.screen.pause();
-                            let reply = crate::elicit::ask(&request, cancel).await;
-                            self.screen.resume(&request.call_id);
-                            let _ = answer.send(reply);
-                        }
-                    }
+                    let reply = ask_terminal(&ask.interaction, &mut self.screen, cancel).await;
+                    let _ = ask.answer.send(reply);
                 }
                 // A signal: the run is cancelled through its own signal (a resumed
                 // run's is not `cancel`) and still ends with `finished`.
@@ -746,68 +728,33 @@ impl Handler {
     }
 }
 
-/// One question for the terminal and where its answer goes.
-enum Ask {
-    Elicitation {
-        request: ElicitationRequest,
-        answer: oneshot::Sender<ElicitationAnswer>,
-    },
-    Approval {
-        request: ApprovalRequest,
-        answer: oneshot::Sender<ApprovalDecision>,
-    },
-    Question {
-        request: QuestionRequest,
-        answer: oneshot::Sender<Option<String>>,
-    },
-    Secret {
-        request: SecretRequest,
-        answer: oneshot::Sender<Option<SecretValue>>,
-    },
+/// One interaction for the terminal and where its answer goes (`None`: the run waits).
+struct Ask {
+    interaction: Interaction,
+    answer: oneshot::Sender<Option<Answer>>,
 }
 
-/// Hands each approval and question to the loop that shows the run's events, which
-/// asks the terminal once it has shown everything before it.
-impl ApprovalHandler for Handler {
-    fn decide<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalDecision> {
+/// Hands each interaction to the loop that shows the run's events, which asks the
+/// terminal once it has shown everything before it.
+impl InteractionHandler for Handler {
+    fn answer<'a>(&'a self, interaction: &'a Interaction) -> BoxFuture<'a, Option<Answer>> {
         Box::pin(async move {
-            if self.approve_all {
-                return ApprovalDecision::Approve;
+            if self.approve_all && matches!(interaction, Interaction::Approval(_)) {
+                return Some(Answer::Approve);
             }
-            let Some(terminal) = &self.terminal else {
-                return ApprovalDecision::Defer;
-            };
-            let gone = || ApprovalDecision::Deny {
-                reason: "nobody is at the terminal any more".into(),
-            };
-            let (answer, decision) = oneshot::channel();
-            let ask = Ask::Approval {
-                request: request.clone(),
-                answer,
-            };
-            if terminal.send(ask).is_err() {
-                return gone();
-            }
-            decision.await.unwrap_or_else(|_| gone())
-        })
-    }
-
-    /// An MCP server's request for input: asked on the terminal, declined with
-    /// why when there is none (`--yes` approves calls, it answers no forms).
-    fn elicit<'a>(&'a self, request: &'a ElicitationRequest) -> BoxFuture<'a, ElicitationAnswer> {
-        Box::pin(async move {
-            // No terminal: the run waits for `iris resume --answer` (a server before
+            // No terminal: the run waits for `iris resume` (an MCP server before
             // 2026-07-28 cannot wait: that one is declined, saying so).
-            let Some(terminal) = &self.terminal else {
-                return ElicitationAnswer::Wait {
-                    reason: crate::elicit::NO_TERMINAL.into(),
-                };
-            };
-            let gone = || ElicitationAnswer::decline("nobody is at the terminal any more");
+            let terminal = self.terminal.as_ref()?;
             let (answer, reply) = oneshot::channel();
-            let ask = Ask::Elicitation {
-                request: request.clone(),
+            let ask = Ask {
+                interaction: interaction.clone(),
                 answer,
+            };
+            let gone = || match interaction {
+                Interaction::Approval(_) | Interaction::Elicitation(_) => Some(Answer::Deny {
+                    reason: "nobody is at the terminal any more".into(),
+                }),
+                _ => None,
             };
             if terminal.send(ask).is_err() {
                 return gone();
@@ -815,31 +762,31 @@ impl ApprovalHandler for Handler {
             reply.await.unwrap_or_else(|_| gone())
         })
     }
+}
 
-    fn answer<'a>(&'a self, question: &'a QuestionRequest) -> BoxFuture<'a, Option<String>> {
-        Box::pin(async move {
-            let terminal = self.terminal.as_ref()?;
-            let (answer, text) = oneshot::channel();
-            let ask = Ask::Question {
-                request: question.clone(),
-                answer,
-            };
-            terminal.send(ask).ok()?;
-            text.await.ok().flatten()
-        })
-    }
-
-    fn secret<'a>(&'a self, request: &'a SecretRequest) -> BoxFuture<'a, Option<SecretValue>> {
-        Box::pin(async move {
-            let terminal = self.terminal.as_ref()?;
-            let (answer, value) = oneshot::channel();
-            let ask = Ask::Secret {
-                request: request.clone(),
-                answer,
-            };
-            terminal.send(ask).ok()?;
-            value.await.ok().flatten()
-        })
+/// Asks the terminal about one interaction; `None` leaves it unanswered (the run
+/// waits, or is being cancelled). An in-doubt call is never asked here: `iris runs
+/// recover` reports it and `iris resume` answers it.
+async fn ask_terminal(
+    interaction: &Interaction,
+    screen: &mut Screen,
+    cancel: &CancellationSignal,
+) -> Option<Answer> {
+    match interaction {
+        Interaction::Approval(request) => Some(ask_approval(request, screen, cancel).await),
+        Interaction::Question(request) => ask_question(request, screen, cancel)
+            .await
+            .map(|text| Answer::Text { text }),
+        Interaction::Secret(request) => ask_secret(request, screen, cancel)
+            .await
+            .map(|value| Answer::Secret { value }),
+        Interaction::Elicitation(e) => {
+            screen.pause();
+            let reply = crate::elicit::ask(&e.request, cancel).await;
+            screen.resume(&e.call_id);
+            Some(Answer::Elicitation { reply })
+        }
+        _ => None,
     }
 }
 
@@ -864,7 +811,7 @@ async fn ask_approval(
     request: &ApprovalRequest,
     screen: &mut Screen,
     cancel: &CancellationSignal,
-) -> ApprovalDecision {
+) -> Answer {
     screen.pause();
     err_line(&format!(
         "iris: {} ({}) needs approval: {}",
@@ -876,13 +823,11 @@ async fn ask_approval(
     // The call runs from now: its time starts again.
     screen.resume(&request.call_id);
     match answer {
-        Some(a) if matches!(a.trim().to_ascii_lowercase().as_str(), "y" | "yes") => {
-            ApprovalDecision::Approve
-        }
-        _ if cancel.requested() => ApprovalDecision::Deny {
+        Some(a) if matches!(a.trim().to_ascii_lowercase().as_str(), "y" | "yes") => Answer::Approve,
+        _ if cancel.requested() => Answer::Deny {
             reason: "the run was cancelled".into(),
         },
-        _ => ApprovalDecision::Deny {
+        _ => Answer::Deny {
             reason: "the user declined at the terminal".into(),
         },
     }

@@ -6,6 +6,7 @@ pub mod context;
 pub mod error;
 pub mod goal;
 pub mod host;
+pub mod interaction;
 pub mod loop_tool;
 mod loop_tools;
 mod mcp_host;
@@ -27,6 +28,7 @@ pub use assemble::{
 pub use config::{AgentConfig, LoadedConfig};
 pub use error::{Error, Result, codes};
 pub use host::HostRegistry;
+pub use interaction::InteractionHandler;
 pub use loop_tool::RunLoopTool;
 pub use model::{ModelConfig, ProviderKind};
 pub use outcome::{
@@ -34,8 +36,8 @@ pub use outcome::{
     RunError, RunEvent, RunOutcome, SecretRequest, SubagentRequest,
 };
 pub use runner::{
-    AgentRunner, AgentRunnerBuilder, ApprovalDecision, ApprovalHandler, ELICITATION_NO_HOST,
-    ELICITATION_NOT_HANDLED, ResumeStream, RunInput, RunStream, open_store,
+    AgentRunner, AgentRunnerBuilder, ELICITATION_NO_HOST, ELICITATION_NOT_ANSWERED, ResumeStream,
+    RunInput, RunStream, open_store,
 };
 pub use secret::{MemorySecretStore, SecretStore, SecretTarget, SecretValue};
 pub use store::{MemoryRunStore, PostgresRunStore, RunStatus, RunStore, SqliteRunStore};

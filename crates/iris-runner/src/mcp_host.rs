@@ -1,28 +1,29 @@
 //! The run's side of its MCP calls: elicitations go to the run's
-//! [`ApprovalHandler`], progress notifications become [`RunEvent::Progress`], and
+//! [`InteractionHandler`] as [`Interaction::Elicitation`], progress notifications become [`RunEvent::Progress`], and
 //! the MCP catalog is re-read between model requests when a server said its tools
 //! changed.
 
 use std::sync::Arc;
 
 use iris_mcp::{
-    ElicitationAnswer, ElicitationHandler, ElicitationKind, ElicitationRequest, InputRequired,
-    MCPManager, McpElicitation, McpInputResumes, McpProgressSink,
+    ElicitationAnswer, ElicitationHandler, ElicitationRequest, InputRequired, MCPManager,
+    McpElicitation, McpInputResumes, McpProgressSink,
 };
 use iris_tools_core::{BoxFuture, ToolExecutionContext, ToolResult};
-use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::error::codes;
-use crate::outcome::{Answer, ElicitationInteraction, RunError, RunEvent};
-use crate::runner::{ApprovalHandler, ELICITATION_NO_HOST};
+use crate::interaction::{Accepted, InteractionHandler, ask};
+use crate::outcome::{ElicitationInteraction, Interaction, RunEvent};
+use crate::runner::{ELICITATION_NO_HOST, ELICITATION_NOT_ANSWERED};
 
-/// Answers one turn's elicitations through the run's approval handler (declining
-/// with a reason when the run has none) and reports them on the run's stream.
+/// Answers one turn's elicitations through the run's interaction handler (waiting,
+/// with a reason, when it has none or it does not answer) and reports them on the
+/// run's stream.
 struct RunElicitation {
-    approvals: Option<Arc<dyn ApprovalHandler>>,
+    interactions: Option<Arc<dyn InteractionHandler>>,
     events: Option<mpsc::UnboundedSender<RunEvent>>,
     turn: u32,
+    run_id: String,
 }
 
 impl ElicitationHandler for RunElicitation {
@@ -34,13 +35,28 @@ impl ElicitationHandler for RunElicitation {
                     request: request.clone(),
                 });
             }
-            // Nobody attached: on 2026-07-28 the call stops and the run waits for
+            // Nobody answers now: on 2026-07-28 the call stops and the run waits for
             // the answer (`Interaction::Elicitation`); an older session declines.
-            let answer = match &self.approvals {
-                Some(handler) => handler.elicit(request).await,
+            let answer = match &self.interactions {
                 None => ElicitationAnswer::Wait {
                     reason: ELICITATION_NO_HOST.into(),
                 },
+                Some(handler) => {
+                    let interaction = Interaction::Elicitation(ElicitationInteraction {
+                        id: crate::run_loop::interaction_id(&self.run_id, &request.call_id),
+                        run_id: self.run_id.clone(),
+                        call_id: request.call_id.clone(),
+                        tool_name: request.tool.clone(),
+                        request: Box::new(request.clone()),
+                        input: None,
+                    });
+                    match ask(Some(handler), &interaction).await {
+                        Some(Accepted::Elicitation(answer)) => answer,
+                        _ => ElicitationAnswer::Wait {
+                            reason: ELICITATION_NOT_ANSWERED.into(),
+                        },
+                    }
+                }
             };
             if let Some(tx) = &self.events {
                 let _ = tx.send(RunEvent::ElicitationAnswered {
@@ -59,7 +75,7 @@ impl ElicitationHandler for RunElicitation {
 /// stopped for input (sent again where they stopped).
 pub(crate) fn attach(
     mut ctx: ToolExecutionContext,
-    approvals: Option<&Arc<dyn ApprovalHandler>>,
+    interactions: Option<&Arc<dyn InteractionHandler>>,
     events: Option<&mpsc::UnboundedSender<RunEvent>>,
     turn: u32,
     resumes: &McpInputResumes,
@@ -68,9 +84,10 @@ pub(crate) fn attach(
         ctx.extensions.insert(resumes.clone());
     }
     ctx.extensions.insert(McpElicitation::new(RunElicitation {
-        approvals: approvals.cloned(),
+        interactions: interactions.cloned(),
         events: events.cloned(),
         turn,
+        run_id: ctx.run_id.clone(),
     }));
     if let Some(tx) = events {
         let tx = tx.clone();
@@ -130,38 +147,7 @@ pub(crate) fn stopped_for_input(
         run_id: run_id.to_owned(),
         call_id: result.tool_use_id.clone(),
         tool_name: result.tool_name.clone(),
-        input: Box::new(input),
+        request: Box::new(input.request.clone()),
+        input: Some(Box::new(input)),
     })
-}
-
-/// The server's answer for a `resume` answer: `Text` is the form's values as a
-/// JSON object (or `accept` for a URL), `Deny` declines.
-pub(crate) fn elicitation_answer(
-    interaction: &ElicitationInteraction,
-    answer: &Answer,
-) -> Result<ElicitationAnswer, RunError> {
-    let invalid = |why: String| RunError::new(codes::RUN_ANSWER_INVALID, why);
-    match (answer, &interaction.input.request.kind) {
-        (Answer::Deny { reason }, _) => Ok(ElicitationAnswer::decline(reason.clone())),
-        (Answer::Text { text }, ElicitationKind::Url { .. }) => {
-            if matches!(text.trim().to_ascii_lowercase().as_str(), "accept" | "yes" | "y") {
-                Ok(ElicitationAnswer::Accept { content: None })
-            } else {
-                Err(invalid(format!(
-                    "a URL request is answered `accept` (the user went there) or denied, not `{text}`"
-                )))
-            }
-        }
-        (Answer::Text { text }, _) => match serde_json::from_str::<Value>(text) {
-            Ok(Value::Object(content)) => Ok(ElicitationAnswer::Accept {
-                content: Some(content),
-            }),
-            _ => Err(invalid(format!(
-                "a form is answered with its values as one JSON object (e.g. {{\"field\": \"value\"}}), not `{text}`"
-            ))),
-        },
-        _ => Err(invalid(
-            "an elicitation is answered with --answer (the form's values as JSON, or accept for a URL) or --deny REASON".into(),
-        )),
-    }
 }

@@ -178,9 +178,11 @@ pub struct SecretRequest {
     pub tools: Vec<String>,
 }
 
-/// An MCP server asked for input during a call and nobody attached to the run
-/// could answer (a 2026-07-28 `input_required` result): the call stopped, and
-/// the answer sends it again where it stopped.
+/// An MCP server asks for input during a call. In process the run's
+/// [`InteractionHandler`](crate::InteractionHandler) is asked while the call is live;
+/// when nobody answers on a 2026-07-28 session (an `input_required` result) the call
+/// stops, the run waits on this interaction, and the answer sends the call again
+/// where it stopped.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ElicitationInteraction {
     /// The interaction id an answer names.
@@ -191,8 +193,12 @@ pub struct ElicitationInteraction {
     pub call_id: String,
     /// The canonical tool name.
     pub tool_name: String,
-    /// What the server asks (form schema or URL) and what sends the call again.
-    pub input: Box<InputRequired>,
+    /// What the server asks: its message, and a form schema or a URL.
+    pub request: Box<ElicitationRequest>,
+    /// What sends a stopped call again with the answer: set when the run waits,
+    /// `None` while the call is live (the server holds the request open).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<Box<InputRequired>>,
 }
 
 /// What a waiting run needs from a human.
@@ -215,7 +221,8 @@ pub enum Interaction {
     /// resuming the parent with it resumes the child ([`crate::subagent`]).
     Subagent(SubagentRequest),
     /// Answer an MCP server's request for input ([`Answer::Text`]: the form's values
-    /// as a JSON object, or `accept` for a URL; [`Answer::Deny`] declines).
+    /// as a JSON object, or `accept` for a URL; [`Answer::Deny`] declines;
+    /// [`Answer::Elicitation`]: the server's answer as is).
     Elicitation(ElicitationInteraction),
 }
 
@@ -320,7 +327,7 @@ impl Interaction {
                 s.inner.summary()
             ),
             Interaction::Elicitation(e) => {
-                let request = &e.input.request;
+                let request = &e.request;
                 match &request.kind {
                     ElicitationKind::Url { url, .. } => format!(
                         "MCP server `{}` asks during {} ({}): {} (open {url})",
@@ -350,8 +357,10 @@ fn form_fields(request: &ElicitationRequest) -> String {
         .join(", ")
 }
 
-/// An answer to a waiting run's interaction
-/// ([`AgentRunner::resume`](crate::AgentRunner::resume)).
+/// An answer to an [`Interaction`]: what an
+/// [`InteractionHandler`](crate::InteractionHandler) returns in process, and what
+/// [`AgentRunner::resume`](crate::AgentRunner::resume) takes for a waiting run. Which
+/// answers fit which interaction is checked in one place, [`Interaction::check`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "answer", rename_all = "snake_case")]
 #[non_exhaustive]
@@ -383,6 +392,12 @@ pub enum Answer {
     Secret {
         /// The value (redacted in every output).
         value: SecretValue,
+    },
+    /// The answer an MCP server hears (elicitation): accept with the form's values,
+    /// decline or cancel. (`wait` is not an answer: a handler returns `None`.)
+    Elicitation {
+        /// The server's answer.
+        reply: ElicitationAnswer,
     },
 }
 
@@ -474,7 +489,7 @@ pub enum RunEvent {
         message: Option<String>,
     },
     /// An MCP server asked for user input in the middle of a call; the run's
-    /// [`ApprovalHandler::elicit`](crate::ApprovalHandler::elicit) is asked.
+    /// [`InteractionHandler`](crate::InteractionHandler) is asked.
     ElicitationRequested {
         /// The turn.
         turn: u32,
@@ -509,7 +524,8 @@ pub enum RunEvent {
         /// The child's event.
         event: Box<RunEvent>,
     },
-    /// A call needs a human; an approval handler is asked, or the run waits.
+    /// A call needs a human; the run's interaction handler is asked, or the run
+    /// waits.
     ApprovalRequested {
         /// What is asked.
         request: ApprovalRequest,

@@ -39,10 +39,10 @@ use futures_core::Stream;
 use iris_discovery::SchemaBudget;
 use iris_executor::ToolExecutor;
 use iris_hooks::HookDispatcher;
-use iris_mcp::{ElicitationAnswer, ElicitationRequest, MCPManager};
+use iris_mcp::MCPManager;
 use iris_providers::chat::Message;
 use iris_providers::{CompletionProvider, RetryPolicy, RetryingProvider, Strict, StrictNullsLayer};
-use iris_tools_core::{BoxFuture, CancellationSignal, ViewFilter};
+use iris_tools_core::{CancellationSignal, ViewFilter};
 use tokio::sync::mpsc;
 
 use crate::assemble::{ToolEnvironment, build_tool_registry};
@@ -52,15 +52,12 @@ use crate::config::{
 use crate::context::RetentionConfig;
 use crate::error::{Error, Result, codes};
 use crate::host::HostRegistry;
+use crate::interaction::InteractionHandler;
 use crate::loop_tool::RunLoopTool;
 use crate::model::{ModelConfig, ProviderSource};
-use crate::outcome::{
-    Answer, ApprovalRequest, QuestionRequest, RunError, RunEvent, RunOutcome, SecretRequest,
-};
+use crate::outcome::{Answer, RunError, RunEvent, RunOutcome};
 use crate::run_loop::{DEFAULT_LEASE_TTL, Sink};
-use crate::secret::{
-    MemorySecretStore, STORE_SECRET, SecretStore, SecretTarget, SecretValue, Secrets,
-};
+use crate::secret::{MemorySecretStore, STORE_SECRET, SecretStore, SecretTarget, Secrets};
 use crate::store::{MemoryRunStore, PostgresRunStore, RunStore, SqliteRunStore};
 use crate::subagent::{ChildProviderFactory, Subagents};
 use iris_command::CommandBinding;
@@ -72,73 +69,17 @@ pub const TRACING_TARGET: &str = "iris_runner";
 /// default (see [`SchemaBudget`]); active tools are always sent.
 pub const DEFAULT_REVEALED_SCHEMA_CHARS: usize = 40_000;
 
-/// What a human (or a policy standing in for one) answers about a call.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ApprovalDecision {
-    /// Run the call, exactly with the arguments shown.
-    Approve,
-    /// Do not run it; the model gets `APPROVAL_DENIED` with the reason.
-    Deny {
-        /// Why, shown to the model.
-        reason: String,
-    },
-    /// Nobody can answer now: the run stops as [`RunOutcome::Waiting`].
-    Defer,
-}
-
-/// Answers approvals while a run is in flight (a TTY prompt, a UI, a policy).
-///
-/// Without a handler, a call that needs a human makes the run end as
-/// [`RunOutcome::Waiting`]. Permission is checked again when an approved call runs.
-pub trait ApprovalHandler: Send + Sync {
-    /// The answer for one call.
-    fn decide<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalDecision>;
-
-    /// The answer to an `ask_question` call (one of its options when it has any);
-    /// `None` (the default) makes the run wait for [`AgentRunner::resume`].
-    fn answer<'a>(&'a self, question: &'a QuestionRequest) -> BoxFuture<'a, Option<String>> {
-        let _ = question;
-        Box::pin(async { None })
-    }
-
-    /// The value of a secret a tool needs (`store_secret`, [`crate::secret`]), asked
-    /// without echo; `None` (the default) makes the run wait for
-    /// [`AgentRunner::resume`] with [`Answer::Secret`].
-    fn secret<'a>(&'a self, request: &'a SecretRequest) -> BoxFuture<'a, Option<SecretValue>> {
-        let _ = request;
-        Box::pin(async { None })
-    }
-
-    /// The answer to an MCP server's request for user input (elicitation, form or
-    /// URL mode) in the middle of one of the run's calls. The default declines,
-    /// saying why: the server hears `decline`, and the call's result and the
-    /// server's diagnostics carry the reason.
-    fn elicit<'a>(&'a self, request: &'a ElicitationRequest) -> BoxFuture<'a, ElicitationAnswer> {
-        let _ = request;
-        Box::pin(async { ElicitationAnswer::decline(ELICITATION_NOT_HANDLED) })
-    }
-}
-
-/// Why an elicitation is declined when the run's [`ApprovalHandler`] does not
-/// answer elicitations (its default [`ApprovalHandler::elicit`]).
-pub const ELICITATION_NOT_HANDLED: &str =
-    "the run's host does not answer MCP elicitations (its approval handler has no elicit)";
-
-/// Why an elicitation is not answered when the run has no [`ApprovalHandler`] at all:
-/// the run waits for it (a 2026-07-28 session) or it is declined (an older one).
+/// Why an MCP server's request for input is not answered when the run has no
+/// [`InteractionHandler`] at all: the run waits for it (a 2026-07-28 session) or it
+/// is declined (an older one).
 pub const ELICITATION_NO_HOST: &str =
-    "nobody can answer during this run (it has no approval handler: a non-interactive run)";
+    "nobody can answer during this run (it has no interaction handler: a non-interactive run)";
 
-impl<F> ApprovalHandler for F
-where
-    F: Fn(&ApprovalRequest) -> ApprovalDecision + Send + Sync,
-{
-    fn decide<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalDecision> {
-        let decision = self(request);
-        Box::pin(async move { decision })
-    }
-}
+/// Why an MCP server's request for input is not answered when the run's
+/// [`InteractionHandler`] left it for later (`None`): the run waits for it (a
+/// 2026-07-28 session) or it is declined (an older one, which cannot wait).
+pub const ELICITATION_NOT_ANSWERED: &str =
+    "the run's interaction handler did not answer it now (it is left for resume)";
 
 /// The input of one run: a prompt, optionally after an earlier conversation.
 ///
@@ -217,7 +158,7 @@ pub(crate) struct Inner {
     pub(crate) provider_name: String,
     pub(crate) executor: ToolExecutor,
     pub(crate) hooks: Option<HookDispatcher>,
-    pub(crate) approvals: Option<Arc<dyn ApprovalHandler>>,
+    pub(crate) interactions: Option<Arc<dyn InteractionHandler>>,
     pub(crate) store: Option<Arc<dyn RunStore>>,
     pub(crate) env: Option<ToolEnvironment>,
     pub(crate) secrets: Secrets,
@@ -323,7 +264,7 @@ impl AgentRunner {
     }
 
     /// What [`AgentRunner::from_loaded`] builds, as a builder, so a host can add what
-    /// YAML cannot say — an [`ApprovalHandler`] (a terminal prompt, a UI), a view
+    /// YAML cannot say — an [`InteractionHandler`] (a terminal prompt, a UI), a view
     /// filter — before [`AgentRunnerBuilder::build`]. The tool environment is
     /// assembled and the run store opened already; the built runner owns both.
     ///
@@ -706,7 +647,7 @@ pub struct AgentRunnerBuilder {
     provider_name: String,
     executor: ToolExecutor,
     hooks: Option<HookDispatcher>,
-    approvals: Option<Arc<dyn ApprovalHandler>>,
+    interactions: Option<Arc<dyn InteractionHandler>>,
     store: Option<Arc<dyn RunStore>>,
     env: Option<ToolEnvironment>,
     secret_targets: Vec<Arc<dyn SecretTarget>>,
@@ -738,7 +679,7 @@ impl AgentRunnerBuilder {
             provider_name: String::new(),
             executor,
             hooks: None,
-            approvals: None,
+            interactions: None,
             store: None,
             env: None,
             secret_targets: Vec::new(),
@@ -832,12 +773,14 @@ impl AgentRunnerBuilder {
         self
     }
 
-    /// Answers approvals (and questions, secrets and MCP elicitations) during a run;
-    /// without one, a call that needs a human makes the run wait, an elicitation too
-    /// (a 2026-07-28 session; an older one declines it with [`ELICITATION_NO_HOST`]).
+    /// Answers the run's interactions in process — approvals, questions, secrets and
+    /// MCP servers' requests for input ([`InteractionHandler`]). Without one, or when
+    /// it returns `None`, the run waits for [`AgentRunner::resume`] (an MCP server of
+    /// a session older than 2026-07-28, which cannot wait, is declined with
+    /// [`ELICITATION_NO_HOST`] or [`ELICITATION_NOT_ANSWERED`]).
     #[must_use]
-    pub fn approval_handler(mut self, handler: impl ApprovalHandler + 'static) -> Self {
-        self.approvals = Some(Arc::new(handler));
+    pub fn interaction_handler(mut self, handler: impl InteractionHandler + 'static) -> Self {
+        self.interactions = Some(Arc::new(handler));
         self
     }
 
@@ -941,11 +884,11 @@ impl AgentRunnerBuilder {
     }
 
     /// Makes this the runner of a `subagent` child of `parent`: the parent's run
-    /// store, approval handler, secret store and lease time, no subagents of its own, and `env` (the
+    /// store, interaction handler, secret store and lease time, no subagents of its own, and `env` (the
     /// child's tool layer, closed with the child).
     pub(crate) fn for_child(mut self, parent: &Inner, env: ToolEnvironment) -> Self {
         self.store.clone_from(&parent.store);
-        self.approvals.clone_from(&parent.approvals);
+        self.interactions.clone_from(&parent.interactions);
         // One secret store: the child reads what a human gave the parent; a value given
         // inside the child reaches the store, the child's own targets and the parent's
         // (and theirs above), so the parent's clients use it without asking again.
@@ -1000,7 +943,7 @@ impl AgentRunnerBuilder {
                 provider_name,
                 executor,
                 hooks: self.hooks,
-                approvals: self.approvals,
+                interactions: self.interactions,
                 store: self.store,
                 env: self.env,
                 secrets,

@@ -10,8 +10,8 @@
 //!    offers `store_secret` in the following requests — it is a `system_use` tool,
 //!    otherwise hidden from the catalog (`iris tools list --all` shows it);
 //! 2. answers a `store_secret {"key": …}` call itself, outside the hook and middleware
-//!    chain: the [`ApprovalHandler::secret`](crate::ApprovalHandler::secret) of the
-//!    host is asked (`iris run` prompts on the terminal without echo), or the run waits
+//!    chain: the host's [`InteractionHandler`](crate::InteractionHandler) is asked
+//!    (`iris run` prompts on the terminal without echo), or the run waits
 //!    on an [`Interaction::Secret`](crate::Interaction::Secret) that
 //!    [`AgentRunner::resume`](crate::AgentRunner::resume) answers with
 //!    [`Answer::Secret`](crate::Answer::Secret) (`iris resume RUN --secret-stdin`);

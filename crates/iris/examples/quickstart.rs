@@ -8,7 +8,7 @@
 //! The task (one read-and-edit task followed through): change the service's log
 //! level from DEBUG to INFO, then summarize the logs. Every event of the streamed run is
 //! printed: the model's turns and text, its tool calls (adjacent reads in one parallel
-//! window, everything else a barrier), the approvals the example's `ApprovalHandler`
+//! window, everything else a barrier), the approvals the example's `InteractionHandler`
 //! answers, a long `#[tool]` result saved as an artifact and paged back, a typed error
 //! the model corrects, a command hook's denial, and the final answer with its usage.
 
@@ -19,8 +19,9 @@ use iris::core::BoxFuture;
 use iris::hooks::{HookError, HookEvent, HookHandler, HookResult};
 use iris::prelude::*;
 use iris::runner::{
-    AgentConfig, AgentRunner, ApprovalDecision, ApprovalHandler, ApprovalRequest, HostRegistry,
-    LoadedConfig, RunEvent, RunInput, RunOutcome, RunStream, ToolEnvironment, build_tool_registry,
+    AgentConfig, AgentRunner, Answer, ApprovalRequest, HostRegistry, Interaction,
+    InteractionHandler, LoadedConfig, RunEvent, RunInput, RunOutcome, RunStream, ToolEnvironment,
+    build_tool_registry,
 };
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
@@ -105,20 +106,22 @@ fn host() -> HostRegistry {
 }
 
 /// One question for the human, and where the answer goes.
-type Question = (ApprovalRequest, oneshot::Sender<ApprovalDecision>);
+type Question = (ApprovalRequest, oneshot::Sender<Answer>);
 
-/// An [`ApprovalHandler`] that hands each question to the main task (where a real host
-/// would show a prompt or a dialog) and waits for its answer.
+/// An [`InteractionHandler`] that hands each approval to the main task (where a real
+/// host would show a prompt or a dialog) and waits for its answer; anything else, and
+/// an approval nobody answers, is left for `resume` (`None`).
 struct AskTheMainTask(mpsc::UnboundedSender<Question>);
 
-impl ApprovalHandler for AskTheMainTask {
-    fn decide<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalDecision> {
+impl InteractionHandler for AskTheMainTask {
+    fn answer<'a>(&'a self, interaction: &'a Interaction) -> BoxFuture<'a, Option<Answer>> {
         Box::pin(async move {
+            let Interaction::Approval(request) = interaction else {
+                return None;
+            };
             let (answer, reply) = oneshot::channel();
-            if self.0.send((request.clone(), answer)).is_err() {
-                return ApprovalDecision::Defer;
-            }
-            reply.await.unwrap_or(ApprovalDecision::Defer)
+            self.0.send((request.clone(), answer)).ok()?;
+            reply.await.ok()
         })
     }
 }
@@ -274,11 +277,11 @@ async fn watch(
             Some((request, answer)) = questions.recv() => {
                 // A real host shows a prompt or a dialog here; the quickstart says yes.
                 println!(
-                    "   ApprovalHandler asked \"approve {} ({})?\" → approve",
+                    "   InteractionHandler asked \"approve {} ({})?\" → approve",
                     request.tool_name, request.call_id
                 );
                 // The run may have ended meanwhile; then nobody waits for the answer.
-                let _ = answer.send(ApprovalDecision::Approve);
+                let _ = answer.send(Answer::Approve);
             }
         }
     }
@@ -291,12 +294,12 @@ async fn run_agent(
 ) -> Result<RunOutcome, Box<dyn std::error::Error>> {
     // The YAML's model (the scripted provider: turns replayed from its `script`),
     // instructions, limits, hooks and run store, over the tool layer assembled above;
-    // the approval handler is what YAML cannot say.
+    // the interaction handler is what YAML cannot say.
     let (ask, questions) = mpsc::unbounded_channel();
     let runner = AgentRunner::builder_over(loaded, env, None)
         .await?
         .agent_id("quickstart")
-        .approval_handler(AskTheMainTask(ask))
+        .interaction_handler(AskTheMainTask(ask))
         .build();
 
     println!("\nuser › {PROMPT}");

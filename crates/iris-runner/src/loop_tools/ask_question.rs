@@ -1,12 +1,12 @@
 //! `ask_question` (`tools.builtin: [human.ask]`): the model asks the user, the run
 //! waits for the answer.
 //!
-//! The question becomes an [`Interaction::Question`] answered in process by an
-//! [`ApprovalHandler::answer`](crate::ApprovalHandler::answer), or the run waits and
+//! The question becomes an [`Interaction::Question`] answered in process by the run's
+//! [`InteractionHandler`](crate::InteractionHandler), or the run waits and
 //! [`AgentRunner::resume`](crate::AgentRunner::resume) carries the answer. The answer
 //! is the call's result.
 
-use iris_tools_core::{BoxFuture, ToolDefinition, ToolOutput};
+use iris_tools_core::{BoxFuture, ToolDefinition};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -75,18 +75,9 @@ impl LoopTool for AskQuestion {
                 question: input.question,
                 options: input.options.unwrap_or_default(),
             };
-            let answer = match &cx.runner.inner.approvals {
-                Some(handler) => handler.answer(&request).await,
-                None => None,
-            };
-            // An in-process answer must be one of the options too; one that is not
-            // leaves the question to `resume`.
-            let answer =
-                answer.filter(|text| request.options.is_empty() || request.options.contains(text));
-            Ok(match answer {
-                Some(text) => LoopStep::Result(ToolOutput::text(text)),
-                None => LoopStep::Wait(Interaction::Question(request)),
-            })
+            // The run's handler is asked (or the run waits for resume); its answer
+            // must be one of the options, as on resume.
+            Ok(LoopStep::Wait(Interaction::Question(request)))
         })
     }
 }

@@ -49,12 +49,11 @@ impl LoopTool for StoreSecret {
     fn call<'a>(&'a self, cx: LoopCall<'a>, input: Input) -> BoxFuture<'a, Result<LoopStep, Stop>> {
         Box::pin(async move {
             let key = input.key.trim().to_owned();
-            Ok(
-                match cx.runner.secret_call(cx.state, &cx.call.id, key).await {
-                    Ok(output) => LoopStep::Result(output),
-                    Err(request) => LoopStep::Wait(Interaction::Secret(request)),
-                },
-            )
+            // The run's handler is asked for the value (or the run waits for resume).
+            Ok(match cx.runner.secret_call(cx.state, &cx.call.id, key) {
+                Ok(output) => LoopStep::Result(output),
+                Err(request) => LoopStep::Wait(Interaction::Secret(request)),
+            })
         })
     }
 }

@@ -1,9 +1,11 @@
 //! The loop itself. [`AgentRunner`](crate::AgentRunner)'s public methods are thin
 //! entry points into this module, split by job: this file holds one run's state, its
 //! lease, saving, waiting and ending; `drive` the turns and model requests; `turn` one
-//! turn's calls; `journal` the tool-call journal; `background` background calls;
-//! `resume` answers and recovery; `span` the run's span and run hooks.
+//! turn's calls; `answer` what an answer does to its call (in process and on resume);
+//! `journal` the tool-call journal; `background` background calls; `resume` answers
+//! and recovery; `span` the run's span and run hooks.
 
+mod answer;
 mod background;
 mod drive;
 mod journal;
@@ -39,13 +41,13 @@ use tracing::Instrument;
 use crate::config::BackgroundCalls;
 use crate::context::request_history;
 use crate::error::codes;
+use crate::interaction::{Accepted, CallAnswer};
 use crate::loop_tool::{LoopCall, LoopEntry, LoopStep, loop_tool_of};
-use crate::loop_tools::ask_question::ASK_QUESTION;
 use crate::outcome::{
     Answer, ApprovalRequest, InDoubtRequest, Interaction, RunError, RunEvent, RunOutcome,
     SecretRequest,
 };
-use crate::runner::{AgentRunner, ApprovalDecision, Inner, RunInput, TRACING_TARGET};
+use crate::runner::{AgentRunner, Inner, RunInput, TRACING_TARGET};
 use crate::secret::{self, MAX_SECRET_ROUNDS, STORE_SECRET, SecretValue};
 use crate::store::{
     BackgroundResult, BackgroundRunning, CallState, JournalEntry, PendingInteraction, PendingTurn,
@@ -413,17 +415,6 @@ impl AgentRunner {
 /// The interaction id of a call of a run: stable in every process.
 pub(crate) fn interaction_id(run_id: &str, call_id: &str) -> String {
     format!("{run_id}:{call_id}")
-}
-
-fn denied(tool_name: &str, call_id: &str, reason: &str) -> ToolResult {
-    ToolOutput::error(
-        ToolErrorInfo::new(
-            core_codes::APPROVAL_DENIED,
-            format!("the user denied this `{tool_name}` call: {reason}"),
-        )
-        .with_detail("reason", reason),
-    )
-    .into_result(call_id, tool_name)
 }
 
 fn outcome_error(stop: Stop) -> RunError {

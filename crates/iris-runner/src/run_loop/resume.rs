@@ -27,49 +27,8 @@ pub(super) fn check_answer(
             ),
         ));
     }
-    // A subagent proxy takes the answer its child's interaction takes.
-    let interaction = pending.interaction.innermost();
-    let expected = match (interaction, answer) {
-        (Interaction::Approval(_), Answer::Approve | Answer::Deny { .. })
-        | (Interaction::InDoubt(_), Answer::Rerun | Answer::Skip | Answer::Record { .. })
-        | (Interaction::Secret(_), Answer::Deny { .. }) => {
-            return Ok(());
-        }
-        (Interaction::Secret(_), Answer::Secret { value }) => {
-            if !value.is_blank() {
-                return Ok(());
-            }
-            return Err(RunError::new(
-                codes::RUN_ANSWER_INVALID,
-                "the secret is empty; give its value (or deny)",
-            ));
-        }
-        (Interaction::Question(q), Answer::Text { text }) => {
-            if q.options.is_empty() || q.options.contains(text) {
-                return Ok(());
-            }
-            return Err(RunError::new(
-                codes::RUN_ANSWER_INVALID,
-                format!("the answer must be one of: {}", q.options.join(", ")),
-            ));
-        }
-        (Interaction::Elicitation(e), _) => {
-            return crate::mcp_host::elicitation_answer(e, answer).map(|_| ());
-        }
-        (Interaction::Approval(_), _) => "approve or deny",
-        (Interaction::Question(_), _) => "a text answer",
-        (Interaction::InDoubt(_), _) => "rerun, skip or record",
-        (Interaction::Secret(_), _) => "the secret's value (or deny)",
-        // `innermost` never is a proxy.
-        (Interaction::Subagent(_), _) => "the answer of its child's interaction",
-    };
-    Err(RunError::new(
-        codes::RUN_ANSWER_INVALID,
-        format!(
-            "interaction `{interaction_id}` is {}: answer it with {expected}",
-            interaction.kind()
-        ),
-    ))
+    // The one check every route makes (a subagent proxy: its child's interaction's).
+    pending.interaction.check(answer)
 }
 
 impl AgentRunner {
@@ -251,114 +210,84 @@ impl AgentRunner {
                 format!("run `{run_id}`: the interaction names call {index}, which its turn lacks"),
             ));
         };
-        if let Interaction::Elicitation(asks) = &pending.interaction {
-            // The call runs again with the answer when the turn goes on.
-            let reply = crate::mcp_host::elicitation_answer(asks, &answer)?;
-            state
-                .resumes
-                .0
-                .insert(call.id.clone(), asks.input.resume(&reply));
-            state.record.interaction = None;
-            state.record.status = RunStatus::Running;
-            return self.save(state).await.map(|()| None).map_err(outcome_error);
-        }
         let ctx = self.turn_context(state, turn.turn, sink);
-        let loop_tool = self.loop_tool(&call.name);
-        let result = match (&pending.interaction, answer) {
-            // A loop tool's call a crash left in doubt (a `subagent` call) is answered
-            // again by the loop: a new child run.
-            (Interaction::InDoubt(_), Answer::Rerun) if loop_tool.is_some() => {
-                let Some(tool) = loop_tool else {
-                    return Ok(None);
-                };
-                match self
-                    .answer_loop_call(state, turn.turn, index, &call, sink, &tool)
-                    .await
-                {
-                    Ok(result) => result,
-                    Err(stop) => return Ok(Some(stop)),
-                }
-            }
-            (interaction @ Interaction::Approval(_), Answer::Approve)
-            | (interaction @ Interaction::InDoubt(_), Answer::Rerun) => {
-                let Some(tool_use) = call.to_tool_use() else {
+        let (result, ran) = match pending.interaction.accept(answer)? {
+            Accepted::Elicitation(reply) => {
+                let Interaction::Elicitation(asks) = &pending.interaction else {
                     return Err(RunError::new(
                         codes::RUN_ANSWER_INVALID,
-                        format!("call `{}` has unusable arguments and cannot run", call.id),
+                        "an elicitation answer for another kind of interaction",
                     ));
                 };
-                sink.emit(started_use(turn.turn, &tool_use));
-                let approved = match interaction {
-                    Interaction::Approval(a) => Some(&a.arguments),
-                    _ => None,
+                let Some(input) = &asks.input else {
+                    return Err(RunError::new(
+                        codes::RUN_STORE_FAILED,
+                        format!("run `{run_id}` waits on an elicitation it cannot send again"),
+                    ));
                 };
-                // The store must say `running` before the call can have any effect: a
-                // crash from here on leaves a run that `recover` settles from the
-                // journal (a started call is in doubt), never a `waiting` one whose
-                // approval a second resume would run again.
+                // The call runs again with the answer when the turn goes on.
+                state
+                    .resumes
+                    .0
+                    .insert(call.id.clone(), input.resume(&reply));
                 state.record.interaction = None;
-                self.save(state).await.map_err(outcome_error)?;
-                let mut result = self
-                    .run_approved(state, index, &call, &tool_use, &ctx, approved)
-                    .await
-                    .map_err(outcome_error)?;
-                self.note_auth_failure(state, &mut result);
-                result
+                state.record.status = RunStatus::Running;
+                return self.save(state).await.map(|()| None).map_err(outcome_error);
             }
-            (Interaction::Secret(request), Answer::Secret { value }) => self
-                .deliver_secret(state, &request.key, &value)
-                .into_result(&call.id, STORE_SECRET),
-            (Interaction::Secret(request), Answer::Deny { reason }) => {
-                ToolOutput::error(ToolErrorInfo::new(
-                    secret::codes::SECRET_DECLINED,
-                    format!(
-                        "the user did not give the secret `{}`: {reason}; the tools that \
-                         need it keep failing",
-                        request.key
-                    ),
-                ))
-                .into_result(&call.id, STORE_SECRET)
-            }
-            (Interaction::Approval(a), Answer::Deny { reason }) => {
-                denied(&a.tool_name, &call.id, &reason)
-            }
-            // `check_answer` above: the text fits the question's options.
-            (Interaction::Question(_), Answer::Text { text }) => {
-                ToolOutput::text(text).into_result(&call.id, ASK_QUESTION)
-            }
-            (Interaction::InDoubt(d), Answer::Skip) => ToolOutput::error(ToolErrorInfo::new(
-                codes::TOOL_IN_DOUBT,
-                format!(
-                    "this `{}` call was interrupted by a crash and may or may not have run; \
-                         the user chose not to run it again",
-                    d.tool_name
-                ),
-            ))
-            .into_result(&call.id, &d.tool_name),
-            (Interaction::InDoubt(d), Answer::Record { output }) => {
-                ToolOutput::text(output).into_result(&call.id, &d.tool_name)
-            }
-            // The child run answers it (`check_answer`: the answer fits its interaction).
-            (Interaction::Subagent(request), answer) => {
+            // The child run answers it (`accept` checked the answer against its
+            // interaction).
+            Accepted::Subagent(answer) => {
+                let Interaction::Subagent(request) = &pending.interaction else {
+                    return Err(RunError::new(
+                        codes::RUN_ANSWER_INVALID,
+                        "a subagent answer for another kind of interaction",
+                    ));
+                };
                 match self
                     .resume_subagent(state, turn.turn, index, &call, request, answer, sink)
                     .await?
                 {
-                    Ok(result) => result,
+                    Ok(result) => (result, false),
                     Err(stop) => return Ok(Some(stop)),
                 }
             }
-            // `check_answer` refused every other pairing already.
-            (interaction, _) => {
-                return Err(RunError::new(
-                    codes::RUN_ANSWER_INVALID,
-                    format!(
-                        "the answer does not fit a {} interaction",
-                        interaction.kind()
-                    ),
-                ));
+            // A loop tool's call a crash left in doubt (a `subagent` call) is answered
+            // again by the loop: a new child run.
+            Accepted::Call(CallAnswer::Run { approved: None })
+                if let Some(tool) = self.loop_tool(&call.name) =>
+            {
+                match self
+                    .answer_loop_call(state, turn.turn, index, &call, sink, &tool)
+                    .await
+                {
+                    Ok(result) => (result, false),
+                    Err(stop) => return Ok(Some(stop)),
+                }
+            }
+            Accepted::Call(answer) => {
+                let runs = matches!(answer, CallAnswer::Run { .. });
+                if runs {
+                    if let Some(tool_use) = call.to_tool_use() {
+                        sink.emit(started_use(turn.turn, &tool_use));
+                    }
+                    // The store must say `running` before the call can have any
+                    // effect: a crash from here on leaves a run that `recover` settles
+                    // from the journal (a started call is in doubt), never a
+                    // `waiting` one whose approval a second resume would run again.
+                    state.record.interaction = None;
+                    self.save(state).await.map_err(outcome_error)?;
+                }
+                let result = self
+                    .settle_answer(state, index, &call, answer, &ctx)
+                    .await
+                    .map_err(outcome_error)?;
+                (result, runs)
             }
         };
+        let mut result = result;
+        if ran {
+            self.note_auth_failure(state, &mut result);
+        }
         if let Some(approval) = result.output.approval().cloned() {
             let request = ApprovalRequest {
                 id: pending.id.clone(),

@@ -143,41 +143,32 @@ impl AgentRunner {
                         arguments: approval.arguments.clone(),
                         reason: approval.reason.clone(),
                     };
-                    let decision = if state.resumes.0.contains_key(&tool_use.id) {
-                        // An MCP call continuing with its answer ran up to the
-                        // question, so it was allowed or approved then.
-                        ApprovalDecision::Approve
-                    } else {
+                    // An MCP call continuing with its answer ran up to the question, so
+                    // it was allowed or approved then.
+                    let resumed = state.resumes.0.contains_key(&tool_use.id);
+                    if !resumed {
                         sink.emit(RunEvent::ApprovalRequested {
                             request: request.clone(),
                         });
-                        match &inner.approvals {
-                            Some(handler) => handler.decide(&request).await,
-                            None => ApprovalDecision::Defer,
+                    }
+                    let interaction = Interaction::Approval(request);
+                    let answer = if resumed {
+                        Some(CallAnswer::Run {
+                            approved: Some(approval.arguments.clone()),
+                        })
+                    } else {
+                        match self.ask(&interaction).await {
+                            Some(Accepted::Call(answer)) => Some(answer),
+                            _ => None,
                         }
                     };
-                    result = match decision {
-                        ApprovalDecision::Approve => {
-                            self.run_approved(
-                                state,
-                                slot,
-                                call,
-                                tool_use,
-                                &ctx,
-                                Some(&request.arguments),
-                            )
-                            .await?
-                        }
-                        ApprovalDecision::Deny { reason } => {
-                            denied(&result.tool_name, &tool_use.id, &reason)
-                        }
-                        ApprovalDecision::Defer => {
+                    result = match answer {
+                        Some(answer) => self.settle_answer(state, slot, call, answer, &ctx).await?,
+                        None => {
                             // The call did not run: back to planned, then wait.
                             self.journal(state, slot, call, CallState::Planned, None)
                                 .await?;
-                            return Err(self
-                                .wait(state, slot, Interaction::Approval(request))
-                                .await);
+                            return Err(self.wait(state, slot, interaction).await);
                         }
                     };
                 }
@@ -234,7 +225,9 @@ impl AgentRunner {
     }
 
     /// Answers a loop tool's call: announced, its input validated, its body run, its
-    /// step settled. `Err` stops the run (it waits, or the store failed).
+    /// step settled — an interaction it raises goes to the run's handler, and the
+    /// run waits on it when nobody answers now. `Err` stops the run (it waits, or
+    /// the store failed).
     pub(super) async fn answer_loop_call(
         &self,
         state: &mut RunState,
@@ -252,32 +245,25 @@ impl AgentRunner {
             slot,
             call,
         };
-        let step = tool.answer(cx, call.arguments.clone()).await?;
-        let output = self.settle_step(state, slot, step).await?;
-        Ok(output.into_result(&call.id, tool.name()))
-    }
-
-    /// What a loop tool's step does to the run: its result, the run waiting on its
-    /// interaction (`Err`), or its result with the run's final answer noted.
-    pub(super) async fn settle_step(
-        &self,
-        state: &mut RunState,
-        slot: usize,
-        step: LoopStep,
-    ) -> Result<ToolOutput, Stop> {
-        match step {
-            LoopStep::Result(output) => Ok(output),
-            LoopStep::Wait(interaction) => Err(self.wait(state, slot, interaction).await),
+        match tool.answer(cx, call.arguments.clone()).await? {
+            LoopStep::Result(output) => Ok(output.into_result(&call.id, tool.name())),
             LoopStep::End { result, answer } => {
                 state.record.final_answer = Some(answer);
-                Ok(result)
+                Ok(result.into_result(&call.id, tool.name()))
             }
+            LoopStep::Wait(interaction) => match self.ask(&interaction).await {
+                Some(Accepted::Call(answer)) => {
+                    let ctx = self.turn_context(state, turn, sink);
+                    self.settle_answer(state, slot, call, answer, &ctx).await
+                }
+                _ => Err(self.wait(state, slot, interaction).await),
+            },
         }
     }
 
-    /// A `store_secret` call: its result, or the request the run waits on when the
-    /// host's handler has no value.
-    pub(crate) async fn secret_call(
+    /// A `store_secret` call: its result when it cannot be asked (an unknown key,
+    /// too many rounds), else the request to ask.
+    pub(crate) fn secret_call(
         &self,
         state: &mut RunState,
         call_id: &str,
@@ -317,14 +303,7 @@ impl AgentRunner {
                 .unwrap_or_default(),
             key,
         };
-        let value = match &inner.approvals {
-            Some(handler) => handler.secret(&request).await,
-            None => None,
-        };
-        match value.filter(|v| !v.is_blank()) {
-            Some(value) => Ok(self.deliver_secret(state, &request.key, &value)),
-            None => Err(request),
-        }
+        Err(request)
     }
 
     /// Gives a secret's value to the host's store and the tools that use it; the
@@ -471,6 +450,12 @@ impl AgentRunner {
             Sink::Channel(tx) => Some(tx),
             Sink::None => None,
         };
-        crate::mcp_host::attach(ctx, inner.approvals.as_ref(), events, turn, &state.resumes)
+        crate::mcp_host::attach(
+            ctx,
+            inner.interactions.as_ref(),
+            events,
+            turn,
+            &state.resumes,
+        )
     }
 }

@@ -1,11 +1,10 @@
 //! MCP and deferred tools in `build_tool_registry`, against iris-mcp's real Python
 //! fixture server over stdio.
 
-use iris_mcp::{ElicitationAnswer, ElicitationKind, ElicitationRequest};
+use iris_mcp::{ElicitationAnswer, ElicitationKind};
 use iris_runner::{
-    AgentConfig, AgentRunner, AgentRunnerBuilder, Answer, ApprovalDecision, ApprovalHandler,
-    ApprovalRequest, HostRegistry, Interaction, RunEvent, RunOutcome, ToolEnvironment,
-    build_tool_registry,
+    AgentConfig, AgentRunner, AgentRunnerBuilder, Answer, HostRegistry, Interaction,
+    InteractionHandler, RunEvent, RunOutcome, ToolEnvironment, build_tool_registry,
 };
 use iris_tools_core::{BoxFuture, ToolExecutionContext, ToolUse};
 use serde_json::{Value, json};
@@ -286,19 +285,21 @@ struct Host {
     colour: &'static str,
 }
 
-impl ApprovalHandler for Host {
-    fn decide<'a>(&'a self, _request: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalDecision> {
-        Box::pin(async { ApprovalDecision::Approve })
-    }
-
-    fn elicit<'a>(&'a self, request: &'a ElicitationRequest) -> BoxFuture<'a, ElicitationAnswer> {
-        let answer = match &request.kind {
-            ElicitationKind::Form { .. } => {
-                ElicitationAnswer::accept(json!({"colour": self.colour}))
-            }
-            _ => ElicitationAnswer::decline("forms only"),
+impl InteractionHandler for Host {
+    fn answer<'a>(&'a self, interaction: &'a Interaction) -> BoxFuture<'a, Option<Answer>> {
+        let answer = match interaction {
+            Interaction::Approval(_) => Answer::Approve,
+            Interaction::Elicitation(e) => Answer::Elicitation {
+                reply: match &e.request.kind {
+                    ElicitationKind::Form { .. } => {
+                        ElicitationAnswer::accept(json!({"colour": self.colour}))
+                    }
+                    _ => ElicitationAnswer::decline("forms only"),
+                },
+            },
+            _ => return Box::pin(async { None }),
         };
-        Box::pin(async move { answer })
+        Box::pin(async move { Some(answer) })
     }
 }
 
@@ -329,7 +330,7 @@ fn completed_text(outcome: &RunOutcome, expected: &str) -> String {
 async fn streamed(yaml: &str, host: Option<Host>) -> Vec<RunEvent> {
     let (_fx, mut builder) = extra_tools_builder(yaml).await;
     if let Some(host) = host {
-        builder = builder.approval_handler(host);
+        builder = builder.interaction_handler(host);
     }
     let runner = builder.build();
     let mut stream = runner.run_streamed("go");
@@ -406,7 +407,7 @@ async fn progress_of_an_mcp_call_is_a_run_event() {
 }
 
 /// An elicitation during a run goes to the run's host: answered by
-/// `ApprovalHandler::elicit`, shown on the stream, declined with a reason by the
+/// the run's `InteractionHandler`, shown on the stream, declined with a reason by the
 /// default `elicit` and when the run has no handler at all.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_elicitation_during_a_run_goes_to_the_host() {
@@ -452,7 +453,7 @@ async fn an_elicitation_nobody_answers_makes_the_run_wait_for_resume() {
     };
     assert_eq!(asks.call_id, "call_1_1");
     assert_eq!(asks.tool_name, "mcp__fx__ask_form");
-    assert_eq!(asks.input.request.message, "Pick a colour");
+    assert_eq!(asks.request.message, "Pick a colour");
     let summary = Interaction::Elicitation(asks.clone()).summary();
     assert!(summary.contains("form: colour (string)"), "{summary}");
 
@@ -697,7 +698,7 @@ async fn cancelling_a_run_cancels_its_mcp_task_on_the_server() {
         marker.display()
     ));
     let (_fx, builder) = extra_tools_builder(&yaml).await;
-    let runner = builder.approval_handler(Host { colour: "red" }).build();
+    let runner = builder.interaction_handler(Host { colour: "red" }).build();
     let signal = iris_tools_core::CancellationSignal::new();
     let mut stream =
         runner.run_streamed(iris_runner::RunInput::from("go").cancellation(signal.clone()));
@@ -799,7 +800,7 @@ async fn a_recovered_run_follows_its_mcp_task_again_by_id() {
         AgentRunner::builder_from_loaded(&loaded, &HostRegistry::new(), None)
             .await
             .unwrap()
-            .approval_handler(Host { colour: "red" })
+            .interaction_handler(Host { colour: "red" })
             .run_store(std::sync::Arc::clone(&store))
             .lease_ttl(std::time::Duration::from_millis(400))
             .build()
@@ -865,7 +866,7 @@ async fn a_waiting_run_leaves_its_mcp_task_running_and_follows_it_on_resume() {
         )
     );
     let (_fx, builder) = extra_tools_builder(&yaml).await;
-    let runner = builder.approval_handler(Host { colour: "red" }).build();
+    let runner = builder.interaction_handler(Host { colour: "red" }).build();
     let outcome = runner.run("go").await;
     let RunOutcome::Waiting {
         run_id,

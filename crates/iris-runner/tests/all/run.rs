@@ -8,9 +8,7 @@ use iris_discovery::{DisclosureLayer, ToolSearchTool};
 use iris_executor::ToolExecutor;
 use iris_providers::chat::{Message, Role};
 use iris_providers::{ScriptedProvider, Strict};
-use iris_runner::{
-    AgentRunner, ApprovalDecision, ApprovalRequest, Interaction, RunEvent, RunInput, RunOutcome,
-};
+use iris_runner::{AgentRunner, Answer, Interaction, RunEvent, RunInput, RunOutcome};
 use iris_tools_core::{
     FnTool, ToolCapability, ToolDefinition, ToolOutput, ToolRegistry, ViewFilter,
 };
@@ -412,15 +410,18 @@ fn an_approval_handler_approves_or_denies_in_flight() {
                 .unwrap();
             let runner = AgentRunner::builder(provider, env.executor.clone())
                 .workspace(env.workspace.clone())
-                .approval_handler(move |r: &ApprovalRequest| {
+                .interaction_handler(move |i: &Interaction| {
+                    let Interaction::Approval(r) = i else {
+                        return None;
+                    };
                     seen_in.lock().unwrap().push(r.tool_name.clone());
-                    if approve {
-                        ApprovalDecision::Approve
+                    Some(if approve {
+                        Answer::Approve
                     } else {
-                        ApprovalDecision::Deny {
+                        Answer::Deny {
                             reason: "not today".into(),
                         }
-                    }
+                    })
                 })
                 .build();
             let all = events(&runner, "write").await;
@@ -441,6 +442,81 @@ fn an_approval_handler_approves_or_denies_in_flight() {
                 assert!(results[1].is_error(), "the read finds no file");
             }
             env.close().await.unwrap();
+        });
+    }
+}
+
+/// One handler answers every kind of interaction in process with the same `Answer`
+/// that `resume` takes; an answer that does not fit its interaction (a text to an
+/// approval) never runs the call: the run waits, and `resume` with a fitting answer
+/// goes on.
+#[test]
+fn one_interaction_handler_answers_questions_and_approvals_and_a_wrong_answer_waits() {
+    let yaml = r#"
+tools: {builtin: [file.write, file.read, human.ask]}
+run_store: {kind: memory}
+model:
+  provider: scripted
+  script:
+    - tool_calls: [{name: ask_question, arguments: {question: "Which file?", options: [out.txt, other.txt]}}]
+    - expect_tool_results: 1
+      tool_calls: [{name: write_file, arguments: {file_path: out.txt, content: "answered\n"}}]
+    - {expect_tool_results: 1, text: Done.}
+"#;
+    for wrong in [false, true] {
+        let fx = Fixture::new(yaml, &[]);
+        runtime().block_on(async {
+            let loaded = iris_runner::AgentConfig::load_with_env(fx.file(), false).unwrap();
+            let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+            let seen_in = Arc::clone(&seen);
+            let runner =
+                AgentRunner::builder_from_loaded(&loaded, &iris_runner::HostRegistry::new(), None)
+                    .await
+                    .unwrap()
+                    .interaction_handler(move |i: &Interaction| {
+                        seen_in.lock().unwrap().push(i.kind());
+                        match i {
+                            Interaction::Question(q) => Some(Answer::Text {
+                                text: q.options[0].clone(),
+                            }),
+                            Interaction::Approval(_) if wrong => {
+                                Some(Answer::Text { text: "yes".into() })
+                            }
+                            Interaction::Approval(_) => Some(Answer::Approve),
+                            _ => None,
+                        }
+                    })
+                    .build();
+            let outcome = runner.run("write").await;
+            assert_eq!(*seen.lock().unwrap(), ["question", "approval"]);
+            if !wrong {
+                assert_eq!(outcome.output(), Some("Done."), "{outcome:?}");
+                assert_eq!(
+                    std::fs::read_to_string(fx.root().join("out.txt")).unwrap(),
+                    "answered\n"
+                );
+                return;
+            }
+            let RunOutcome::Waiting {
+                run_id,
+                interaction: Interaction::Approval(request),
+            } = &outcome
+            else {
+                panic!("a wrong answer must leave the approval waiting: {outcome:?}")
+            };
+            assert!(!fx.root().join("out.txt").exists(), "the call did not run");
+            let refused = runner
+                .resume(run_id, &request.id, Answer::Text { text: "yes".into() })
+                .await
+                .unwrap_err();
+            assert_eq!(refused.code, "RUN_ANSWER_INVALID");
+            let resumed = runner
+                .resume(run_id, &request.id, Answer::Approve)
+                .await
+                .unwrap();
+            assert_eq!(resumed.output(), Some("Done."), "{resumed:?}");
+            assert!(fx.root().join("out.txt").exists());
+            runner.close().await.unwrap();
         });
     }
 }

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 
 use iris_runner::secret::codes as secret_codes;
 use iris_runner::{
-    AgentConfig, AgentRunner, Answer, ApprovalDecision, ApprovalHandler, ApprovalRequest,
-    HostRegistry, Interaction, RunEvent, RunOutcome, SecretRequest, SecretValue,
+    AgentConfig, AgentRunner, Answer, HostRegistry, Interaction, InteractionHandler, RunEvent,
+    RunOutcome, SecretRequest, SecretValue,
 };
 use iris_tools_core::BoxFuture;
 use serde_json::json;
@@ -146,15 +146,16 @@ struct Secrets {
     asked: Mutex<Vec<SecretRequest>>,
 }
 
-impl ApprovalHandler for Secrets {
-    fn decide<'a>(&'a self, _: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalDecision> {
-        Box::pin(async { ApprovalDecision::Defer })
-    }
-
-    fn secret<'a>(&'a self, request: &'a SecretRequest) -> BoxFuture<'a, Option<SecretValue>> {
+impl InteractionHandler for Secrets {
+    fn answer<'a>(&'a self, interaction: &'a Interaction) -> BoxFuture<'a, Option<Answer>> {
+        let Interaction::Secret(request) = interaction else {
+            return Box::pin(async { None });
+        };
         self.asked.lock().unwrap().push(request.clone());
         let mut values = self.values.lock().unwrap();
-        let next = (!values.is_empty()).then(|| SecretValue::new(values.remove(0)));
+        let next = (!values.is_empty()).then(|| Answer::Secret {
+            value: SecretValue::new(values.remove(0)),
+        });
         Box::pin(async move { next })
     }
 }
@@ -174,7 +175,7 @@ async fn answering_runner(
     let runner = AgentRunner::builder_from_loaded(&loaded, host, None)
         .await
         .unwrap()
-        .approval_handler(ArcHandler(Arc::clone(&handler)))
+        .interaction_handler(ArcHandler(Arc::clone(&handler)))
         .build();
     (runner, handler)
 }
@@ -514,12 +515,9 @@ async fn store_secret_is_a_system_tool_installed_with_the_web_tools() {
 /// A shared handler.
 struct ArcHandler(Arc<Secrets>);
 
-impl ApprovalHandler for ArcHandler {
-    fn decide<'a>(&'a self, r: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalDecision> {
-        self.0.decide(r)
-    }
-    fn secret<'a>(&'a self, r: &'a SecretRequest) -> BoxFuture<'a, Option<SecretValue>> {
-        self.0.secret(r)
+impl InteractionHandler for ArcHandler {
+    fn answer<'a>(&'a self, interaction: &'a Interaction) -> BoxFuture<'a, Option<Answer>> {
+        self.0.answer(interaction)
     }
 }
 
