@@ -19,7 +19,7 @@
 //!    it gets `SUBAGENT_RECURSION`); the parent's hooks and middleware are not
 //!    inherited;
 //! 4. runs the child as its own run and session (no parent history) in the parent's
-//!    run store, with the parent's approval handler and cancellation signal; its
+//!    run store, with the parent's interaction handler and cancellation signal; its
 //!    usage stays in its own record, which names its parent ([`ParentRun`]);
 //! 5. answers the call with the child's final text, `metadata.agent_selector` and
 //!    `metadata.child_run_id` (a failed child is `SUBAGENT_FAILED` with
