@@ -129,6 +129,33 @@ impl HookFactoryRegistry {
         self.factories.keys().map(String::as_str).collect()
     }
 
+    /// The first spec whose handler names a factory this registry does not hold: its
+    /// index and the factory's name. [`build`](Self::build) fails on that spec with
+    /// `HOOK_UNKNOWN_FACTORY`; a host that reports a missing name its own way asks here
+    /// first (iris-runner reports `HOST_KEY_UNKNOWN`, as for every YAML key naming host
+    /// code).
+    ///
+    /// ```
+    /// use iris_hooks::config::{HookFactoryRegistry, HookSpec};
+    ///
+    /// let specs: Vec<HookSpec> = serde_json::from_value(serde_json::json!([
+    ///     {"name": "log", "event": "tool.after", "handler": {"type": "command", "command": "true"}},
+    ///     {"name": "audit", "event": "tool.after", "handler": {"type": "python", "factory": "audit:make"}},
+    /// ])).unwrap();
+    /// assert_eq!(HookFactoryRegistry::new().unknown_factory(&specs), Some((1, "audit:make")));
+    /// ```
+    pub fn unknown_factory<'s>(&self, specs: &'s [HookSpec]) -> Option<(usize, &'s str)> {
+        specs
+            .iter()
+            .enumerate()
+            .find_map(|(i, spec)| match &spec.handler {
+                HandlerSpec::Factory { factory, .. } if !self.factories.contains_key(factory) => {
+                    Some((i, factory.as_str()))
+                }
+                _ => None,
+            })
+    }
+
     /// Turns YAML specs into registrations, in order. `commands` builds command
     /// handlers; without it a command hook is a configuration error.
     pub fn build(

@@ -731,7 +731,9 @@ pub(crate) fn check_config_as(
                 as Arc<dyn iris_hooks::HookHandler>,
         )
     };
-    if let Err(e) = factories.build(&config.hooks, Some(dry)) {
+    if let Some(e) = unknown_hook_factory(config, &factories) {
+        problems.push(e);
+    } else if let Err(e) = factories.build(&config.hooks, Some(dry)) {
         problems.push(hook_error(e));
     }
     problems
@@ -931,6 +933,21 @@ fn load_decision(loaded: &LoadedConfig) -> Result<Option<DecisionConfig>> {
     Ok(Some(decision))
 }
 
+/// A hook handler naming a factory the host did not register is `HOST_KEY_UNKNOWN`, as
+/// for every YAML key naming host code.
+fn unknown_hook_factory(
+    config: &AgentConfig,
+    factories: &iris_hooks::config::HookFactoryRegistry,
+) -> Option<Error> {
+    let (i, name) = factories.unknown_factory(&config.hooks)?;
+    Some(Error::HostKeyUnknown {
+        key: format!("hooks[{i}].handler.factory"),
+        kind: "hook factory",
+        name: name.to_owned(),
+        known: owned(factories.names()),
+    })
+}
+
 fn hook_error(e: iris_hooks::HookError) -> Error {
     Error::Assembly {
         key: "hooks".into(),
@@ -947,6 +964,9 @@ fn build_hooks(
         return Ok(None);
     }
     let factories = host.hook_factories();
+    if let Some(e) = unknown_hook_factory(config, &factories) {
+        return Err(e);
+    }
     let commands = command.map(command_hooks);
     let registrations = factories
         .build(&config.hooks, commands.as_deref())

@@ -612,3 +612,29 @@ fn call_timeout_is_checked() {
     );
     assert_eq!(run.code, 0, "{run:?}");
 }
+
+/// A `{type: python}` hook names host code, which the `iris` binary never registers: one
+/// code for that fault, `HOST_KEY_UNKNOWN` (as for `tools.host` and middleware), from
+/// assembly (exit 3) and from `iris check` alike.
+#[test]
+fn a_python_hook_is_host_key_unknown() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("iris.yaml"),
+        "tools:\n  builtin: [file.read]\nhooks:\n  - name: audit\n    event: tool.after\n    \
+         handler: {type: python, factory: 'app:audit'}\n",
+    )
+    .unwrap();
+    let want = "error[HOST_KEY_UNKNOWN]: `hooks[0].handler.factory`: ";
+    let run = iris(dir.path(), &["--trust", "tools"], &[], "");
+    assert_eq!(run.code, 3, "{run:?}");
+    assert!(run.stderr.starts_with(want), "{run:?}");
+    assert!(run.stderr.contains("`app:audit`"), "{run:?}");
+    let run = iris(dir.path(), &["--trust", "check"], &[], "");
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stdout.contains(want), "{run:?}");
+    assert!(
+        !format!("{run:?}").contains("HOOK_UNKNOWN_FACTORY"),
+        "{run:?}"
+    );
+}

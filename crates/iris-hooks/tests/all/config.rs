@@ -152,3 +152,19 @@ fn order_and_fields_are_kept() {
     assert_eq!(regs[1].event, HookEventKind::ToolBefore);
     assert_eq!(regs[1].timeout.as_secs(), 10);
 }
+
+/// `unknown_factory` names exactly the hook `build` fails on for a missing factory
+/// (`type: python` is the same handler), and nothing when every factory is registered.
+#[test]
+fn unknown_factory_finds_the_hook_build_fails_on() {
+    let yaml = "- {name: a, event: tool.after, handler: {type: factory, factory: 'audit:make'}}\n\
+                - {name: b, event: tool.after, handler: {type: command, command: x}}\n\
+                - {name: c, event: tool.after, handler: {type: python, factory: 'app:audit'}}\n\
+                - {name: d, event: tool.after, handler: {type: factory, factory: 'app:other'}}\n";
+    let specs: Vec<HookSpec> = serde_yaml::from_str(yaml).unwrap();
+    assert_eq!(factories().unknown_factory(&specs), Some((2, "app:audit")));
+    let err = factories().build(&specs, Some(&echo_commands)).unwrap_err();
+    assert_eq!(err.code(), "HOOK_UNKNOWN_FACTORY");
+    assert!(err.message.starts_with("hooks[2] (`c`)"), "{err:?}");
+    assert_eq!(factories().unknown_factory(&specs[..2]), None);
+}
