@@ -15,6 +15,12 @@
 //! **Leases.** Only the holder of a run's lease drives it and may save it; a lease
 //! expires unless renewed, so a run whose process died can be taken over
 //! ([`RunStore::acquire`] answers `RUN_BUSY` while another live process holds it).
+//!
+//! **A flat cost per turn.** A save writes what the turn changed, not the whole run:
+//! the memory store shares the history's messages with the run, and the SQL stores
+//! keep one row per message and append a turn's new ones (the record's row holds the
+//! rest, without the history); a history that was changed rather than grown is
+//! written again whole. See `persisted.rs` for the rule.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -31,6 +37,7 @@ use crate::goal::GoalReport;
 use crate::outcome::{Interaction, RunError};
 
 mod memory;
+mod persisted;
 mod postgres;
 mod sqlite;
 
@@ -396,7 +403,9 @@ pub trait RunStore: Send + Sync {
         ttl: Duration,
     ) -> BoxFuture<'a, StoreResult<()>>;
 
-    /// Replaces the run's record (`owner` must hold the lease).
+    /// Replaces the run's record (`owner` must hold the lease). The stores write
+    /// only what changed of the history: the messages after the part this process
+    /// persisted, when the history only grew since.
     fn save<'a>(&'a self, record: &'a RunRecord, owner: &'a str) -> BoxFuture<'a, StoreResult<()>>;
 
     /// The run's record, `None` when there is no such run.
@@ -521,7 +530,62 @@ pub(crate) const MIGRATIONS: &[(i64, &str)] = &[
             PRIMARY KEY (run_id, turn, call_id)
         )",
     ),
+    // A run's history, one row per message, so that a save appends a turn's messages
+    // instead of writing the whole record again; `generation` changes when the history
+    // is written again whole (the older generations' rows are deleted).
+    (
+        4,
+        "CREATE TABLE iris_messages (
+            run_id TEXT NOT NULL REFERENCES iris_runs (run_id) ON DELETE CASCADE,
+            generation BIGINT NOT NULL,
+            seq BIGINT NOT NULL,
+            message TEXT NOT NULL,
+            PRIMARY KEY (run_id, generation, seq)
+        )",
+    ),
+    // How many messages of which generation are the run's history. A row of an earlier
+    // release has 0 here and its history in `record`, where it is read from (and moved
+    // out at its next save).
+    (
+        5,
+        "ALTER TABLE iris_runs ADD COLUMN history_len BIGINT NOT NULL DEFAULT 0",
+    ),
+    (
+        6,
+        "ALTER TABLE iris_runs ADD COLUMN history_generation BIGINT NOT NULL DEFAULT 0",
+    ),
 ];
+
+/// The `record` column of a run: the record without its history, which lives in
+/// `iris_messages`. (A record of an earlier release holds its history here.)
+pub(crate) fn encode_head(record: &RunRecord) -> StoreResult<String> {
+    encode(&RunRecord {
+        history: History::new(),
+        ..record.clone()
+    })
+}
+
+/// The `message` column of each message from `from` on.
+pub(crate) fn encode_messages(history: &History, from: usize) -> StoreResult<Vec<String>> {
+    history.shared_from(from).map(|m| encode(&**m)).collect()
+}
+
+/// A record read back: its `record` column and, unless that holds the history itself
+/// (a row of an earlier release), the message rows in order. The flag says whether
+/// the history came from the message rows (a row of an earlier release is written
+/// again whole at its next save).
+pub(crate) fn decode_record(head: &str, messages: &[String]) -> StoreResult<(RunRecord, bool)> {
+    let mut record: RunRecord = decode(head, "run record")?;
+    if !record.history.is_empty() {
+        return Ok((record, false));
+    }
+    for message in messages {
+        record
+            .history
+            .push(decode::<iris_providers::chat::Message>(message, "message")?);
+    }
+    Ok((record, true))
+}
 
 /// Encodes a record for the `record` column.
 pub(crate) fn encode<T: Serialize>(value: &T) -> StoreResult<String> {

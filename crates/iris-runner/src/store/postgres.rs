@@ -7,9 +7,10 @@ use iris_tools_core::BoxFuture;
 use tokio_postgres::config::{Host, SslMode};
 use tokio_postgres::{Client, Config, NoTls};
 
+use super::persisted::{HistoryWrite, Persisted, PersistedRuns};
 use super::{
     JournalEntry, LeaseMode, MIGRATIONS, RunRecord, RunStatus, RunStore, RunSummary, StoreError,
-    StoreResult, decode, encode, now_ms, ttl_ms,
+    StoreResult, decode, decode_record, encode, encode_head, encode_messages, now_ms, ttl_ms,
 };
 
 /// The advisory lock key that serializes schema migrations across processes.
@@ -25,6 +26,8 @@ const MIGRATION_LOCK: i64 = 0x1215_0017;
 pub struct PostgresRunStore {
     config: Config,
     client: Mutex<Option<Arc<Client>>>,
+    /// What this store persisted of the runs it drives (see `persisted.rs`).
+    persisted: PersistedRuns,
 }
 
 impl std::fmt::Debug for PostgresRunStore {
@@ -130,6 +133,7 @@ impl PostgresRunStore {
         let store = Self {
             config,
             client: Mutex::new(None),
+            persisted: PersistedRuns::default(),
         };
         let client = store.client().await?;
         migrate(&client).await?;
@@ -158,6 +162,74 @@ impl PostgresRunStore {
         Ok(client)
     }
 
+    /// Writes a save: the new messages when the history only grew since what this
+    /// process persisted (and the row still says so), else all of them under the next
+    /// generation. Returns the generation written.
+    async fn write_save(
+        &self,
+        record: &RunRecord,
+        owner: &str,
+        plan: HistoryWrite,
+    ) -> StoreResult<i64> {
+        let head = encode_head(record)?;
+        let client = self.client().await?;
+        let (status, updated) = (record.status.as_str(), to_i64(record.updated_at_ms));
+        let len = to_i64(record.history.len() as u64);
+        let now = to_i64(now_ms());
+        if let HistoryWrite::Append { from, generation } = plan {
+            let messages = encode_messages(&record.history, from)?;
+            let row = client
+                .query_opt(
+                    SAVE_APPEND,
+                    &[
+                        &status,
+                        &head,
+                        &updated,
+                        &len,
+                        &record.run_id,
+                        &owner,
+                        &now,
+                        &to_i64(from as u64),
+                        &generation,
+                        &seqs(from, messages.len()),
+                        &messages,
+                    ],
+                )
+                .await
+                .map_err(|e| pg(&e))?;
+            if let Some(row) = row {
+                return Ok(row.get(0));
+            }
+        }
+        let messages = encode_messages(&record.history, 0)?;
+        let row = client
+            .query_opt(
+                SAVE_REWRITE,
+                &[
+                    &status,
+                    &head,
+                    &updated,
+                    &len,
+                    &record.run_id,
+                    &owner,
+                    &now,
+                    &seqs(0, messages.len()),
+                    &messages,
+                ],
+            )
+            .await
+            .map_err(|e| pg(&e))?;
+        match row {
+            Some(row) => Ok(row.get(0)),
+            None => {
+                let lost = StoreError::LeaseLost {
+                    run_id: record.run_id.clone(),
+                };
+                Err(self.missing_or(&client, &record.run_id, lost).await)
+            }
+        }
+    }
+
     /// Why an update matched no row: the run is missing, or the lease is not held.
     async fn missing_or(&self, client: &Client, run_id: &str, held: StoreError) -> StoreError {
         match client
@@ -172,6 +244,46 @@ impl PostgresRunStore {
         }
     }
 }
+
+/// The messages' `seq` column values from `from` on, for `count` messages.
+fn seqs(from: usize, count: usize) -> Vec<i64> {
+    (from..from + count)
+        .map(|s| i64::try_from(s).unwrap_or(i64::MAX))
+        .collect()
+}
+
+/// A save whose history only grew: the row (fenced by the lease, and only while it
+/// still holds `$8` messages of generation `$9`) and the new messages, in one
+/// statement (the connection is shared, so no multi-statement transaction).
+const SAVE_APPEND: &str = "WITH run AS (
+        UPDATE iris_runs SET status = $1, record = $2, updated_at_ms = $3, history_len = $4
+        WHERE run_id = $5 AND lease_owner = $6 AND lease_expires_at_ms > $7
+            AND history_len = $8 AND history_generation = $9
+        RETURNING run_id, history_generation
+    ), added AS (
+        INSERT INTO iris_messages (run_id, generation, seq, message)
+        SELECT run.run_id, run.history_generation, m.seq, m.message
+        FROM run, unnest($10::BIGINT[], $11::TEXT[]) AS m (seq, message)
+        ON CONFLICT (run_id, generation, seq) DO UPDATE SET message = EXCLUDED.message
+    )
+    SELECT history_generation FROM run";
+
+/// A save that writes the history whole under the next generation and deletes the
+/// older generations' rows (different keys, so one statement does both).
+const SAVE_REWRITE: &str = "WITH run AS (
+        UPDATE iris_runs SET status = $1, record = $2, updated_at_ms = $3, history_len = $4,
+            history_generation = history_generation + 1
+        WHERE run_id = $5 AND lease_owner = $6 AND lease_expires_at_ms > $7
+        RETURNING run_id, history_generation
+    ), dropped AS (
+        DELETE FROM iris_messages m USING run
+        WHERE m.run_id = run.run_id AND m.generation <> run.history_generation
+    ), added AS (
+        INSERT INTO iris_messages (run_id, generation, seq, message)
+        SELECT run.run_id, run.history_generation, m.seq, m.message
+        FROM run, unnest($8::BIGINT[], $9::TEXT[]) AS m (seq, message)
+    )
+    SELECT history_generation FROM run";
 
 async fn migrate(client: &Client) -> StoreResult<()> {
     // One transaction under an advisory lock: two processes starting at once never
@@ -229,14 +341,22 @@ impl RunStore for PostgresRunStore {
         ttl: Duration,
     ) -> BoxFuture<'a, StoreResult<()>> {
         Box::pin(async move {
-            let encoded = encode(record)?;
+            let encoded = encode_head(record)?;
+            let messages = encode_messages(&record.history, 0)?;
             let client = self.client().await?;
             let until = to_i64(now_ms().saturating_add(ttl_ms(ttl)));
             client
                 .execute(
-                    "INSERT INTO iris_runs (run_id, status, agent_id, created_at_ms,
-                        updated_at_ms, record, lease_owner, lease_expires_at_ms)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                    "WITH run AS (
+                        INSERT INTO iris_runs (run_id, status, agent_id, created_at_ms,
+                            updated_at_ms, record, lease_owner, lease_expires_at_ms,
+                            history_len, history_generation)
+                        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0)
+                        RETURNING run_id
+                    )
+                    INSERT INTO iris_messages (run_id, generation, seq, message)
+                    SELECT run.run_id, 0, m.seq, m.message
+                    FROM run, unnest($10::BIGINT[], $11::TEXT[]) AS m (seq, message)",
                     &[
                         &record.run_id,
                         &record.status.as_str(),
@@ -246,40 +366,46 @@ impl RunStore for PostgresRunStore {
                         &encoded,
                         &owner,
                         &until,
+                        &to_i64(record.history.len() as u64),
+                        &seqs(0, messages.len()),
+                        &messages,
                     ],
                 )
                 .await
                 .map_err(|e| pg(&e))?;
+            self.persisted.created(
+                &record.run_id,
+                Persisted {
+                    generation: 0,
+                    history: record.history.clone(),
+                },
+            );
             Ok(())
         })
     }
 
     fn save<'a>(&'a self, record: &'a RunRecord, owner: &'a str) -> BoxFuture<'a, StoreResult<()>> {
         Box::pin(async move {
-            let encoded = encode(record)?;
-            let client = self.client().await?;
-            let n = client
-                .execute(
-                    "UPDATE iris_runs SET status = $1, record = $2, updated_at_ms = $3
-                     WHERE run_id = $4 AND lease_owner = $5 AND lease_expires_at_ms > $6",
-                    &[
-                        &record.status.as_str(),
-                        &encoded,
-                        &to_i64(record.updated_at_ms),
-                        &record.run_id,
-                        &owner,
-                        &to_i64(now_ms()),
-                    ],
-                )
-                .await
-                .map_err(|e| pg(&e))?;
-            if n == 1 {
-                Ok(())
-            } else {
-                let lost = StoreError::LeaseLost {
-                    run_id: record.run_id.clone(),
-                };
-                Err(self.missing_or(&client, &record.run_id, lost).await)
+            let run_id = record.run_id.as_str();
+            let plan = self.persisted.plan(run_id, &record.history);
+            match self.write_save(record, owner, plan).await {
+                Ok(generation) => {
+                    self.persisted.wrote(
+                        run_id,
+                        Persisted {
+                            generation,
+                            history: record.history.clone(),
+                        },
+                    );
+                    Ok(())
+                }
+                Err(e) => {
+                    match e {
+                        StoreError::Failed { .. } => self.persisted.unknown(run_id),
+                        _ => self.persisted.forget(run_id),
+                    }
+                    Err(e)
+                }
             }
         })
     }
@@ -287,12 +413,43 @@ impl RunStore for PostgresRunStore {
     fn load<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, StoreResult<Option<RunRecord>>> {
         Box::pin(async move {
             let client = self.client().await?;
+            // One statement, so the row and its messages are one snapshot.
             let row = client
-                .query_opt("SELECT record FROM iris_runs WHERE run_id = $1", &[&run_id])
+                .query_opt(
+                    "SELECT r.record, r.history_len, r.history_generation,
+                        ARRAY(SELECT m.message FROM iris_messages m
+                              WHERE m.run_id = r.run_id AND m.generation = r.history_generation
+                                AND m.seq < r.history_len
+                              ORDER BY m.seq)
+                     FROM iris_runs r WHERE r.run_id = $1",
+                    &[&run_id],
+                )
                 .await
                 .map_err(|e| pg(&e))?;
-            row.map(|r| decode(r.get::<_, &str>(0), "run record"))
-                .transpose()
+            let Some(row) = row else {
+                return Ok(None);
+            };
+            let (len, generation): (i64, i64) = (row.get(1), row.get(2));
+            let messages: Vec<String> = row.get(3);
+            let (record, in_rows) = decode_record(row.get::<_, &str>(0), &messages)?;
+            if in_rows {
+                if to_i64(record.history.len() as u64) != len {
+                    return Err(StoreError::failed(format!(
+                        "run `{run_id}` has {} of its {len} messages",
+                        record.history.len()
+                    )));
+                }
+                self.persisted.wrote(
+                    run_id,
+                    Persisted {
+                        generation,
+                        history: record.history.clone(),
+                    },
+                );
+            } else {
+                self.persisted.unknown(run_id);
+            }
+            Ok(Some(record))
         })
     }
 
@@ -328,7 +485,11 @@ impl RunStore for PostgresRunStore {
         owner: &'a str,
         ttl: Duration,
     ) -> BoxFuture<'a, StoreResult<()>> {
-        self.lease(run_id, owner, ttl, LeaseMode::Take)
+        Box::pin(async move {
+            self.lease(run_id, owner, ttl, LeaseMode::Take).await?;
+            self.persisted.held(run_id);
+            Ok(())
+        })
     }
 
     fn renew<'a>(
@@ -337,10 +498,17 @@ impl RunStore for PostgresRunStore {
         owner: &'a str,
         ttl: Duration,
     ) -> BoxFuture<'a, StoreResult<()>> {
-        self.lease(run_id, owner, ttl, LeaseMode::Renew)
+        Box::pin(async move {
+            let renewed = self.lease(run_id, owner, ttl, LeaseMode::Renew).await;
+            if let Err(StoreError::LeaseLost { .. }) = &renewed {
+                self.persisted.forget(run_id);
+            }
+            renewed
+        })
     }
 
     fn release<'a>(&'a self, run_id: &'a str, owner: &'a str) -> BoxFuture<'a, StoreResult<()>> {
+        self.persisted.forget(run_id);
         Box::pin(async move {
             let client = self.client().await?;
             client

@@ -4,12 +4,14 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use iris_providers::chat::History;
 use iris_tools_core::BoxFuture;
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
+use super::persisted::{HistoryWrite, Persisted, PersistedRuns};
 use super::{
     JournalEntry, LeaseMode, MIGRATIONS, RunRecord, RunStatus, RunStore, RunSummary, StoreError,
-    StoreResult, decode, encode, now_ms, ttl_ms,
+    StoreResult, decode, decode_record, encode, encode_head, encode_messages, now_ms, ttl_ms,
 };
 
 /// Runs in one SQLite file (default `<workspace>/.iris/runs.db`), in WAL mode so
@@ -32,6 +34,8 @@ use super::{
 pub struct SqliteRunStore {
     path: PathBuf,
     conn: Arc<Mutex<Connection>>,
+    /// What this store persisted of the runs it drives (see `persisted.rs`).
+    persisted: Arc<PersistedRuns>,
 }
 
 fn sql(e: rusqlite::Error) -> StoreError {
@@ -124,6 +128,7 @@ impl SqliteRunStore {
         Ok(Self {
             path,
             conn: Arc::new(Mutex::new(conn)),
+            persisted: Arc::default(),
         })
     }
 
@@ -205,6 +210,154 @@ fn missing_or(conn: &Connection, run_id: &str, held: StoreError) -> StoreError {
     }
 }
 
+/// Inserts `messages` as the history's messages from `from` on, of `generation`.
+fn insert_messages(
+    tx: &Transaction<'_>,
+    run_id: &str,
+    generation: i64,
+    from: usize,
+    messages: &[String],
+) -> StoreResult<()> {
+    let mut insert = tx
+        .prepare_cached(
+            "INSERT INTO iris_messages (run_id, generation, seq, message) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (run_id, generation, seq) DO UPDATE SET message = excluded.message",
+        )
+        .map_err(sql)?;
+    for (i, message) in messages.iter().enumerate() {
+        let seq = i64::try_from(from + i).unwrap_or(i64::MAX);
+        insert
+            .execute(params![run_id, generation, seq, message])
+            .map_err(sql)?;
+    }
+    Ok(())
+}
+
+/// The row of a save: the record without its history, and the history.
+struct Saved {
+    run_id: String,
+    owner: String,
+    status: &'static str,
+    head: String,
+    updated: i64,
+    history: History,
+}
+
+/// Writes a save in one transaction: the row (fenced by the lease), then the new
+/// messages (`Append`, when the row still holds what this process persisted) or all
+/// of them under the next generation. Returns the generation written.
+fn write_save(conn: &mut Connection, saved: &Saved, plan: HistoryWrite) -> StoreResult<i64> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(sql)?;
+    let now = to_i64(now_ms());
+    let len = to_i64(saved.history.len() as u64);
+    if let HistoryWrite::Append { from, generation } = plan {
+        let n = tx
+            .execute(
+                "UPDATE iris_runs SET status = ?1, record = ?2, updated_at_ms = ?3, history_len = ?4
+                 WHERE run_id = ?5 AND lease_owner = ?6 AND lease_expires_at_ms > ?7
+                    AND history_len = ?8 AND history_generation = ?9",
+                params![
+                    saved.status,
+                    saved.head,
+                    saved.updated,
+                    len,
+                    saved.run_id,
+                    saved.owner,
+                    now,
+                    to_i64(from as u64),
+                    generation
+                ],
+            )
+            .map_err(sql)?;
+        if n == 1 {
+            let messages = encode_messages(&saved.history, from)?;
+            insert_messages(&tx, &saved.run_id, generation, from, &messages)?;
+            tx.commit().map_err(sql)?;
+            return Ok(generation);
+        }
+    }
+    let n = tx
+        .execute(
+            "UPDATE iris_runs SET status = ?1, record = ?2, updated_at_ms = ?3, history_len = ?4,
+                history_generation = history_generation + 1
+             WHERE run_id = ?5 AND lease_owner = ?6 AND lease_expires_at_ms > ?7",
+            params![
+                saved.status,
+                saved.head,
+                saved.updated,
+                len,
+                saved.run_id,
+                saved.owner,
+                now
+            ],
+        )
+        .map_err(sql)?;
+    if n != 1 {
+        let lost = StoreError::LeaseLost {
+            run_id: saved.run_id.clone(),
+        };
+        return Err(missing_or(&tx, &saved.run_id, lost));
+    }
+    let generation: i64 = tx
+        .query_row(
+            "SELECT history_generation FROM iris_runs WHERE run_id = ?1",
+            [&saved.run_id],
+            |r| r.get(0),
+        )
+        .map_err(sql)?;
+    tx.execute(
+        "DELETE FROM iris_messages WHERE run_id = ?1 AND generation <> ?2",
+        params![saved.run_id, generation],
+    )
+    .map_err(sql)?;
+    let messages = encode_messages(&saved.history, 0)?;
+    insert_messages(&tx, &saved.run_id, generation, 0, &messages)?;
+    tx.commit().map_err(sql)?;
+    Ok(generation)
+}
+
+/// A run's record with its history, read in one transaction; the flag says whether
+/// the history came from the message rows, with their generation.
+fn read_run(conn: &mut Connection, run_id: &str) -> StoreResult<Option<(RunRecord, Option<i64>)>> {
+    let tx = conn.transaction().map_err(sql)?;
+    let row: Option<(String, i64, i64)> = tx
+        .query_row(
+            "SELECT record, history_len, history_generation FROM iris_runs WHERE run_id = ?1",
+            [run_id],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .optional()
+        .map_err(sql)?;
+    let Some((head, len, generation)) = row else {
+        return Ok(None);
+    };
+    let mut messages = Vec::new();
+    if len > 0 {
+        let mut stmt = tx
+            .prepare_cached(
+                "SELECT message FROM iris_messages WHERE run_id = ?1 AND generation = ?2
+                    AND seq < ?3 ORDER BY seq",
+            )
+            .map_err(sql)?;
+        let rows = stmt
+            .query_map(params![run_id, generation, len], |r| r.get::<_, String>(0))
+            .map_err(sql)?;
+        for row in rows {
+            messages.push(row.map_err(sql)?);
+        }
+    }
+    let (record, in_rows) = decode_record(&head, &messages)?;
+    if in_rows && to_i64(record.history.len() as u64) != len {
+        return Err(StoreError::failed(format!(
+            "run `{run_id}` has {} of its {len} messages",
+            record.history.len()
+        )));
+    }
+    Ok(Some((record, in_rows.then_some(generation))))
+}
+
 impl RunStore for SqliteRunStore {
     fn describe(&self) -> String {
         format!("sqlite {}", self.path.display())
@@ -216,7 +369,7 @@ impl RunStore for SqliteRunStore {
         owner: &'a str,
         ttl: Duration,
     ) -> BoxFuture<'a, StoreResult<()>> {
-        let encoded = encode(record);
+        let encoded = encode_head(record);
         let (run_id, status, agent) = (
             record.run_id.clone(),
             record.status.as_str(),
@@ -225,59 +378,95 @@ impl RunStore for SqliteRunStore {
         let (created, updated) = (to_i64(record.created_at_ms), to_i64(record.updated_at_ms));
         let owner = owner.to_owned();
         let until = to_i64(now_ms().saturating_add(ttl_ms(ttl)));
+        let history = record.history.clone();
+        let persisted = Arc::clone(&self.persisted);
         self.with(move |conn| {
-            conn.execute(
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(sql)?;
+            tx.execute(
                 "INSERT INTO iris_runs (run_id, status, agent_id, created_at_ms, updated_at_ms,
-                    record, lease_owner, lease_expires_at_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                    record, lease_owner, lease_expires_at_ms, history_len, history_generation)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 0)",
                 params![
-                    run_id, status, agent, created, updated, encoded?, owner, until
+                    run_id,
+                    status,
+                    agent,
+                    created,
+                    updated,
+                    encoded?,
+                    owner,
+                    until,
+                    to_i64(history.len() as u64)
                 ],
             )
             .map_err(sql)?;
+            insert_messages(&tx, &run_id, 0, 0, &encode_messages(&history, 0)?)?;
+            tx.commit().map_err(sql)?;
+            persisted.created(
+                &run_id,
+                Persisted {
+                    generation: 0,
+                    history,
+                },
+            );
             Ok(())
         })
     }
 
     fn save<'a>(&'a self, record: &'a RunRecord, owner: &'a str) -> BoxFuture<'a, StoreResult<()>> {
-        let encoded = encode(record);
-        let (run_id, status) = (record.run_id.clone(), record.status.as_str());
-        let updated = to_i64(record.updated_at_ms);
-        let owner = owner.to_owned();
-        self.with(move |conn| {
-            let n = conn
-                .execute(
-                    "UPDATE iris_runs SET status = ?1, record = ?2, updated_at_ms = ?3
-                     WHERE run_id = ?4 AND lease_owner = ?5 AND lease_expires_at_ms > ?6",
-                    params![status, encoded?, updated, run_id, owner, to_i64(now_ms())],
-                )
-                .map_err(sql)?;
-            if n == 1 {
-                Ok(())
-            } else {
-                Err(missing_or(
-                    conn,
-                    &run_id,
-                    StoreError::LeaseLost {
-                        run_id: run_id.clone(),
-                    },
-                ))
+        Box::pin(async move {
+            let run_id = record.run_id.as_str();
+            let plan = self.persisted.plan(run_id, &record.history);
+            let saved = Saved {
+                run_id: run_id.to_owned(),
+                owner: owner.to_owned(),
+                status: record.status.as_str(),
+                head: encode_head(record)?,
+                updated: to_i64(record.updated_at_ms),
+                history: record.history.clone(),
+            };
+            let history = record.history.clone();
+            match self.with(move |conn| write_save(conn, &saved, plan)).await {
+                Ok(generation) => {
+                    self.persisted.wrote(
+                        run_id,
+                        Persisted {
+                            generation,
+                            history,
+                        },
+                    );
+                    Ok(())
+                }
+                Err(e) => {
+                    match e {
+                        StoreError::Failed { .. } => self.persisted.unknown(run_id),
+                        _ => self.persisted.forget(run_id),
+                    }
+                    Err(e)
+                }
             }
         })
     }
 
     fn load<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, StoreResult<Option<RunRecord>>> {
-        let run_id = run_id.to_owned();
-        self.with(move |conn| {
-            let text: Option<String> = conn
-                .query_row(
-                    "SELECT record FROM iris_runs WHERE run_id = ?1",
-                    [&run_id],
-                    |r| r.get(0),
-                )
-                .optional()
-                .map_err(sql)?;
-            text.map(|t| decode(&t, "run record")).transpose()
+        Box::pin(async move {
+            let id = run_id.to_owned();
+            let Some((record, generation)) = self.with(move |conn| read_run(conn, &id)).await?
+            else {
+                return Ok(None);
+            };
+            match generation {
+                Some(generation) => self.persisted.wrote(
+                    run_id,
+                    Persisted {
+                        generation,
+                        history: record.history.clone(),
+                    },
+                ),
+                None => self.persisted.unknown(run_id),
+            }
+            Ok(Some(record))
         })
     }
 
@@ -314,7 +503,11 @@ impl RunStore for SqliteRunStore {
         owner: &'a str,
         ttl: Duration,
     ) -> BoxFuture<'a, StoreResult<()>> {
-        self.lease(run_id, owner, ttl, LeaseMode::Take)
+        Box::pin(async move {
+            self.lease(run_id, owner, ttl, LeaseMode::Take).await?;
+            self.persisted.held(run_id);
+            Ok(())
+        })
     }
 
     fn renew<'a>(
@@ -323,10 +516,17 @@ impl RunStore for SqliteRunStore {
         owner: &'a str,
         ttl: Duration,
     ) -> BoxFuture<'a, StoreResult<()>> {
-        self.lease(run_id, owner, ttl, LeaseMode::Renew)
+        Box::pin(async move {
+            let renewed = self.lease(run_id, owner, ttl, LeaseMode::Renew).await;
+            if let Err(StoreError::LeaseLost { .. }) = &renewed {
+                self.persisted.forget(run_id);
+            }
+            renewed
+        })
     }
 
     fn release<'a>(&'a self, run_id: &'a str, owner: &'a str) -> BoxFuture<'a, StoreResult<()>> {
+        self.persisted.forget(run_id);
         let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
         self.with(move |conn| {
             conn.execute(

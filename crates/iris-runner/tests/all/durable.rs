@@ -87,7 +87,7 @@ pub(crate) fn postgres_url() -> &'static str {
 }
 
 /// A new, empty database on the test cluster, so each test sees only its own runs.
-async fn fresh_database() -> String {
+pub(crate) async fn fresh_database() -> String {
     static N: AtomicUsize = AtomicUsize::new(0);
     let base = postgres_url();
     let name = format!(
@@ -111,7 +111,7 @@ async fn fresh_database() -> String {
     format!("{root}/{name}")
 }
 
-fn record(run_id: &str, status: RunStatus) -> RunRecord {
+pub(crate) fn record(run_id: &str, status: RunStatus) -> RunRecord {
     RunRecord {
         run_id: run_id.into(),
         status,

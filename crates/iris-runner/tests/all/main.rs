@@ -13,5 +13,6 @@ mod retry;
 mod run;
 mod script;
 mod secret;
+mod store_history;
 mod subagent;
 mod support;
