@@ -236,37 +236,32 @@ impl fmt::Debug for AgentRunner {
 
 impl AgentRunner {
     /// Loads the agent YAML (plus `IRIS_` environment overrides), assembles its tool
-    /// layer and builds its model (the Python reference's `AgentRunner.from_config_path`).
+    /// layer and builds its model: [`AgentRunner::builder_from_loaded`] with nothing
+    /// added.
     ///
     /// # Errors
     /// Loading and assembly errors ([`AgentConfig::load`], [`build_tool_registry`]),
     /// and [`Error::Model`] when `model` is missing or cannot become a provider.
     pub async fn from_config_path(path: impl AsRef<Path>) -> Result<Self> {
         let loaded = AgentConfig::load(path)?;
-        Self::from_loaded(&loaded, &HostRegistry::new(), None).await
+        Ok(
+            Self::builder_from_loaded(&loaded, &HostRegistry::new(), None)
+                .await?
+                .build(),
+        )
     }
 
-    /// Like [`AgentRunner::from_config_path`] for a config already loaded, with the
-    /// host's registered keys, and optionally a `model` replacing the YAML's (what
-    /// `iris run --model` does). The runner owns the assembled environment:
-    /// [`AgentRunner::close`] closes it.
+    /// The YAML route: a builder holding everything `loaded` says (and, with
+    /// `model`, that model instead of the YAML's, as `iris run --model` does), with the
+    /// host's registered keys, so a host can add what YAML cannot say — an
+    /// [`InteractionHandler`] (a terminal prompt, a UI), a view filter — before
+    /// [`AgentRunnerBuilder::build`]. The tool environment is assembled and the run
+    /// store opened already; the built runner owns both ([`AgentRunner::close`]).
     ///
-    /// # Errors
-    /// As [`AgentRunner::from_config_path`].
-    pub async fn from_loaded(
-        loaded: &LoadedConfig,
-        host: &HostRegistry,
-        model: Option<ModelConfig>,
-    ) -> Result<Self> {
-        Ok(Self::builder_from_loaded(loaded, host, model)
-            .await?
-            .build())
-    }
-
-    /// What [`AgentRunner::from_loaded`] builds, as a builder, so a host can add what
-    /// YAML cannot say — an [`InteractionHandler`] (a terminal prompt, a UI), a view
-    /// filter — before [`AgentRunnerBuilder::build`]. The tool environment is
-    /// assembled and the run store opened already; the built runner owns both.
+    /// One of the two routes to a runner, beside [`AgentRunner::builder`]; both end in
+    /// [`AgentRunnerBuilder::build`], which adds the same retries and defaults.
+    /// [`AgentRunner::from_config_path`] is this route with nothing added, and
+    /// [`AgentRunner::builder_over`] this route over an environment the caller keeps.
     ///
     /// # Errors
     /// As [`AgentRunner::from_config_path`].
@@ -1026,4 +1021,135 @@ pub(crate) fn checked_model(
         .provider()
         .map_err(|e| model_error(e.code(), e.to_string()))?;
     Ok((model, provider))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// A runner from `yaml` (in a file named `file` under a fresh directory).
+    async fn from_yaml(dir: &Path, file: &str, yaml: &str) -> AgentRunner {
+        std::fs::write(dir.join(file), yaml).unwrap();
+        let loaded = AgentConfig::load_with_env(dir.join(file), false).unwrap();
+        AgentRunner::builder_from_loaded(&loaded, &HostRegistry::new(), None)
+            .await
+            .unwrap()
+            .build()
+    }
+
+    /// Every field of `RunnerConfig` is either set by a YAML key (the row names it)
+    /// or by a builder setter only (no request is sent: the OpenAI client's key is
+    /// read from `PATH`, an environment variable every process has): a YAML that sets every key gives a config that
+    /// differs from a minimal YAML's in each YAML-set field, so a key that reaches no
+    /// setter fails here. The destructuring is exhaustive: a new field must be
+    /// classified before this compiles.
+    #[test]
+    fn every_yaml_key_reaches_its_runner_setting() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::create_dir(dir.path().join("sub")).unwrap();
+            let minimal = from_yaml(
+                dir.path(),
+                "iris.yaml",
+                "run_store: {kind: memory}\nmodel: {provider: scripted, script: [{text: hi}]}\n",
+            )
+            .await;
+            let full = from_yaml(
+                dir.path(),
+                "other.yaml",
+                "workspace: sub\ninstructions: Be brief.\nmax_turns: 7\ngoal: Ship it.\n\
+                 background_calls: drop\nrun_store: {kind: memory}\n\
+                 context_policy: {retention: {recent_turns: 1, preview_chars: 40}}\n\
+                 model: {provider: openai, model: m-1, max_output_tokens: 99, \
+                 temperature: 0.5, strict: true, base_url: 'http://127.0.0.1:9/v1', \
+                 api_key_env: PATH}\n",
+            )
+            .await;
+            let RunnerConfig {
+                model,
+                instructions,
+                max_turns,
+                max_output_tokens,
+                temperature,
+                strict,
+                workspace,
+                agent_id,
+                // Builder-only: no YAML key sets these.
+                view_filter: _,
+                schema_budget: _,
+                lease_ttl: _,
+                goal,
+                retention,
+                background_calls,
+            } = &full.inner.config;
+            let base = &minimal.inner.config;
+            let rows: Vec<(&str, String, String)> = vec![
+                (
+                    "model.model",
+                    format!("{model:?}"),
+                    format!("{:?}", base.model),
+                ),
+                (
+                    "instructions",
+                    format!("{instructions:?}"),
+                    format!("{:?}", base.instructions),
+                ),
+                (
+                    "max_turns",
+                    format!("{max_turns:?}"),
+                    format!("{:?}", base.max_turns),
+                ),
+                (
+                    "model.max_output_tokens",
+                    format!("{max_output_tokens:?}"),
+                    format!("{:?}", base.max_output_tokens),
+                ),
+                (
+                    "model.temperature",
+                    format!("{temperature:?}"),
+                    format!("{:?}", base.temperature),
+                ),
+                (
+                    "model.strict",
+                    format!("{strict:?}"),
+                    format!("{:?}", base.strict),
+                ),
+                (
+                    "workspace",
+                    format!("{workspace:?}"),
+                    format!("{:?}", base.workspace),
+                ),
+                (
+                    "(file stem)",
+                    format!("{agent_id:?}"),
+                    format!("{:?}", base.agent_id),
+                ),
+                ("goal", format!("{goal:?}"), format!("{:?}", base.goal)),
+                (
+                    "context_policy.retention",
+                    format!("{retention:?}"),
+                    format!("{:?}", base.retention),
+                ),
+                (
+                    "background_calls",
+                    format!("{background_calls:?}"),
+                    format!("{:?}", base.background_calls),
+                ),
+            ];
+            for (key, set, default) in rows {
+                assert_ne!(
+                    set, default,
+                    "the YAML key `{key}` did not reach the runner"
+                );
+            }
+            assert_eq!(full.inner.config.max_turns, 7);
+            assert_eq!(full.inner.config.agent_id, "other");
+            assert!(full.inner.config.workspace.ends_with("sub"));
+        });
+    }
 }

@@ -91,9 +91,10 @@ fn both_routes_retry_a_503() {
         )
         .unwrap();
         let loaded = AgentConfig::load_with_env(&file, false).unwrap();
-        let runner = AgentRunner::from_loaded(&loaded, &HostRegistry::new(), None)
+        let runner = AgentRunner::builder_from_loaded(&loaded, &HostRegistry::new(), None)
             .await
-            .unwrap();
+            .unwrap()
+            .build();
         let outcome = runner.run("Hi").await;
         assert_eq!(
             outcome.output(),

@@ -274,9 +274,10 @@ fn heal_and_grep() {
         let server = FakeTavily::start().await;
         let fx = agent(&server, "", HEAL);
         let loaded = AgentConfig::load_with_env(fx.file(), false).unwrap();
-        let first = AgentRunner::from_loaded(&loaded, &HostRegistry::new(), None)
+        let first = AgentRunner::builder_from_loaded(&loaded, &HostRegistry::new(), None)
             .await
-            .unwrap();
+            .unwrap()
+            .build();
         let mut stream = first.run_streamed("Which runtime?");
         let mut events = Vec::new();
         while let Some(event) = stream.next().await {
@@ -324,9 +325,10 @@ fn heal_and_grep() {
         first.close().await.unwrap();
 
         // A blank value is refused before anything happens.
-        let second = AgentRunner::from_loaded(&loaded, &HostRegistry::new(), None)
+        let second = AgentRunner::builder_from_loaded(&loaded, &HostRegistry::new(), None)
             .await
-            .unwrap();
+            .unwrap()
+            .build();
         let blank = second
             .resume(
                 &run_id,
