@@ -3,6 +3,8 @@
 #[allow(clippy::wildcard_imports)] // The shell's shared types and imports.
 use crate::*;
 
+mod sandbox;
+
 pub(crate) async fn check(
     cli: &Cli,
     signals: &mut Signals,
@@ -18,6 +20,8 @@ pub(crate) async fn check(
     // Notes are not problems (an optional MCP server that did not start, a tool only
     // a runner installs), but a user checking a config wants to see them.
     let mut notes: Vec<String> = Vec::new();
+    // Which sandbox rules this kernel enforces, when the agent runs native commands.
+    let mut sandbox = None;
     let loaded = match file {
         Ok(file) => interruptible(signals, load(cli, file)).await,
         Err(f) => Err(f),
@@ -34,9 +38,11 @@ pub(crate) async fn check(
             problems.extend(crate::discovery_cmd::missing_model(&loaded));
             // Nothing static is wrong: start everything once, which also catches
             // environment problems such as a missing Docker engine.
+            let mut commands = false;
             if problems.is_empty() {
                 match interruptible(signals, assemble(cli, &loaded)).await {
                     Ok(env) => {
+                        commands = env.command.is_some();
                         notes.clone_from(&env.notes);
                         match close(signals, &env).await {
                             Err(f) if f.is_interrupted() => return Err(f),
@@ -48,6 +54,7 @@ pub(crate) async fn check(
                     Err(f) => problems.push((f.code, f.message)),
                 }
             }
+            sandbox = sandbox::SandboxCheck::probe(&loaded, commands).await;
         }
     }
     if cli.json {
@@ -55,15 +62,25 @@ pub(crate) async fn check(
             .iter()
             .map(|(code, message)| json!({"code": code, "message": message}))
             .collect();
-        print_json(&json!({"ok": problems.is_empty(), "problems": list, "notes": notes}));
+        let mut report = json!({"ok": problems.is_empty(), "problems": list, "notes": notes});
+        if let Some(sandbox) = &sandbox {
+            report["sandbox"] = sandbox.json();
+        }
+        print_json(&report);
     } else if problems.is_empty() {
         for note in &notes {
             line(&format!("note: {note}"));
+        }
+        for sandbox_line in sandbox.iter().flat_map(sandbox::SandboxCheck::lines) {
+            line(&sandbox_line);
         }
         line("ok");
     } else {
         for (code, message) in &problems {
             line(&format!("error[{code}]: {message}"));
+        }
+        for sandbox_line in sandbox.iter().flat_map(sandbox::SandboxCheck::lines) {
+            line(&sandbox_line);
         }
     }
     Ok(if problems.is_empty() { 0 } else { 1 })

@@ -13,7 +13,8 @@
 //!    starts.
 //!
 //! Without a program it stops after step 5 and exits 0: the host's check that the
-//! kernel enforces the plan. Any failure prints one line starting with
+//! kernel enforces the plan. Invoked as `<binary> --iris-sandbox-probe`, it tries each
+//! mechanism instead and prints a [`crate::KernelSupport`] as JSON. Any failure prints one line starting with
 //! [`HELPER_ERROR_PREFIX`] and exits with [`HELPER_FAILED_EXIT`]; nothing of the
 //! command runs.
 
@@ -43,7 +44,13 @@ pub(crate) fn binary_is_helper() -> bool {
 pub fn run_helper_if_invoked() {
     SELF_HELPER.store(true, Ordering::Relaxed);
     let mut args = std::env::args_os().skip(1);
-    if args.next().as_deref() != Some(std::ffi::OsStr::new(HELPER_MARKER)) {
+    let first = args.next();
+    if first.as_deref() == Some(std::ffi::OsStr::new(crate::support::PROBE_MARKER)) {
+        let support = crate::support::probe_here();
+        println!("{}", serde_json::to_string(&support).unwrap_or_default());
+        std::process::exit(0);
+    }
+    if first.as_deref() != Some(std::ffi::OsStr::new(HELPER_MARKER)) {
         return;
     }
     let error = match run(args.collect()) {

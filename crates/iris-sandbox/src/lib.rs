@@ -10,6 +10,7 @@ pub mod policy;
 pub mod proxy;
 #[cfg(target_os = "linux")]
 mod ruleset;
+pub mod support;
 #[cfg(target_os = "linux")]
 mod syscalls;
 
@@ -25,3 +26,6 @@ pub use policy::{
     NetworkAccess, NetworkOn, SandboxPolicy, SandboxWidening,
 };
 pub use proxy::{EgressProxy, LoopbackOverrides};
+pub use support::{
+    KernelSupport, Mechanism, PROBE_MARKER, REQUIRED_LANDLOCK_ABI, RuleSupport, probe_kernel,
+};

@@ -73,3 +73,6 @@ pub(crate) fn restrict(plan: &HelperPlan) -> Result<(), String> {
     }
     Ok(())
 }
+
+// What `iris check` reports as needed is what the ruleset asks for.
+const _: () = assert!(REQUIRED_ABI as i32 == crate::support::REQUIRED_LANDLOCK_ABI);

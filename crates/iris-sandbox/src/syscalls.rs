@@ -36,9 +36,19 @@ const TIOCLINUX: u64 = 0x541C;
 
 /// Installs the filters on the current thread (the helper has only one).
 pub(crate) fn install(plan: &HelperPlan) -> Result<(), String> {
+    install_for(plan.network)
+}
+
+/// Installs the `network: off` filters, the strictest: the kernel probe's check that
+/// seccomp works here (the probing process exits right after).
+pub(crate) fn install_probe() -> Result<(), String> {
+    install_for(PlanNetwork::Off)
+}
+
+fn install_for(network: PlanNetwork) -> Result<(), String> {
     let arch = TargetArch::try_from(std::env::consts::ARCH)
         .map_err(|e| format!("seccomp filters are not available on this architecture: {e}"))?;
-    let denied = program(rules(plan.network)?, libc::EPERM, arch)?;
+    let denied = program(rules(network)?, libc::EPERM, arch)?;
     let mut clone3 = Rules::new();
     clone3.insert(libc::SYS_clone3, Vec::new());
     let clone3 = program(clone3, libc::ENOSYS, arch)?;

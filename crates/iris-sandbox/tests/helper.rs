@@ -78,3 +78,45 @@ fn the_bare_binary_explains_itself() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not an interactive tool"));
 }
+
+/// The probe, run for real: this kernel (Landlock ABI 7, seccomp, user namespaces)
+/// enforces every rule of the default policy and of `allow`; a kernel one ABI short
+/// enforces none of the Landlock rules and says so.
+#[test]
+fn the_probe_reports_what_this_kernel_enforces() {
+    let support = iris_sandbox::probe_kernel(&helper()).expect("the helper answers the probe");
+    assert!(
+        support.landlock_abi.expect("Landlock is enabled") >= iris_sandbox::REQUIRED_LANDLOCK_ABI,
+        "{support:?}"
+    );
+    assert!(support.seccomp.available, "{support:?}");
+    assert!(support.user_namespaces.available, "{support:?}");
+    assert!(support.loopback_listener.available, "{support:?}");
+    let allow: SandboxPolicy =
+        serde_json::from_str(r#"{"network": {"allow": ["pypi.org"]}}"#).expect("policy");
+    for policy in [SandboxPolicy::default(), allow.clone()] {
+        let rules = support.rules(&policy);
+        assert!(
+            rules.len() >= 5 && rules.iter().all(|r| r.enforced),
+            "{rules:?}"
+        );
+        assert_eq!(support.missing(&policy), None);
+    }
+    assert!(
+        support
+            .rules(&allow)
+            .iter()
+            .any(|r| r.rule == "network allow: the proxy admits only pypi.org")
+    );
+    assert!(support.rules(&SandboxPolicy::off()).is_empty());
+    let short = iris_sandbox::KernelSupport {
+        landlock_abi: Some(iris_sandbox::REQUIRED_LANDLOCK_ABI - 1),
+        ..support
+    };
+    let missing = short.missing(&SandboxPolicy::default()).expect("missing");
+    assert!(
+        missing.contains("this kernel lacks Landlock ABI 6 (found 5)")
+            && missing.contains("`command.mode: docker`"),
+        "{missing}"
+    );
+}

@@ -230,3 +230,116 @@ fn iris_call_cannot_escape_the_sandbox() {
     );
     assert!(run.code == 0 && run.stdout.contains("ok"), "{run:?}");
 }
+
+/// `iris check` says which rules of the policy this kernel enforces and with what
+/// (this kernel: Landlock ABI 7, seccomp, user namespaces), in text and in JSON; with
+/// `network: {allow: …}` it names the proxy's domains; a helper that cannot run makes
+/// it name COMMAND_SANDBOX_UNAVAILABLE and the opt-outs; Docker mode and an agent
+/// without commands have no sandbox block.
+#[test]
+fn iris_check_prints_what_this_kernel_enforces() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    let write = |name: &str, yaml: &str| {
+        std::fs::write(ws.join(name), yaml).unwrap();
+        ws.join(name).to_str().unwrap().to_owned()
+    };
+    let default = write("default.yaml", "tools:\n  builtin: [exec.command]\n");
+    let allow = write(
+        "allow.yaml",
+        "tools:\n  builtin: [exec.command]\ncommand:\n  sandbox:\n    network: {allow: [pypi.org, '*.pythonhosted.org']}\n",
+    );
+    let none = write("none.yaml", "tools:\n  builtin: [file.read]\n");
+    let docker = write(
+        "docker.yaml",
+        "tools:\n  builtin: [file.read]\ncommand:\n  mode: docker\n",
+    );
+    let off = write(
+        "off.yaml",
+        "tools:\n  builtin: [exec.command]\ncommand:\n  sandbox: {filesystem: off, network: on}\n",
+    );
+    let check = |config: &str, json: bool, env: &[(&str, &str)]| {
+        let mut args = vec!["--config", config];
+        if json {
+            args.push("--json");
+        }
+        args.push("check");
+        iris(ws, &args, env, "")
+    };
+
+    let run = check(&default, false, &[]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    let abi = lines[0]
+        .strip_prefix("sandbox: Landlock ABI ")
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|abi| abi.parse::<i32>().ok())
+        .unwrap_or_else(|| panic!("{run:?}"));
+    assert!(abi >= 6, "{run:?}");
+    assert_eq!(
+        lines,
+        [
+            &*format!("sandbox: Landlock ABI {abi} (needs 6), seccomp yes, user namespaces yes"),
+            &*format!("  enforced  file system: workspace-write [Landlock ABI 6 (found {abi})]"),
+            "  enforced  deny_read paths masked, protected paths read-only [user and mount namespaces]",
+            &*format!(
+                "  enforced  network off: no TCP connect or bind [Landlock ABI 6 (found {abi})]"
+            ),
+            "  enforced  network off: no UDP, Unix, raw or packet socket [seccomp]",
+            &*format!(
+                "  enforced  no signal to or abstract socket of the host [Landlock ABI 6 (found {abi})]"
+            ),
+            "  enforced  no ptrace, namespaces, mounts, bpf, keyrings or io_uring [seccomp]",
+            "ok",
+        ],
+        "{run:?}"
+    );
+
+    let run = check(&allow, true, &[]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let sandbox = &report["sandbox"];
+    assert_eq!(sandbox["enforced"], true, "{report}");
+    assert_eq!(sandbox["kernel"]["landlock_abi"], abi);
+    assert_eq!(sandbox["kernel"]["landlock_abi_needed"], 6);
+    assert_eq!(sandbox["kernel"]["seccomp"]["available"], true);
+    assert_eq!(sandbox["kernel"]["user_namespaces"]["available"], true);
+    let rules = sandbox["rules"].as_array().unwrap();
+    assert!(rules.iter().all(|r| r["enforced"] == true), "{report}");
+    assert!(
+        rules.iter().any(|r| r["rule"]
+            == "network allow: the proxy admits only pypi.org, *.pythonhosted.org"
+            && r["mechanism"] == "egress proxy on 127.0.0.1"),
+        "{report}"
+    );
+
+    // The helper cannot run: the problem and the block both name it and the opt-outs.
+    let missing = [("IRIS_SANDBOX_HELPER", "/nonexistent/iris-sandbox")];
+    let run = check(&default, false, &missing);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stdout
+            .contains("sandbox: the kernel could not be probed\n  error[COMMAND_SANDBOX_UNAVAILABLE]: the command sandbox cannot be enforced: IRIS_SANDBOX_HELPER names `/nonexistent/iris-sandbox`"),
+        "{run:?}"
+    );
+    assert!(run.stdout.contains("`command.mode: docker`"), "{run:?}");
+    let run = check(&default, true, &missing);
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(report["sandbox"]["enforced"], false, "{report}");
+    assert_eq!(
+        report["sandbox"]["missing"]["code"],
+        "COMMAND_SANDBOX_UNAVAILABLE"
+    );
+
+    let run = check(&off, false, &[]);
+    assert_eq!(
+        run.stdout,
+        "sandbox: off (command.sandbox is filesystem: off, network: on): native commands run unrestricted\nok\n",
+        "{run:?}"
+    );
+    let run = check(&none, false, &[]);
+    assert_eq!((run.code, run.stdout.as_str()), (0, "ok\n"), "{run:?}");
+    let run = check(&docker, true, &[]);
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert!(report.get("sandbox").is_none(), "{report}");
+}
