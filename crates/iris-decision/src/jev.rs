@@ -4,11 +4,11 @@
 //! root; the private `Wire*` types below are its single source of truth.
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 use std::sync::{Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use iris_tools_core::BoxFuture;
+use iris_tools_core::endpoint::sends_secrets_safely;
 use reqwest::Url;
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use serde::{Deserialize, Serialize};
@@ -554,10 +554,8 @@ pub(crate) fn timeout_from_seconds(seconds: f64) -> Result<Duration> {
 pub(crate) fn parse_base_url(text: &str) -> Result<Url> {
     let invalid = |reason: String| Error::config("base_url", reason);
     let url = Url::parse(text).map_err(|e| invalid(format!("is not an absolute URL: {e}")))?;
-    let loopback = url.host_str().is_some_and(is_loopback);
     match url.scheme() {
-        "https" => {}
-        "http" if loopback => {}
+        "https" | "http" if sends_secrets_safely(url.as_str()) => {}
         "http" => {
             return Err(invalid(
                 "uses plain http to a non-loopback host; the API key needs https".into(),
@@ -577,15 +575,6 @@ pub(crate) fn parse_base_url(text: &str) -> Result<Url> {
         return Err(invalid("must not have a query or fragment".into()));
     }
     Ok(url)
-}
-
-fn is_loopback(host: &str) -> bool {
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
 }
 
 fn endpoint_of(base: &Url) -> Url {

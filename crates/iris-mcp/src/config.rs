@@ -1448,12 +1448,7 @@ fn sends_secrets_safely(url: &str) -> bool {
     if parsed.scheme() != "http" {
         return true;
     }
-    parsed.host_str().is_some_and(|host| {
-        host.eq_ignore_ascii_case("localhost")
-            || host
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .parse::<std::net::IpAddr>()
-                .is_ok_and(|ip| ip.is_loopback())
-    })
+    parsed
+        .host_str()
+        .is_some_and(iris_tools_core::endpoint::is_loopback_host)
 }

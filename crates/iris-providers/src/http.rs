@@ -3,7 +3,6 @@
 //! SSE body.
 
 use std::fmt;
-use std::net::IpAddr;
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -313,12 +312,7 @@ pub(crate) fn parse_base_url(text: &str, key: &Secret) -> Result<Url, ProviderEr
 }
 
 fn is_loopback(host: &str) -> bool {
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
+    iris_tools_core::endpoint::is_loopback_host(host)
 }
 
 /// The error a non-success status means.

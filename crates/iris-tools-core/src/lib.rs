@@ -2,6 +2,7 @@
 
 pub mod context;
 pub mod definition;
+pub mod endpoint;
 pub mod error;
 pub mod fn_tool;
 pub mod registry;

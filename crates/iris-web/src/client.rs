@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::{OnceLock, PoisonError, RwLock};
 use std::time::Duration;
 
+use iris_tools_core::endpoint::sends_secrets_safely;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
 use reqwest::{StatusCode, Url};
 use serde::Serialize;
@@ -349,12 +350,11 @@ fn parse_base_url(text: &str) -> Result<String> {
         reason,
     };
     let mut url = Url::parse(text.trim()).map_err(|e| invalid(format!("is not a URL ({e})")))?;
-    let Some(host) = url.host_str().filter(|h| !h.is_empty()) else {
+    if url.host_str().is_none_or(str::is_empty) {
         return Err(invalid("has no host".into()));
-    };
+    }
     match url.scheme() {
-        "https" => {}
-        "http" if is_loopback(host) => {}
+        "https" | "http" if sends_secrets_safely(url.as_str()) => {}
         "http" => {
             return Err(invalid(
                 "uses plain http to a non-loopback host; the API key needs https".into(),
@@ -375,16 +375,6 @@ fn parse_base_url(text: &str) -> Result<String> {
         url.set_path(&path);
     }
     Ok(url.into())
-}
-
-/// `localhost`, or an IPv4/IPv6 loopback address (`127.0.0.0/8`, `::1`).
-fn is_loopback(host: &str) -> bool {
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// The deepest cause of an error, which names the real problem ("Connection refused")

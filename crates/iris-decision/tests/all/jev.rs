@@ -530,7 +530,7 @@ fn check_base_url(input: &str, expect: Result<&str, &str>) {
 
 #[test]
 fn base_url_rules() {
-    let cases: [(&str, Result<&str, &str>); 12] = [
+    let cases: [(&str, Result<&str, &str>); 13] = [
         (
             "https://api.typesafe.ai/v1",
             Ok("https://api.typesafe.ai/v1/decisions"),
@@ -558,6 +558,11 @@ fn base_url_rules() {
         ),
         (
             "http://10.0.0.8/v1",
+            Err("uses plain http to a non-loopback host; the API key needs https"),
+        ),
+        // A user part that looks like loopback: the request goes to the host after `@`.
+        (
+            "http://127.0.0.1@decide.example.com/v1",
             Err("uses plain http to a non-loopback host; the API key needs https"),
         ),
         (

@@ -1,4 +1,5 @@
 //! Integration tests of iris-tools-core: one binary, one module per area.
 
 mod definition;
+mod endpoint;
 mod registry;

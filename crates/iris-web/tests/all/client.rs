@@ -46,6 +46,11 @@ fn base_url_rules() {
             Err("plain http to a non-loopback host"),
         ),
         ("http://[fe80::1]", Err("plain http to a non-loopback host")),
+        // A user part that looks like loopback: the request goes to the host after `@`.
+        (
+            "http://127.0.0.1@evil.example:8080",
+            Err("plain http to a non-loopback host"),
+        ),
         (
             "http://localhost.example",
             Err("plain http to a non-loopback host"),
