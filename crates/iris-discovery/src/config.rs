@@ -64,12 +64,50 @@ pub fn model_cache_dir(
     xdg_cache_home: Option<&std::ffi::OsStr>,
     home: Option<&std::ffi::OsStr>,
 ) -> Option<PathBuf> {
+    Some(
+        iris_cache(xdg_cache_home, home)?
+            .join("models")
+            .join(DEFAULT_MODEL_NAME),
+    )
+}
+
+/// The user's folder of tool vectors kept across runs by the hybrid backend (one file
+/// per model, `vectors::VectorCache`): `$XDG_CACHE_HOME/iris/vectors`, else
+/// `$HOME/.cache/iris/vectors`; `None` when neither is set (or both are empty).
+pub fn default_vector_dir() -> Option<PathBuf> {
+    vector_cache_dir(
+        std::env::var_os("XDG_CACHE_HOME").as_deref(),
+        std::env::var_os("HOME").as_deref(),
+    )
+}
+
+/// [`default_vector_dir`] for the given `XDG_CACHE_HOME` and `HOME` values.
+///
+/// ```
+/// use iris_discovery::vector_cache_dir;
+/// use std::{ffi::OsStr, path::Path};
+/// let dir = vector_cache_dir(None, Some(OsStr::new("/home/u"))).unwrap();
+/// assert_eq!(dir, Path::new("/home/u/.cache/iris/vectors"));
+/// assert_eq!(vector_cache_dir(None, None), None);
+/// ```
+pub fn vector_cache_dir(
+    xdg_cache_home: Option<&std::ffi::OsStr>,
+    home: Option<&std::ffi::OsStr>,
+) -> Option<PathBuf> {
+    Some(iris_cache(xdg_cache_home, home)?.join("vectors"))
+}
+
+/// `$XDG_CACHE_HOME/iris`, else `$HOME/.cache/iris`.
+fn iris_cache(
+    xdg_cache_home: Option<&std::ffi::OsStr>,
+    home: Option<&std::ffi::OsStr>,
+) -> Option<PathBuf> {
     let cache = match (xdg_cache_home, home) {
         (Some(xdg), _) if !xdg.is_empty() => PathBuf::from(xdg),
         (_, Some(home)) if !home.is_empty() => PathBuf::from(home).join(".cache"),
         _ => return None,
     };
-    Some(cache.join("iris").join("models").join(DEFAULT_MODEL_NAME))
+    Some(cache.join("iris"))
 }
 
 /// Which backend answers `tool_search`.
@@ -190,8 +228,9 @@ impl DiscoveryConfig {
     }
 
     /// Checks the section (see [`check`](Self::check)) and builds its backend: `local`
-    /// at once, `hybrid` by loading the model (about a second for MiniLM); `decision`
-    /// is left to the runner.
+    /// at once, `hybrid` by loading the model (about a second for MiniLM), with its tool
+    /// vectors kept in the user's cache ([`default_vector_dir`]) when there is one;
+    /// `decision` is left to the runner.
     ///
     /// # Errors
     /// Whatever [`check`](Self::check) returns, and [`Error::ModelLoad`]
@@ -209,9 +248,11 @@ impl DiscoveryConfig {
     fn build_hybrid(&self, base: &Path) -> Result<BuiltBackend> {
         let dir = self.model_dir(base).unwrap_or_default();
         let model = crate::embed::EmbeddingModel::load(dir)?;
-        Ok(BuiltBackend::Ready(Arc::new(
-            crate::hybrid::HybridDiscoveryBackend::new(Arc::new(model)),
-        )))
+        let mut backend = crate::hybrid::HybridDiscoveryBackend::new(Arc::new(model));
+        if let Some(vectors) = default_vector_dir() {
+            backend = backend.with_vector_cache(vectors);
+        }
+        Ok(BuiltBackend::Ready(Arc::new(backend)))
     }
 
     #[cfg(not(feature = "embed"))]

@@ -79,6 +79,7 @@ pub struct EmbeddingModel {
     tokenizer: Tokenizer,
     dim: usize,
     dir: PathBuf,
+    identity: String,
 }
 
 impl std::fmt::Debug for EmbeddingModel {
@@ -144,6 +145,7 @@ impl EmbeddingModel {
             }))
             .map_err(|e| load_error(&tokenizer_path, e))?;
         let weights = std::fs::read(&weights_path).map_err(|e| load_error(&weights_path, e))?;
+        let identity = identity(format, &config_path, &tokenizer_path, &weights)?;
         let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)
             .map_err(|e| load_error(&weights_path, e))?;
         let model = Bert::load(vb, &config, format).map_err(|e| load_error(&weights_path, e))?;
@@ -153,7 +155,16 @@ impl EmbeddingModel {
             tokenizer,
             dim,
             dir: dir.to_owned(),
+            identity,
         })
+    }
+
+    /// What a vector computed by this model depends on, as 64 hex digits: the sha256
+    /// of the weight format ([`variant`](Self::variant)) and the bytes of the three
+    /// model files. Two models with the same identity embed every text alike, so a
+    /// vector cache on disk (`hybrid`'s) keys its vectors by it.
+    pub fn identity(&self) -> &str {
+        &self.identity
     }
 
     /// The length of every vector [`embed`](Self::embed) returns (384 for MiniLM).
@@ -232,6 +243,27 @@ impl EmbeddingModel {
         let hidden = self.model.forward(&ids, mask, shape)?;
         Ok(bert::pool(&hidden, self.model.hidden(), mask, shape))
     }
+}
+
+/// [`EmbeddingModel::identity`]: the sha256 of the variant and of each file's length and
+/// bytes (the weights already read).
+fn identity(
+    format: WeightFormat,
+    config: &Path,
+    tokenizer: &Path,
+    weights: &[u8],
+) -> Result<String> {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    hasher.update(format.name().as_bytes());
+    for path in [config, tokenizer] {
+        let bytes = std::fs::read(path).map_err(|e| load_error(path, e))?;
+        hasher.update((bytes.len() as u64).to_le_bytes());
+        hasher.update(&bytes);
+    }
+    hasher.update((weights.len() as u64).to_le_bytes());
+    hasher.update(weights);
+    Ok(crate::fetch::hex(&hasher.finalize()))
 }
 
 // `tool_search` shares one model across tasks.

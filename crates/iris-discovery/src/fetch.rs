@@ -575,7 +575,8 @@ fn hash_reader(reader: &mut impl Read) -> std::io::Result<(String, u64)> {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
+/// Lower-case hex digits of `bytes`.
+pub(crate) fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write as _;
     bytes.iter().fold(String::with_capacity(64), |mut s, b| {
         let _ = write!(s, "{b:02x}");

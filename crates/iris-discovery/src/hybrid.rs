@@ -41,13 +41,18 @@
 //! index of each candidate set it saw (by the identity of the candidates, up to four
 //! sets) and every tool vector by its text, so a catalog that only grows embeds only
 //! its new tools (the runner prepares the backend at assembly, so even the first search
-//! embeds only its query). A query costs one embedding (about 2 ms for a short query
+//! embeds only its query). With a [`VectorCache`] on disk
+//! ([`HybridDiscoveryBackend::with_vector_cache`], which `DiscoveryConfig::build` sets to
+//! the user's cache) the vectors outlive the process: the next start over the same
+//! catalog embeds nothing, and one whose tool changed its description embeds that tool. A query costs one embedding (about 2 ms for a short query
 //! on a 2-core AVX-VNNI CPU with the quantised forward pass of [`crate::embed`], about
 //! 12 ms on an AVX2-only one with f32 weights), one dot product per tool over one
 //! contiguous matrix, the lexical ranking and the fusion (together 0.6–0.8 ms at
 //! 10,000 tools on the VNNI CPU, about 2.2 ms on the AVX2 one; `docs/benchmarks.md`).
 
 use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{Map, Value, json};
@@ -58,6 +63,7 @@ use crate::backend::{DiscoveryAnswer, DiscoveryBackend, DiscoveryRequest, releva
 use crate::embed::EmbeddingModel;
 use crate::error::{Error, Result};
 use crate::search::{SearchIndex, Tuning};
+use crate::vectors::{MAX_RECORDS, VectorCache, VectorKey};
 
 /// How many hits of each ranking take part in the fusion (the others add nothing).
 pub const FUSION_DEPTH: usize = 50;
@@ -341,6 +347,8 @@ pub struct HybridDiscoveryBackend {
     min_score: f64,
     cache: Mutex<Vec<Arc<CachedIndex>>>,
     memo: Mutex<HashMap<String, Arc<[f32]>>>,
+    disk: Option<VectorCache>,
+    embedded: AtomicUsize,
 }
 
 impl std::fmt::Debug for HybridDiscoveryBackend {
@@ -348,6 +356,7 @@ impl std::fmt::Debug for HybridDiscoveryBackend {
         f.debug_struct("HybridDiscoveryBackend")
             .field("model", &self.model)
             .field("min_score", &self.min_score)
+            .field("disk", &self.disk)
             .finish_non_exhaustive()
     }
 }
@@ -360,7 +369,33 @@ impl HybridDiscoveryBackend {
             min_score: DEFAULT_MIN_SCORE,
             cache: Mutex::new(Vec::new()),
             memo: Mutex::new(HashMap::new()),
+            disk: None,
+            embedded: AtomicUsize::new(0),
         }
+    }
+
+    /// Keeps tool vectors on disk in `dir` too (a [`VectorCache`] of this model), so the
+    /// next process over the same catalog embeds nothing: a tool whose vector is neither
+    /// remembered nor on disk is embedded and the file rewritten. A missing, partial or
+    /// corrupt file counts as empty; a file that cannot be written only costs the next
+    /// start its embeddings (searches never fail for it).
+    /// [`DiscoveryConfig::build`](crate::DiscoveryConfig::build) gives the user's cache
+    /// (`$XDG_CACHE_HOME/iris/vectors`, else `~/.cache/iris/vectors`).
+    #[must_use]
+    pub fn with_vector_cache(mut self, dir: impl AsRef<Path>) -> Self {
+        self.disk = Some(VectorCache::new(dir, &self.model));
+        self
+    }
+
+    /// The on-disk vector cache, if any.
+    pub fn vector_cache(&self) -> Option<&VectorCache> {
+        self.disk.as_ref()
+    }
+
+    /// How many tool texts this backend has run through the model (those neither
+    /// remembered in memory nor found on disk).
+    pub fn embedded_tools(&self) -> usize {
+        self.embedded.load(Ordering::Relaxed)
     }
 
     /// Sets the minimum mixed score a top hit needs to be selected.
@@ -461,8 +496,9 @@ impl HybridDiscoveryBackend {
         Ok(built)
     }
 
-    /// Every definition's vector: remembered by text, else embedded now (outside the
-    /// lock) and remembered.
+    /// Every definition's vector: remembered by text, else read from the disk cache,
+    /// else embedded now (outside the lock); what was not remembered is remembered, and
+    /// what was embedded is stored on disk.
     fn vectors_for(&self, defs: &[ToolDefinition]) -> Result<Vec<Vec<f32>>> {
         let texts: Vec<String> = defs.iter().map(tool_text).collect();
         let mut out: Vec<Option<Vec<f32>>> = {
@@ -472,18 +508,55 @@ impl HybridDiscoveryBackend {
                 .map(|t| memo.get(t).map(|v| v.to_vec()))
                 .collect()
         };
-        let missing: Vec<usize> = (0..texts.len()).filter(|&i| out[i].is_none()).collect();
+        let unremembered: Vec<usize> = (0..texts.len()).filter(|&i| out[i].is_none()).collect();
+        if unremembered.is_empty() {
+            return Ok(out.into_iter().map(Option::unwrap_or_default).collect());
+        }
+        let mut stored: HashMap<VectorKey, Vec<f32>> = HashMap::new();
+        let mut keys: Vec<VectorKey> = Vec::new();
+        let mut missing = unremembered.clone();
+        if let Some(disk) = &self.disk {
+            stored = disk.load();
+            keys = texts.iter().map(|t| disk.key(t)).collect();
+            missing.retain(|&i| match stored.get(&keys[i]) {
+                Some(v) => {
+                    out[i] = Some(v.clone());
+                    false
+                }
+                None => true,
+            });
+        }
         if !missing.is_empty() {
             let refs: Vec<&str> = missing.iter().map(|&i| texts[i].as_str()).collect();
             let fresh = self.model.embed(&refs)?;
-            let mut memo = self.memo.lock().unwrap_or_else(PoisonError::into_inner);
-            if memo.len() + fresh.len() > VECTOR_MEMO_LIMIT {
-                memo.clear();
-            }
+            self.embedded.fetch_add(fresh.len(), Ordering::Relaxed);
             for (&i, vector) in missing.iter().zip(fresh) {
-                memo.insert(texts[i].clone(), vector.as_slice().into());
                 out[i] = Some(vector);
             }
+        }
+        {
+            let mut memo = self.memo.lock().unwrap_or_else(PoisonError::into_inner);
+            if memo.len() + unremembered.len() > VECTOR_MEMO_LIMIT {
+                memo.clear();
+            }
+            for &i in &unremembered {
+                if let Some(v) = &out[i] {
+                    memo.insert(texts[i].clone(), v.as_slice().into());
+                }
+            }
+        }
+        if let Some(disk) = self.disk.as_ref().filter(|_| !missing.is_empty()) {
+            // The file keeps earlier catalogs' vectors too, up to a bound.
+            if stored.len() + missing.len() > MAX_RECORDS {
+                stored.clear();
+            }
+            for (key, vector) in keys.iter().zip(&out) {
+                if let Some(v) = vector {
+                    stored.entry(*key).or_insert_with(|| v.clone());
+                }
+            }
+            // A cache that cannot be written costs the next start its embeddings only.
+            let _ = disk.store(stored.iter().map(|(k, v)| (k, v.as_slice())));
         }
         Ok(out.into_iter().map(Option::unwrap_or_default).collect())
     }

@@ -107,6 +107,8 @@ mod layer;
 pub mod search;
 mod state;
 mod tool;
+#[cfg(feature = "embed")]
+pub mod vectors;
 
 pub use backend::{
     DEFAULT_MIN_RELEVANCE, DiscoveryAnswer, DiscoveryBackend, DiscoveryRequest,
@@ -114,7 +116,7 @@ pub use backend::{
 };
 pub use config::{
     BackendKind, BuiltBackend, DEFAULT_MODEL_NAME, DiscoveryConfig, MODEL_FILES, check_model_dir,
-    default_model_dir, model_cache_dir,
+    default_model_dir, default_vector_dir, model_cache_dir, vector_cache_dir,
 };
 pub use error::{
     EMBEDDING_FAILED, Error, MODEL_CACHE_UNAVAILABLE, MODEL_CHECKSUM_MISMATCH,

@@ -15,7 +15,7 @@ use serde_json::json;
 use crate::eval;
 
 /// The model, loaded once for every test of this module.
-fn model() -> Arc<EmbeddingModel> {
+pub(crate) fn model() -> Arc<EmbeddingModel> {
     static MODEL: OnceLock<Arc<EmbeddingModel>> = OnceLock::new();
     MODEL
         .get_or_init(|| {
@@ -38,7 +38,7 @@ fn tool(name: &str, description: &str) -> ToolDefinition {
 
 /// Eight tools of four servers; their descriptions share few words with the queries
 /// below, so the dense half of the ranking has to carry them.
-fn catalog() -> Vec<ToolDefinition> {
+pub(crate) fn catalog() -> Vec<ToolDefinition> {
     vec![
         tool(
             "mcp__notes__create_note",
@@ -179,7 +179,7 @@ fn hybrid_index_finds_paraphrases_the_lexical_ranking_misses() {
     assert_eq!(err.code(), "EMBEDDING_FAILED");
 }
 
-fn candidates(defs: &[ToolDefinition]) -> Vec<Arc<dyn Tool>> {
+pub(crate) fn candidates(defs: &[ToolDefinition]) -> Vec<Arc<dyn Tool>> {
     defs.iter()
         .map(|d| {
             Arc::new(FnTool::new(d.clone(), |_, _| async {

@@ -12,3 +12,5 @@ mod fetch;
 mod hybrid;
 mod protocol;
 mod search;
+#[cfg(feature = "embed")]
+mod vectors;
