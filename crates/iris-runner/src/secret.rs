@@ -19,7 +19,8 @@
 //!    the name (the Tavily client of `web_search`/`web_fetch`, the decision model's
 //!    client behind `tool_search`, MCP servers whose HTTP credentials read the
 //!    variable), then tells the model
-//!    the secret is stored — never the value.
+//!    the secret is stored — never the value; a target that cannot use the value
+//!    (a key no HTTP header can carry) makes the call `SECRET_REJECTED` instead.
 //!
 //! The value is a [`SecretValue`]: its `Debug` and `Serialize` are redacted and it has
 //! no `Display`, so it reaches no history, run record, event, log, trace or result. A
@@ -53,6 +54,9 @@ pub mod codes {
     pub const SECRET_DECLINED: &str = "SECRET_DECLINED";
     /// The host's [`SecretStore`](super::SecretStore) refused the value.
     pub const SECRET_STORE_FAILED: &str = "SECRET_STORE_FAILED";
+    /// A tool that uses the secret cannot use the value (e.g. a key with characters an
+    /// HTTP header cannot carry); it keeps its old one.
+    pub const SECRET_REJECTED: &str = "SECRET_REJECTED";
 }
 
 /// A secret's value. It never prints: `Debug` shows `SecretValue(<redacted>)`,
@@ -108,7 +112,11 @@ pub trait SecretTarget: Send + Sync + fmt::Debug {
     fn secret_names(&self) -> Vec<String>;
 
     /// Uses `value` for `name` from now on.
-    fn set_secret(&self, name: &str, value: &SecretValue);
+    ///
+    /// # Errors
+    /// Why it cannot use the value (shown to the model as `SECRET_REJECTED`; it must
+    /// not contain the value). The target keeps what it had.
+    fn set_secret(&self, name: &str, value: &SecretValue) -> Result<(), String>;
 }
 
 /// The Tavily client of `web_search` and `web_fetch`: it declares the secret its
@@ -119,27 +127,29 @@ impl SecretTarget for TavilyClient {
         vec![self.secret_name().to_owned()]
     }
 
-    fn set_secret(&self, name: &str, value: &SecretValue) {
+    fn set_secret(&self, name: &str, value: &SecretValue) -> Result<(), String> {
         if name == self.secret_name() {
             self.set_api_key(ApiKey::new(value.expose()));
         }
+        Ok(())
     }
 }
 
 /// The decision model's client (`tool_search` with the decision backend): it declares
 /// the secret its `DECISION_AUTH` errors name and takes a new key with
-/// [`JevClient::set_api_key`] (a blank or malformed value keeps the old key).
+/// [`JevClient::set_api_key`] (a blank or malformed value is refused; the old key stays).
 impl SecretTarget for JevClient {
     fn secret_names(&self) -> Vec<String> {
         vec![self.secret_name().to_owned()]
     }
 
-    fn set_secret(&self, name: &str, value: &SecretValue) {
+    fn set_secret(&self, name: &str, value: &SecretValue) -> Result<(), String> {
         if name == self.secret_name() {
-            // The loop refuses blank values; a malformed one leaves the old key,
-            // and the next call's auth error says so.
-            let _ = self.set_api_key(value.expose());
+            // The client's message names the fault, never the value.
+            self.set_api_key(value.expose())
+                .map_err(|e| e.to_string())?;
         }
+        Ok(())
     }
 }
 
@@ -152,8 +162,9 @@ impl SecretTarget for MCPManager {
         MCPManager::secret_names(self)
     }
 
-    fn set_secret(&self, name: &str, value: &SecretValue) {
+    fn set_secret(&self, name: &str, value: &SecretValue) -> Result<(), String> {
         MCPManager::set_secret(self, name, value.expose());
+        Ok(())
     }
 }
 
@@ -234,8 +245,10 @@ impl Secrets {
     pub(crate) fn new(targets: Vec<Arc<dyn SecretTarget>>, store: Arc<dyn SecretStore>) -> Self {
         for target in &targets {
             for name in target.secret_names() {
-                if let Some(value) = store.get(&name) {
-                    target.set_secret(&name, &value);
+                if let Some(value) = store.get(&name)
+                    && let Err(reason) = target.set_secret(&name, &value)
+                {
+                    tracing::warn!(secret = %name, %reason, "a stored secret was refused");
                 }
             }
         }
@@ -288,14 +301,30 @@ impl Secrets {
 
     /// Stores `value` under `name` in the host's store and gives it to every target
     /// that declares the name, this run's and its ancestors'.
-    pub(crate) fn deliver(&self, name: &str, value: &SecretValue) -> Result<(), String> {
-        self.store.put(name, value)?;
-        for target in self.targets.iter().chain(&self.ancestors) {
-            if target.secret_names().iter().any(|n| n == name) {
-                target.set_secret(name, value);
-            }
+    ///
+    /// # Errors
+    /// `(code, reason)`: `SECRET_STORE_FAILED` when the store refused it (no target got
+    /// it), `SECRET_REJECTED` with every refusing target's reason otherwise.
+    pub(crate) fn deliver(
+        &self,
+        name: &str,
+        value: &SecretValue,
+    ) -> Result<(), (&'static str, String)> {
+        self.store
+            .put(name, value)
+            .map_err(|reason| (codes::SECRET_STORE_FAILED, reason))?;
+        let refused: Vec<String> = self
+            .targets
+            .iter()
+            .chain(&self.ancestors)
+            .filter(|target| target.secret_names().iter().any(|n| n == name))
+            .filter_map(|target| target.set_secret(name, value).err())
+            .collect();
+        if refused.is_empty() {
+            Ok(())
+        } else {
+            Err((codes::SECRET_REJECTED, refused.join("; ")))
         }
-        Ok(())
     }
 }
 

@@ -334,9 +334,13 @@ impl AgentRunner {
                 };
                 ToolOutput::text(format!("The secret `{key}` is stored; {retry}."))
             }
-            Err(reason) => ToolOutput::err(
-                secret::codes::SECRET_STORE_FAILED,
+            Err((code, reason)) if code == secret::codes::SECRET_STORE_FAILED => ToolOutput::err(
+                code,
                 format!("the host's secret store refused `{key}`: {reason}"),
+            ),
+            Err((code, reason)) => ToolOutput::err(
+                code,
+                format!("`{key}` was not taken: {reason}; ask the user for a valid value"),
             ),
         }
     }

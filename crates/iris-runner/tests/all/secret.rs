@@ -545,6 +545,23 @@ fn jev_answers(request: &serde_json::Value) -> serde_json::Value {
     json!({"model": "jev-1.13.0", "answers": answers, "usage": {"input_tokens": 10, "output_tokens": 1}})
 }
 
+/// A host whose registrar `app:billing` adds one deferred tool, `create_invoice`.
+fn billing_host() -> HostRegistry {
+    HostRegistry::new().registrar("app:billing", |registry: &iris_tools_core::ToolRegistry| {
+        let def = iris_tools_core::ToolDefinition::new(
+            "create_invoice",
+            "Create an invoice for a customer.",
+            json!({"type": "object"}),
+        )
+        .with_deferred(true);
+        registry
+            .register(iris_tools_core::FnTool::new(def, |_i, _c| async {
+                iris_tools_core::ToolOutput::text("ok")
+            }))
+            .map_err(|e| e.to_string())
+    })
+}
+
 /// `tool_search` on the decision model: the service rejects the configured key
 /// (`DECISION_AUTH`, naming `IRIS_PROVIDER_API_KEYS__TYPESAFE`); `store_secret` gives
 /// the client a new one and the search succeeds.
@@ -572,20 +589,7 @@ model:
             &format!("tools: {{discovery: true}}\nbase_url: {}\n", jev.url),
         )],
     );
-    let host =
-        HostRegistry::new().registrar("app:billing", |registry: &iris_tools_core::ToolRegistry| {
-            let def = iris_tools_core::ToolDefinition::new(
-                "create_invoice",
-                "Create an invoice for a customer.",
-                json!({"type": "object"}),
-            )
-            .with_deferred(true);
-            registry
-                .register(iris_tools_core::FnTool::new(def, |_i, _c| async {
-                    iris_tools_core::ToolOutput::text("ok")
-                }))
-                .map_err(|e| e.to_string())
-        });
+    let host = billing_host();
     let (runner, handler) = answering_runner(&fx, &host, &[GOOD_KEY]).await;
     let all = events(&runner, "bill them").await;
     let results = finished(&all);
@@ -610,6 +614,64 @@ model:
     );
     assert_eq!(handler.asked.lock().unwrap()[0].tools, ["tool_search"]);
     assert_eq!(jev.bearers(), ["sk-stale", GOOD_KEY]);
+    runner.close().await.unwrap();
+}
+
+/// A value the decision client cannot use (a space inside: no HTTP header carries it)
+/// is not reported as stored: `store_secret` fails with `SECRET_REJECTED`, and the client
+/// keeps its old key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_value_the_decision_client_refuses_is_not_reported_as_stored() {
+    let jev = FakeService::start(jev_answers).await;
+    let fx = Fixture::new(
+        r#"tools: {python: {registrars: ["app:billing"]}}
+context_policy: {deferred_tools: true}
+decision: {path: decision.yaml}
+provider_api_keys: {typesafe: sk-stale}
+run_store: {kind: memory}
+model:
+  provider: scripted
+  script:
+    - tool_calls: [{name: tool_search, arguments: {queries: ["create an invoice"]}}]
+    - expect_tool_results: 1
+      tool_calls: [{name: store_secret, arguments: {key: IRIS_PROVIDER_API_KEYS__TYPESAFE}}]
+    - expect_tool_results: 1
+      tool_calls: [{name: tool_search, arguments: {queries: ["create an invoice"]}}]
+    - {expect_tool_results: 1, text: gave up}
+"#,
+        &[(
+            "decision.yaml",
+            &format!("tools: {{discovery: true}}\nbase_url: {}\n", jev.url),
+        )],
+    );
+    let host = billing_host();
+    let (runner, _handler) = answering_runner(&fx, &host, &["sk bad key"]).await;
+    let all = events(&runner, "bill them").await;
+    let results = finished(&all);
+    assert_eq!(
+        results[0].error_code(),
+        Some("DECISION_AUTH"),
+        "{:?}",
+        results[0]
+    );
+    assert_eq!(
+        results[1].error_code(),
+        Some("SECRET_REJECTED"),
+        "{:?}",
+        results[1]
+    );
+    assert!(
+        !results[1].model_content().contains("is stored"),
+        "{:?}",
+        results[1]
+    );
+    assert!(
+        !results[1].model_content().contains("sk bad key"),
+        "{:?}",
+        results[1]
+    );
+    // The old key stays.
+    assert_eq!(jev.bearers(), ["sk-stale", "sk-stale"]);
     runner.close().await.unwrap();
 }
 
