@@ -188,6 +188,9 @@ pub struct ServerConfig {
     /// Iris policy from the agent's overrides (default false): only with it does a
     /// tool's `readOnlyHint: true` give it read-only execution.
     pub trust_annotations: bool,
+    /// Iris policy from the agent's overrides (default false, stdio servers only): the
+    /// server runs inside the native command sandbox ([`crate::McpSandbox`]).
+    pub sandbox: bool,
     /// Startup deadline: connect, handshake and the full tool listing.
     pub startup_timeout: Duration,
     /// Idle deadline of one tool call (`tool_timeout_sec`): how long a call may go
@@ -345,6 +348,7 @@ impl ServerConfig {
                     args,
                     cwd,
                     env: vars,
+                    sandbox: None,
                 })
             }
             ServerTransport::StreamableHttp(http) | ServerTransport::Sse(http) => {
@@ -438,6 +442,9 @@ pub enum ResolvedTransport {
         cwd: PathBuf,
         /// Its whole environment (the host's is not inherited beyond this).
         env: BTreeMap<String, String>,
+        /// The sandbox it runs in, when it opted in (`sandbox: true`); the manager
+        /// sets it from its [`crate::McpSandbox`].
+        sandbox: Option<crate::McpSandbox>,
     },
     /// Streamable HTTP or SSE.
     Http {
@@ -458,12 +465,14 @@ impl std::fmt::Debug for ResolvedTransport {
                 args,
                 cwd,
                 env,
+                sandbox,
             } => f
                 .debug_struct("Stdio")
                 .field("command", command)
                 .field("args", &format!("[{} arguments]", args.len()))
                 .field("cwd", cwd)
                 .field("env", &hidden_values(env))
+                .field("sandbox", sandbox)
                 .finish(),
             ResolvedTransport::Http { kind, url, headers } => f
                 .debug_struct("Http")
@@ -493,6 +502,10 @@ pub struct ServerOverride {
     /// Sets `trust_annotations` (only settable here).
     #[serde(default)]
     pub trust_annotations: Option<bool>,
+    /// Runs this stdio server inside the native command sandbox (only settable here;
+    /// see [`crate::McpSandbox`]).
+    #[serde(default)]
+    pub sandbox: Option<bool>,
     /// Overrides `startup_timeout_sec`.
     #[serde(default)]
     pub startup_timeout_sec: Option<f64>,
@@ -1171,6 +1184,12 @@ fn parse_server(
             "trust_annotations is an Iris policy: set it in the agent's mcp.overrides, not in the MCP file",
         ));
     }
+    if map.contains_key("sandbox") {
+        return Err(f.err(
+            "sandbox",
+            "sandbox is an Iris policy: set it in the agent's mcp.overrides, not in the MCP file",
+        ));
+    }
 
     // Type: explicit (normalized) or inferred from `command`.
     let explicit = f.non_empty_string("type")?;
@@ -1362,6 +1381,7 @@ fn parse_server(
         enabled,
         required: f.bool("required")?.unwrap_or(true),
         trust_annotations: false,
+        sandbox: false,
         startup_timeout: seconds(startup_sec),
         tool_timeout: seconds(tool_sec),
         tool_max: Duration::ZERO,
@@ -1379,6 +1399,15 @@ fn parse_server(
         }
         if let Some(trust) = over.trust_annotations {
             server.trust_annotations = trust;
+        }
+        if let Some(sandbox) = over.sandbox {
+            if sandbox && !matches!(server.transport, ServerTransport::Stdio(_)) {
+                return Err(over_err(
+                    "sandbox",
+                    "only a stdio server (a process Iris starts) can run in the sandbox".to_owned(),
+                ));
+            }
+            server.sandbox = sandbox;
         }
         if let Some(s) = over.startup_timeout_sec {
             server.startup_timeout =

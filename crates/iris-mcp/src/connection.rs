@@ -327,6 +327,7 @@ pub(crate) async fn connect(
             args,
             cwd,
             env,
+            sandbox,
         } => {
             if !cwd.is_dir() {
                 return Err(StartupError::failed(format!(
@@ -341,6 +342,7 @@ pub(crate) async fn connect(
                 cwd,
                 env,
                 max_message_bytes,
+                sandbox,
             };
             let (transport, process) = stdio::spawn(&spec, diagnostics.clone())
                 .await

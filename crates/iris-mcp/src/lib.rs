@@ -9,6 +9,7 @@ pub mod error;
 pub mod manager;
 pub mod naming;
 mod redact;
+mod sandbox;
 pub mod schema;
 pub mod serve;
 mod server;
@@ -29,5 +30,6 @@ pub use manager::{
     DiagnosticSeverity, MCP_GROUP, MCPCatalogSnapshot, MCPManager, McpDiagnostic,
     McpServerSnapshot, McpToolDescriptor, ServerStatus,
 };
+pub use sandbox::{McpSandbox, SandboxPolicy};
 pub use tool::{McpProgress, McpProgressSink, McpTaskRef, McpTool};
 pub use transport::DEFAULT_MAX_MESSAGE_BYTES;

@@ -229,6 +229,8 @@ pub struct MCPManager {
     defer_tools: bool,
     host_env: Option<HostEnv>,
     max_message_bytes: usize,
+    /// The sandbox of the stdio servers that opted in (`sandbox: true`).
+    sandbox: crate::McpSandbox,
     generation: Arc<AtomicU64>,
     state: tokio::sync::Mutex<State>,
     snapshot: RwLock<Option<Arc<MCPCatalogSnapshot>>>,
@@ -299,10 +301,16 @@ impl MCPManager {
         workspace_root: impl Into<PathBuf>,
         defer_tools: bool,
     ) -> Self {
+        let workspace_root: PathBuf = workspace_root.into();
         Self {
             config,
             registry,
-            workspace_root: workspace_root.into(),
+            sandbox: crate::McpSandbox::new(
+                crate::SandboxPolicy::default(),
+                Vec::new(),
+                workspace_root.clone(),
+            ),
+            workspace_root,
             defer_tools,
             host_env: None,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
@@ -319,6 +327,20 @@ impl MCPManager {
     #[must_use]
     pub fn with_host_env(mut self, env: HostEnv) -> Self {
         self.host_env = Some(env);
+        self
+    }
+
+    /// The sandbox of the stdio servers whose override says `sandbox: true`: the
+    /// agent's `command.sandbox` policy and the workspace paths they must not change
+    /// (default: the default policy, workspace-write and network off, with `.iris`
+    /// and `.git` protected).
+    #[must_use]
+    pub fn with_sandbox(
+        mut self,
+        policy: crate::SandboxPolicy,
+        protected: Vec<std::path::PathBuf>,
+    ) -> Self {
+        self.sandbox = crate::McpSandbox::new(policy, protected, self.workspace_root.clone());
         self
     }
 
@@ -428,7 +450,10 @@ impl MCPManager {
             let workspace = self.workspace_root.clone();
             let max = self.max_message_bytes;
             let events = ServerEvents::new(Arc::clone(&self.generation));
-            tasks.spawn(async move { start_one(server, &workspace, &host, max, events).await });
+            let sandbox = server.sandbox.then(|| self.sandbox.clone());
+            tasks.spawn(
+                async move { start_one(server, &workspace, &host, max, events, sandbox).await },
+            );
         }
         let mut started: Vec<Started> = Vec::new();
         while let Some(joined) = tasks.join_next().await {
@@ -950,8 +975,28 @@ async fn start_one(
     host: &HostEnv,
     max_message_bytes: usize,
     events: ServerEvents,
+    sandbox: Option<crate::McpSandbox>,
 ) -> Started {
     let (transport, secrets) = match server.resolve_with_secrets(workspace, host) {
+        Ok((
+            crate::ResolvedTransport::Stdio {
+                command,
+                args,
+                cwd,
+                env,
+                ..
+            },
+            secrets,
+        )) => (
+            crate::ResolvedTransport::Stdio {
+                command,
+                args,
+                cwd,
+                env,
+                sandbox,
+            },
+            secrets,
+        ),
         Ok(resolved) => resolved,
         Err(e) => {
             return Started {

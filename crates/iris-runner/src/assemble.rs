@@ -428,12 +428,16 @@ async fn assemble(
                 let keep = mcp_config.servers_for_tool(tool);
                 mcp_config.retain_servers(&keep);
             }
+            // A server whose override says `sandbox: true` runs in the commands'
+            // sandbox, with the agent's own files protected like for commands.
+            let sandbox = config.command.clone().unwrap_or_default().sandbox;
             let manager = MCPManager::new(
                 mcp_config,
                 registry.clone(),
                 &workspace,
                 config.context_policy.deferred_tools,
-            );
+            )
+            .with_sandbox(sandbox, protected_paths(loaded));
             let snapshot = manager.prepare().await.map_err(|e| Error::Assembly {
                 key: "mcp".into(),
                 message: format!("{}: {e}", e.code()),
@@ -615,6 +619,7 @@ fn load_mcp(loaded: &LoadedConfig) -> Result<Option<MCPConfig>> {
                 startup_timeout_sec: o.startup_timeout_sec,
                 tool_timeout_sec: o.tool_timeout_sec,
                 tool_max_sec: o.tool_max_sec,
+                sandbox: o.sandbox,
             };
             (name.clone(), o)
         })

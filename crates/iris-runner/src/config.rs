@@ -429,6 +429,8 @@ pub struct McpOverride {
     pub tool_timeout_sec: Option<f64>,
     /// The absolute cap of one call in seconds, however much progress it reports.
     pub tool_max_sec: Option<f64>,
+    /// Run this stdio server inside the commands' sandbox (`command.sandbox`).
+    pub sandbox: Option<bool>,
 }
 
 /// One `middleware.tools` item: a factory key the host registered, and its options.

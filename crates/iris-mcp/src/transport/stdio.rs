@@ -59,6 +59,16 @@ pub(crate) struct StdioSpawn {
     pub(crate) cwd: PathBuf,
     pub(crate) env: BTreeMap<String, String>,
     pub(crate) max_message_bytes: usize,
+    /// The sandbox to start it in (see [`crate::McpSandbox`]).
+    pub(crate) sandbox: Option<crate::McpSandbox>,
+}
+
+/// A start of the server: its spec, and what its sandbox adds (the helper's argv
+/// before the command, `TMPDIR` and the proxy variables).
+#[derive(Debug, Clone)]
+struct Start {
+    spec: StdioSpawn,
+    prefix: Vec<std::ffi::OsString>,
 }
 
 /// The last lines a server wrote to stderr.
@@ -147,6 +157,8 @@ pub(crate) struct StdioProcess {
     stderr: Arc<Mutex<StderrTail>>,
     /// Set once the group was ended, so `Drop` does not signal a reused pid.
     finished: Mutex<bool>,
+    /// A sandboxed server's temp folder and proxy, kept as long as the process.
+    _sandbox: Option<crate::sandbox::LaunchGuard>,
 }
 
 impl StdioProcess {
@@ -345,17 +357,24 @@ fn check_program(command: &str, env: &BTreeMap<String, String>, cwd: &Path) -> s
     outcome.map_err(|e| std::io::Error::from_raw_os_error(e.raw_os_error()))
 }
 
-/// The command that starts the server, through `setpriv` when one is given.
-fn command(spec: &StdioSpawn, setpriv: Option<&Path>) -> Command {
-    let mut cmd = match setpriv {
-        Some(setpriv) => {
-            let mut cmd = Command::new(setpriv);
-            cmd.args(["--pdeathsig", "KILL", "--"]).arg(&spec.command);
-            cmd
-        }
-        None => Command::new(&spec.command),
-    };
-    cmd.args(&spec.args)
+/// The command that starts the server, through `setpriv` when one is given and through
+/// the sandbox helper when the start has a prefix.
+fn command(start: &Start, setpriv: Option<&Path>) -> Command {
+    let spec = &start.spec;
+    let mut argv: Vec<std::ffi::OsString> = Vec::new();
+    if let Some(setpriv) = setpriv {
+        argv.extend([
+            setpriv.as_os_str().to_owned(),
+            "--pdeathsig".into(),
+            "KILL".into(),
+            "--".into(),
+        ]);
+    }
+    argv.extend(start.prefix.iter().cloned());
+    argv.push(spec.command.clone().into());
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..])
+        .args(&spec.args)
         .current_dir(&spec.cwd)
         .env_clear()
         .envs(&spec.env)
@@ -371,26 +390,30 @@ fn command(spec: &StdioSpawn, setpriv: Option<&Path>) -> Command {
 
 /// Forks the server from the spawner thread, wrapped in `setpriv --pdeathsig KILL`
 /// when that is available (see the module docs); without a spawner, from here.
-async fn spawn_child(spec: &StdioSpawn) -> std::io::Result<Child> {
+async fn spawn_child(start: &Start) -> std::io::Result<Child> {
     let (Some(spawner), Ok(handle)) = (spawner(), tokio::runtime::Handle::try_current()) else {
-        return command(spec, None).spawn();
+        return command(start, None).spawn();
     };
     let (tx, rx) = oneshot::channel();
-    let job_spec = spec.clone();
+    let job_start = start.clone();
     let job: SpawnJob = Box::new(move || {
         // The child registers with the caller's runtime, which reaps it.
         let _runtime = handle.enter();
-        let spec = job_spec;
-        let result = match setpriv() {
-            Some(setpriv) => check_program(&spec.command, &spec.env, &spec.cwd)
-                .and_then(|()| command(&spec, Some(setpriv)).spawn()),
-            None => command(&spec, None).spawn(),
+        let start = job_start;
+        let spec = &start.spec;
+        // A wrapper (setpriv, the sandbox helper) would report a missing program
+        // only on its stderr: check it first, so it stays a spawn error.
+        let checked = if setpriv().is_some() || !start.prefix.is_empty() {
+            check_program(&spec.command, &spec.env, &spec.cwd)
+        } else {
+            Ok(())
         };
+        let result = checked.and_then(|()| command(&start, setpriv()).spawn());
         // A caller that gave up drops the child, and `kill_on_drop` ends it.
         let _ = tx.send(result);
     });
     if spawner.send(job).is_err() {
-        return command(spec, None).spawn();
+        return command(start, None).spawn();
     }
     rx.await
         .unwrap_or_else(|_| Err(std::io::Error::other("the MCP spawner thread is gone")))
@@ -401,7 +424,20 @@ pub(crate) async fn spawn(
     spec: &StdioSpawn,
     diagnostics: Diagnostics,
 ) -> std::io::Result<(StdioTransport, Arc<StdioProcess>)> {
-    let mut child: Child = spawn_child(spec).await?;
+    let mut start = Start {
+        spec: spec.clone(),
+        prefix: Vec::new(),
+    };
+    let guard = match &spec.sandbox {
+        Some(sandbox) => {
+            let launch = sandbox.launch().await?;
+            start.prefix = launch.prefix;
+            start.spec.env.extend(launch.env);
+            Some(launch.guard)
+        }
+        None => None,
+    };
+    let mut child: Child = spawn_child(&start).await?;
     let pid = child.id();
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
@@ -473,6 +509,7 @@ pub(crate) async fn spawn(
         exit: exit_rx,
         stderr: tail,
         finished: Mutex::new(false),
+        _sandbox: guard,
     });
     Ok((StdioTransport { stdin, rx, pending }, process))
 }

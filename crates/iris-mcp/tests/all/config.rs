@@ -621,6 +621,7 @@ fn overrides_merge_by_raw_server_name() {
         startup_timeout_sec: Some(1.25),
         tool_timeout_sec: Some(90.0),
         tool_max_sec: Some(7200.0),
+        sandbox: None,
     };
     check(
         JSON_PATH,
@@ -779,7 +780,10 @@ fn check_resolve(entry: &str, host: &[(&str, &str)], expect: Expect<'_>) {
             args,
             cwd,
             env,
+            sandbox,
         } => {
+            // Only the manager puts a server in the sandbox.
+            assert!(sandbox.is_none());
             json!({"command": command, "args": args, "cwd": cwd, "env": env})
         }
         ResolvedTransport::Http { kind, url, headers } => {

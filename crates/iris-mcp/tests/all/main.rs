@@ -14,6 +14,7 @@ mod faults;
 mod hardening;
 mod naming;
 mod recovery;
+mod sandbox;
 mod schema;
 mod serve;
 mod servers;
