@@ -43,8 +43,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use iris_tools_core::{
-    ContentBlock, ToolOutput, ToolResult, ToolResultBlock, ToolResultMessage, ToolSpec, ToolUse,
-    codes,
+    ToolOutput, ToolResult, ToolResultBlock, ToolResultMessage, ToolSpec, ToolUse, codes,
 };
 
 use crate::adapters::Strict;
@@ -128,18 +127,6 @@ impl Part {
     pub fn as_text(&self) -> Option<&str> {
         match self {
             Part::Text { text } => Some(text),
-            _ => None,
-        }
-    }
-
-    /// The part for a content block of a tool output or a user message (`None` for a
-    /// block kind this crate does not know yet).
-    pub fn from_block(block: &ContentBlock) -> Option<Self> {
-        match block {
-            ContentBlock::Text { text } => Some(Part::text(text.clone())),
-            ContentBlock::Image { mime_type, data } => {
-                Some(Part::image(mime_type.clone(), data.clone()))
-            }
             _ => None,
         }
     }

@@ -190,6 +190,34 @@ async fn a_non_streamed_answer_is_read_whole() {
     );
 }
 
+/// `with_api_version` sends another `anthropic-version`; one no header can carry is a
+/// configuration error, and nothing is sent.
+#[tokio::test]
+async fn another_api_version_is_sent_and_a_bad_one_is_refused() {
+    let server = TestServer::start(Reply::json(message(
+        json!([{"type": "text", "text": "ok"}]),
+        "end_turn",
+    )))
+    .await;
+    let answer = client(&server).with_api_version("2024-10-22");
+    answer.complete(&request()).await.unwrap();
+    let sent = server.only_request();
+    assert_eq!(sent.header("anthropic-version"), Some("2024-10-22"));
+    let bad = client(&server).with_api_version("2024\n10-22");
+    let err = bad.complete(&request()).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ProviderError::Config {
+                field: "api_version",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(server.requests().len(), 1);
+}
+
 #[tokio::test]
 async fn two_parallel_tool_calls_follow_text_and_thinking() {
     let server = TestServer::start(Reply::sse(anthropic_sse(&[

@@ -363,7 +363,11 @@ async fn a_decision_config_that_enables_nothing_is_a_note() {
         &[("decision.yaml", "model: jev-1.13.0\n")],
     );
     let env = build(&fx, &HostRegistry::new()).await.unwrap();
-    assert!(env.decision.is_some());
+    // The host sees the loaded decision file: its model, and that no junction is on.
+    let decision = env.decision.as_ref().unwrap();
+    assert_eq!(decision.model, "jev-1.13.0");
+    assert!(!decision.tools.discovery);
+    assert!(env.decision_evaluator.is_none());
     assert_eq!(env.notes.len(), 1, "{:?}", env.notes);
     assert!(
         env.notes[0].starts_with("decision.path: ")
