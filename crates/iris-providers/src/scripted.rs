@@ -136,6 +136,11 @@ impl Script {
         let invalid = |e: serde_yaml::Error| ProviderError::Script {
             reason: format!("not a valid script: {e}"),
         };
+        // Deep flow nesting costs libyaml quadratic time: refused before parsing.
+        use iris_executor::bounded_read::{MAX_YAML_FLOW_DEPTH, check_yaml_nesting};
+        check_yaml_nesting(text, MAX_YAML_FLOW_DEPTH).map_err(|e| ProviderError::Script {
+            reason: format!("not a valid script: {e}"),
+        })?;
         let shape: serde_yaml::Value = serde_yaml::from_str(text).map_err(invalid)?;
         let turns = match shape {
             serde_yaml::Value::Sequence(_) => serde_yaml::from_str(text).map_err(invalid)?,

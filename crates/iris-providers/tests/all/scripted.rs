@@ -133,6 +133,24 @@ fn malformed_scripts_are_refused_with_the_turn_named() {
     }
 }
 
+/// Flow collections nested past the limit are refused before libyaml reads them (its
+/// scanner is quadratic in flow depth), with the place named.
+#[test]
+fn deeply_nested_scripts_are_refused_before_parsing() {
+    let deep = format!(
+        "- tool_calls: [{{name: t, arguments: {{a: {}1{}}}}}]",
+        "[".repeat(100),
+        "]".repeat(100)
+    );
+    let err = ScriptedProvider::from_yaml(&deep).unwrap_err();
+    assert_eq!(err.code(), "PROVIDER_SCRIPT_INVALID");
+    assert!(
+        err.to_string()
+            .contains("nest deeper than 64 levels at line 1"),
+        "{err}"
+    );
+}
+
 #[tokio::test]
 async fn scripts_load_from_files_within_a_size_cap() {
     let dir = tempfile::tempdir().unwrap();
