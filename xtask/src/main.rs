@@ -271,9 +271,9 @@ fn quickstart() -> Result<(), String> {
     let milestones = [
         // Turn 1: four reads started before any finished (one parallel window).
         "⇉ parallel window: 4 calls started before any finished",
-        // Turn 2: the edit asked the ApprovalHandler, ran approved, and the after-hook's
+        // Turn 2: the edit asked the InteractionHandler, ran approved, and the after-hook's
         // feedback reached the result.
-        "ApprovalHandler asked \"approve edit_file (call_2_1)?\" → approve",
+        "InteractionHandler asked \"approve edit_file (call_2_1)?\" → approve",
         "✓ call_2_1 edit_file ok (approved)",
         "audit: edit_file was recorded",
         // Turn 3: the long #[tool] result was saved as an artifact.
@@ -286,13 +286,20 @@ fn quickstart() -> Result<(), String> {
         "✓ call_6_1 write_file ok (approved)",
         "Published `SUMMARY.md`",
         // Turn 7: approved, yet the command hook denied `rm`; `wc` ran natively.
-        "ApprovalHandler asked \"approve exec_command (call_7_1)?\" → approve",
+        "InteractionHandler asked \"approve exec_command (call_7_1)?\" → approve",
         "hook `no-rm` denied the call",
         "1500 logs/service.log",
+        // Turn 8: the command sandbox refused a write outside the workspace (approved,
+        // still refused), and let curl reach the allowed domain through its proxy.
+        "✓ call_8_1 exec_command failed (COMMAND_FAILED)",
+        "cannot create regular file '../SUMMARY-copy.md': Permission denied",
+        "✓ call_8_2 exec_command ok (approved)",
+        "service status: healthy (1500 requests logged)",
         // The outcome, with the usage of every turn summed, then the workspace.
-        "── run completed in 8 turns, 25980 input + 500 output tokens",
+        "── run completed in 9 turns, 30630 input + 551 output tokens",
         "config/app.toml now says: level = \"INFO\"",
         "logs/service.log still exists: true",
+        "../SUMMARY-copy.md (outside the workspace) exists: false",
         "published copy: .iris/published/quickstart/call_6_2-SUMMARY.md",
     ];
     let mut rest: &str = &stdout;

@@ -10,7 +10,10 @@
 //! printed: the model's turns and text, its tool calls (adjacent reads in one parallel
 //! window, everything else a barrier), the approvals the example's `InteractionHandler`
 //! answers, a long `#[tool]` result saved as an artifact and paged back, a typed error
-//! the model corrects, a command hook's denial, and the final answer with its usage.
+//! the model corrects, a command hook's denial, the command sandbox refusing a write
+//! outside the workspace and letting a request to an allowed domain (`localhost`,
+//! served by the example on 127.0.0.1) through its egress proxy, and the final answer
+//! with its usage.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -161,15 +164,38 @@ fn print_result(result: &ToolResult, workspace: &Path) {
     }
 }
 
-fn write_workspace(root: &Path) -> std::io::Result<()> {
+/// Writes the example workspace; the YAML's `STATUS_PORT` becomes the port of the
+/// service's health page.
+fn write_workspace(root: &Path, status_port: u16) -> std::io::Result<()> {
     for (rel, contents) in WORKSPACE {
         let path = root.join(rel);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)?;
         }
-        std::fs::write(path, contents)?;
+        std::fs::write(path, contents.replace("STATUS_PORT", &status_port.to_string()))?;
     }
     Ok(())
+}
+
+/// The service's health page on 127.0.0.1 (the allowed domain `localhost` of the
+/// agent's sandbox): answers every request with one line; returns its port.
+async fn serve_health() -> std::io::Result<u16> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let listener = tokio::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).await?;
+    let port = listener.local_addr()?.port();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut request = [0u8; 4096];
+            let _ = stream.read(&mut request).await;
+            let body = "service status: healthy (1500 requests logged)\n";
+            let reply = format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(reply.as_bytes()).await;
+        }
+    });
+    Ok(port)
 }
 
 /// Prints a run's events as they arrive.
@@ -312,8 +338,10 @@ async fn run_agent(
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
-    let workspace = dir.path().canonicalize()?;
-    write_workspace(&workspace)?;
+    // The workspace is a folder of the temporary directory, so `..` is a private
+    // place the sandbox must keep the model out of.
+    let workspace = dir.path().canonicalize()?.join("workspace");
+    write_workspace(&workspace, serve_health().await?)?;
     println!("Iris quickstart: a scripted agent run through iris_runner::AgentRunner");
     println!("workspace copied to {}", workspace.display());
 
@@ -353,6 +381,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "  logs/service.log still exists: {}",
         workspace.join("logs/service.log").exists()
+    );
+    println!(
+        "  ../SUMMARY-copy.md (outside the workspace) exists: {}",
+        dir.path().join("SUMMARY-copy.md").exists()
     );
     let published = workspace.join(".iris/published/quickstart");
     for entry in std::fs::read_dir(&published)? {
