@@ -172,7 +172,10 @@ fn write_workspace(root: &Path, status_port: u16) -> std::io::Result<()> {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)?;
         }
-        std::fs::write(path, contents.replace("STATUS_PORT", &status_port.to_string()))?;
+        std::fs::write(
+            path,
+            contents.replace("STATUS_PORT", &status_port.to_string()),
+        )?;
     }
     Ok(())
 }
