@@ -222,17 +222,8 @@ fn parse_model_flag(text: &str) -> Result<(ProviderKind, Option<String>), Failur
         None => Err(flag_error(format!(
             "--model `{text}`: provider `{provider}` needs the model's name, e.g. \
              {provider}:{}",
-            example_model(provider)
+            provider.example_model()
         ))),
-    }
-}
-
-fn example_model(provider: ProviderKind) -> &'static str {
-    match provider {
-        ProviderKind::OpenAi | ProviderKind::OpenAiResponses => "gpt-4.1-mini",
-        ProviderKind::Anthropic => "claude-sonnet-4-5",
-        ProviderKind::Gemini => "gemini-2.5-flash",
-        ProviderKind::Scripted => "scripted",
     }
 }
 

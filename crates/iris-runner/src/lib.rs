@@ -10,7 +10,7 @@ pub mod interaction;
 pub mod loop_tool;
 mod loop_tools;
 mod mcp_host;
-pub mod model;
+pub use iris_providers::model;
 #[cfg(feature = "otel")]
 pub mod otel;
 pub mod outcome;

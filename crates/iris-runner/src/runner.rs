@@ -54,7 +54,7 @@ use crate::error::{Error, Result, codes};
 use crate::host::HostRegistry;
 use crate::interaction::InteractionHandler;
 use crate::loop_tool::RunLoopTool;
-use crate::model::{ModelConfig, ProviderSource};
+use crate::model::{ModelClient, ModelConfig};
 use crate::outcome::{Answer, RunError, RunEvent, RunOutcome};
 use crate::run_loop::{DEFAULT_LEASE_TTL, Sink};
 use crate::secret::{MemorySecretStore, STORE_SECRET, SecretStore, SecretTarget, Secrets};
@@ -154,7 +154,7 @@ impl From<String> for RunInput {
 pub(crate) struct Inner {
     /// The settings, as the builder held them.
     pub(crate) config: RunnerConfig,
-    pub(crate) provider: ProviderSource,
+    pub(crate) provider: ModelClient,
     pub(crate) provider_name: String,
     pub(crate) executor: ToolExecutor,
     pub(crate) hooks: Option<HookDispatcher>,
@@ -306,7 +306,7 @@ impl AgentRunner {
         loaded: &LoadedConfig,
         env: &ToolEnvironment,
         model: &ModelConfig,
-        provider: ProviderSource,
+        provider: ModelClient,
         store: Option<Arc<dyn RunStore>>,
     ) -> AgentRunnerBuilder {
         // Every YAML key is named here with where it goes, so a new key that reaches
@@ -428,8 +428,7 @@ impl AgentRunner {
     ) -> AgentRunnerBuilder {
         let provider: Arc<dyn CompletionProvider> = Arc::new(provider);
         let name = provider.name().to_owned();
-        AgentRunnerBuilder::from_source(ProviderSource::Shared(provider), executor)
-            .provider_name(name)
+        AgentRunnerBuilder::from_source(ModelClient::Shared(provider), executor).provider_name(name)
     }
 
     /// The executor the runner sends calls through.
@@ -638,7 +637,7 @@ impl ResumeStream {
 /// Builds an [`AgentRunner`] from parts ([`AgentRunner::builder`]).
 pub struct AgentRunnerBuilder {
     config: RunnerConfig,
-    provider: ProviderSource,
+    provider: ModelClient,
     provider_name: String,
     executor: ToolExecutor,
     hooks: Option<HookDispatcher>,
@@ -667,7 +666,7 @@ impl fmt::Debug for AgentRunnerBuilder {
 }
 
 impl AgentRunnerBuilder {
-    fn from_source(provider: ProviderSource, executor: ToolExecutor) -> Self {
+    fn from_source(provider: ModelClient, executor: ToolExecutor) -> Self {
         Self {
             config: RunnerConfig::default(),
             provider,
@@ -921,10 +920,10 @@ impl AgentRunnerBuilder {
         };
         // One place adds retries, whichever route built the provider.
         let provider = match self.provider {
-            ProviderSource::Shared(client) => {
-                ProviderSource::Shared(Arc::new(RetryingProvider::new(client, self.retry)))
+            ModelClient::Shared(client) => {
+                ModelClient::Shared(Arc::new(RetryingProvider::new(client, self.retry)))
             }
-            script @ ProviderSource::Script(_) => script,
+            script @ ModelClient::Script(_) => script,
         };
         let provider_name = if self.provider_name.is_empty() {
             "unknown".to_owned()
@@ -998,7 +997,7 @@ pub async fn open_store(loaded: &LoadedConfig) -> Result<Arc<dyn RunStore>> {
 pub(crate) fn checked_model(
     loaded: &LoadedConfig,
     model: Option<ModelConfig>,
-) -> Result<(ModelConfig, ProviderSource)> {
+) -> Result<(ModelConfig, ModelClient)> {
     let model_error = |code: &'static str, message: String| Error::Model {
         file: loaded.file.clone(),
         code,
@@ -1018,7 +1017,7 @@ pub(crate) fn checked_model(
         model_error(codes::CONFIG_INVALID, format!("{key}: {message}"))
     })?;
     let provider = model
-        .provider()
+        .connect()
         .map_err(|e| model_error(e.code(), e.to_string()))?;
     Ok((model, provider))
 }

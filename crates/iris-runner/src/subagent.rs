@@ -51,7 +51,7 @@ use crate::config::{AgentConfig, LoadedConfig, PermissionsConfig};
 use crate::error::{Error, Result, codes};
 use crate::host::HostRegistry;
 use crate::loop_tool::LoopStep;
-use crate::model::{ModelConfig, ProviderSource};
+use crate::model::{ModelClient, ModelConfig};
 use crate::outcome::{Answer, Interaction, RunError, RunEvent, RunOutcome, SubagentRequest};
 use crate::run_loop::{RunState, Sink, Stop, interaction_id, new_run_id};
 use crate::runner::{AgentRunner, RunInput, TRACING_TARGET, checked_model};
@@ -415,7 +415,7 @@ impl AgentRunner {
                 let model = loaded.config.model.clone().unwrap_or_else(|| {
                     ModelConfig::new(crate::model::ProviderKind::Scripted, "default")
                 });
-                (model, ProviderSource::Shared(provider), Some(name))
+                (model, ModelClient::Shared(provider), Some(name))
             }
             None => {
                 let (model, provider) = checked_model(&loaded, None).map_err(fail)?;
