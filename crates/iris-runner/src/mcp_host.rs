@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use iris_mcp::{
     ElicitationAnswer, ElicitationHandler, ElicitationRequest, InputRequired, MCPManager,
-    McpElicitation, McpInputResumes, McpProgressSink,
+    McpElicitation, McpProgressSink,
 };
 use iris_tools_core::{BoxFuture, ToolExecutionContext, ToolResult};
 use tokio::sync::mpsc;
@@ -70,19 +70,15 @@ impl ElicitationHandler for RunElicitation {
     }
 }
 
-/// Gives one turn's calls their MCP host: the elicitation answerer always, the
-/// progress reporter when the run is streamed, and the answers of calls that
-/// stopped for input (sent again where they stopped).
+/// Gives one turn's calls their MCP host: the elicitation answerer always, and the
+/// progress reporter when the run is streamed. (The answers of calls that stopped for
+/// input are the run's `McpInputResumes` layer state.)
 pub(crate) fn attach(
     mut ctx: ToolExecutionContext,
     interactions: Option<&Arc<dyn InteractionHandler>>,
     events: Option<&mpsc::UnboundedSender<RunEvent>>,
     turn: u32,
-    resumes: &McpInputResumes,
 ) -> ToolExecutionContext {
-    if !resumes.0.is_empty() {
-        ctx.extensions.insert(resumes.clone());
-    }
     ctx.extensions.insert(McpElicitation::new(RunElicitation {
         interactions: interactions.cloned(),
         events: events.cloned(),

@@ -102,9 +102,12 @@ impl AgentRunner {
             state.record.turns += 1;
             let turn = state.record.turns;
             crate::mcp_host::refresh_catalog(inner.mcp.as_deref()).await;
-            let mut sent = state
-                .disclosure
-                .request_specs(&view, inner.config.schema_budget);
+            let disclosure = state
+                .layers
+                .get::<DisclosureState>()
+                .cloned()
+                .unwrap_or_default();
+            let mut sent = disclosure.request_specs(&view, inner.config.schema_budget);
             // After an auth failure that named a secret of this run, `store_secret`
             // (a system-use tool, outside every view) is offered.
             if !state.record.secrets_asked.is_empty()

@@ -9,11 +9,13 @@ mod answer;
 mod background;
 mod drive;
 mod journal;
+mod layers;
 mod resume;
 mod span;
 mod turn;
 
 use background::{push_joined, stop_background, take_handoffs};
+use layers::LayerStates;
 use span::Recorded;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -23,8 +25,8 @@ use std::time::Duration;
 
 use iris_discovery::DisclosureState;
 use iris_executor::HeartbeatListener;
-use iris_files::ReadState;
 use iris_hooks::{EventCommon, RunStatus as HookRunStatus};
+use iris_mcp::McpInputResumes;
 use iris_providers::chat::{
     CompletionRequest, CompletionResponse, Message, ModelToolCall, Part, Role, StopReason,
     StreamEvent, Usage,
@@ -58,8 +60,9 @@ use crate::store::{
 pub(crate) struct RunState {
     pub(crate) record: RunRecord,
     pub(crate) cancel: CancellationSignal,
-    pub(crate) disclosure: DisclosureState,
-    pub(crate) read_state: Arc<ReadState>,
+    /// The tool layers' per-run state (disclosure, read observations, MCP answers),
+    /// one per type.
+    pub(crate) layers: LayerStates,
     /// The lease owner this process drives the run as.
     pub(crate) owner: String,
     /// Renews the lease while the run is driven; dropped (aborted) when it stops.
@@ -78,8 +81,6 @@ pub(crate) struct RunState {
     /// The background work noted in `record.background_running`, by call id: what a
     /// waiting run stops following (without cancelling it) to follow again on resume.
     followed: BTreeMap<String, tokio::task::AbortHandle>,
-    /// Answers to MCP calls that stopped for input, by call id, for their next run.
-    pub(crate) resumes: iris_mcp::McpInputResumes,
 }
 
 impl Drop for RunState {
@@ -171,8 +172,7 @@ impl AgentRunner {
             return Ok(());
         };
         state.record.updated_at_ms = now_ms();
-        state.record.revealed = state.disclosure.revealed();
-        state.record.read_state = state.read_state.snapshot();
+        state.layers.save(&mut state.record);
         store
             .save(&state.record, &state.owner)
             .await
@@ -193,41 +193,41 @@ impl AgentRunner {
         }
         let now = now_ms();
         let (handoff_tx, handoff_rx) = mpsc::unbounded_channel();
+        let record = RunRecord {
+            run_id,
+            status: RunStatus::Running,
+            agent_id: inner.config.agent_id.clone(),
+            session_id,
+            created_at_ms: now,
+            updated_at_ms: now,
+            turns: 0,
+            usage: Usage::default(),
+            history: history.into(),
+            revealed: Vec::new(),
+            read_state: Vec::new(),
+            pending: None,
+            interaction: None,
+            output: None,
+            error: None,
+            goal: inner
+                .config
+                .goal
+                .clone()
+                .or_else(|| input.prompt.clone())
+                .unwrap_or_default(),
+            goal_report: None,
+            final_answer: None,
+            model: inner.model_config.clone(),
+            background_done: Vec::new(),
+            background_running: Vec::new(),
+            secrets_asked: BTreeMap::new(),
+            secret_rounds: BTreeMap::new(),
+            parent: input.child.as_ref().map(|c| c.parent.clone()),
+        };
         RunState {
-            record: RunRecord {
-                run_id,
-                status: RunStatus::Running,
-                agent_id: inner.config.agent_id.clone(),
-                session_id,
-                created_at_ms: now,
-                updated_at_ms: now,
-                turns: 0,
-                usage: Usage::default(),
-                history: history.into(),
-                revealed: Vec::new(),
-                read_state: Vec::new(),
-                pending: None,
-                interaction: None,
-                output: None,
-                error: None,
-                goal: inner
-                    .config
-                    .goal
-                    .clone()
-                    .or_else(|| input.prompt.clone())
-                    .unwrap_or_default(),
-                goal_report: None,
-                final_answer: None,
-                model: inner.model_config.clone(),
-                background_done: Vec::new(),
-                background_running: Vec::new(),
-                secrets_asked: BTreeMap::new(),
-                secret_rounds: BTreeMap::new(),
-                parent: input.child.as_ref().map(|c| c.parent.clone()),
-            },
+            layers: LayerStates::restore(&record),
+            record,
             cancel: input.cancellation.clone().unwrap_or_default(),
-            disclosure: DisclosureState::new(),
-            read_state: Arc::new(ReadState::new()),
             owner: new_owner(),
             renewer: None,
             background: tokio::task::JoinSet::new(),
@@ -235,7 +235,6 @@ impl AgentRunner {
             handoff_tx,
             handoff_rx,
             followed: BTreeMap::new(),
-            resumes: iris_mcp::McpInputResumes::default(),
         }
     }
 
@@ -248,8 +247,7 @@ impl AgentRunner {
     ) -> RunState {
         let (handoff_tx, handoff_rx) = mpsc::unbounded_channel();
         RunState {
-            disclosure: DisclosureState::from_revealed(record.revealed.clone()),
-            read_state: Arc::new(ReadState::restore(record.read_state.clone())),
+            layers: LayerStates::restore(&record),
             record,
             cancel,
             owner,
@@ -259,7 +257,6 @@ impl AgentRunner {
             handoff_tx,
             handoff_rx,
             followed: BTreeMap::new(),
-            resumes: iris_mcp::McpInputResumes::default(),
         }
     }
 

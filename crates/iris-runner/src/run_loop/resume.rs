@@ -226,10 +226,9 @@ impl AgentRunner {
                     ));
                 };
                 // The call runs again with the answer when the turn goes on.
-                state
-                    .resumes
-                    .0
-                    .insert(call.id.clone(), input.resume(&reply));
+                if let Some(resumes) = state.layers.get_mut::<McpInputResumes>() {
+                    resumes.0.insert(call.id.clone(), input.resume(&reply));
+                }
                 state.record.interaction = None;
                 state.record.status = RunStatus::Running;
                 return self.save(state).await.map(|()| None).map_err(outcome_error);

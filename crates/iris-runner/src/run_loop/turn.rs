@@ -145,7 +145,10 @@ impl AgentRunner {
                     };
                     // An MCP call continuing with its answer ran up to the question, so
                     // it was allowed or approved then.
-                    let resumed = state.resumes.0.contains_key(&tool_use.id);
+                    let resumed = state
+                        .layers
+                        .get::<McpInputResumes>()
+                        .is_some_and(|r| r.0.contains_key(&tool_use.id));
                     if !resumed {
                         sink.emit(RunEvent::ApprovalRequested {
                             request: request.clone(),
@@ -172,7 +175,9 @@ impl AgentRunner {
                         }
                     };
                 }
-                state.resumes.0.remove(&tool_use.id);
+                if let Some(resumes) = state.layers.get_mut::<McpInputResumes>() {
+                    resumes.0.remove(&tool_use.id);
+                }
                 if let Some(asks) =
                     crate::mcp_host::stopped_for_input(&state.record.run_id, &result)
                 {
@@ -425,10 +430,9 @@ impl AgentRunner {
             .run_id(state.record.run_id.clone())
             .activation_id(format!("{}:{turn}", state.record.run_id))
             .cancellation(state.cancel.clone());
-        ctx = state.disclosure.attach(ctx);
+        ctx = state.layers.attach(ctx);
         // run_tool_script's inner calls run through this run's executor.
         ctx = iris_script::ScriptHost::attach(ctx, &inner.executor);
-        ctx.extensions.insert_arc(Arc::clone(&state.read_state));
         // A call the server makes a task is followed in the background.
         let handoffs = state.handoff_tx.clone();
         ctx.extensions.insert(BackgroundHandoff::new(
@@ -454,12 +458,6 @@ impl AgentRunner {
             Sink::Channel(tx) => Some(tx),
             Sink::None => None,
         };
-        crate::mcp_host::attach(
-            ctx,
-            inner.interactions.as_ref(),
-            events,
-            turn,
-            &state.resumes,
-        )
+        crate::mcp_host::attach(ctx, inner.interactions.as_ref(), events, turn)
     }
 }
