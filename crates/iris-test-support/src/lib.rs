@@ -5,4 +5,6 @@
 
 pub mod http;
 pub mod sse;
+#[cfg(unix)]
+pub mod symlinks;
 pub mod workspace;

@@ -5,4 +5,3 @@ mod breaker;
 mod executor;
 mod permission;
 mod support;
-mod workspace;

@@ -1,6 +1,6 @@
 //! Tests for the `workspace` area: `WorkspacePolicy::resolve_path` against a real tree
 //! of files, directories and symlinks built in a temporary directory
-//! (`support::workspace_fixture`).
+//! (`iris_test_support::symlinks`).
 //!
 //! The fixture needs symlinks and arbitrary byte names, so the module is Unix-only.
 #![cfg(unix)]
@@ -11,10 +11,10 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use iris_executor::{PathError, WorkspacePolicy};
+use iris_fs::workspace::{PathError, WorkspacePolicy};
 use iris_tools_core::codes;
 
-use crate::support::workspace_fixture;
+use iris_test_support::symlinks::symlink_workspace as workspace_fixture;
 
 /// What one resolution should give.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -266,21 +266,21 @@ fn atomic_writes_of_long_non_latin_names_fit_the_name_limit() {
     let name = "😀".repeat(63); // 252 bytes
     let target = ws.path().join(&name);
     let exists = || iris_tools_core::ToolErrorInfo::new("EXISTS", "taken");
-    iris_executor::atomic::write_atomic(
+    iris_fs::atomic::write_atomic(
         &target,
         &name,
         b"first",
-        iris_executor::atomic::WriteMode::CreateNew { exists: &exists },
+        iris_fs::atomic::WriteMode::CreateNew { exists: &exists },
     )
     .unwrap();
     assert_eq!(std::fs::read(&target).unwrap(), b"first");
-    let root = iris_executor::workspace::WorkspaceDir::open_root(ws.path()).unwrap();
-    iris_executor::atomic::write_atomic_in(
+    let root = iris_fs::workspace::WorkspaceDir::open_root(ws.path()).unwrap();
+    iris_fs::atomic::write_atomic_in(
         &root,
         std::ffi::OsStr::new(&name),
         &name,
         b"second",
-        iris_executor::atomic::WriteMode::Replace { verify: &|| Ok(()) },
+        iris_fs::atomic::WriteMode::Replace { verify: &|| Ok(()) },
     )
     .unwrap();
     assert_eq!(std::fs::read(&target).unwrap(), b"second");

@@ -1,0 +1,3 @@
+//! Integration tests of iris-fs: one binary, one module per area.
+
+mod workspace;
