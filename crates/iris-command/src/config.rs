@@ -14,7 +14,7 @@
 //! | `docker.environment` | `{}` | the container's variables; names non-empty without `=` or NUL, never `IRIS_*`; values without NUL |
 //! | `env` | `{}` | name → value set for every command and command hook (both modes); same name rules |
 //! | `env_passthrough` | `[]` | host variables copied into every command and hook when set on the host (both modes); same name rules |
-//! | `sandbox` | workspace-write, network off | the native sandbox of what the model runs: see [`iris_sandbox::policy`] for every key; Docker mode keeps the container's own isolation and refuses `network: {allow: …}` (not built for Docker yet) and `escalation: ask` (one container serves every call) |
+//! | `sandbox` | workspace-write, network off | the native sandbox of what the model runs: see [`iris_sandbox::policy`] for every key; Docker mode keeps the container's own isolation; there `network: {allow: …}` puts the container on an internal Docker network whose only way out is the egress proxy on its gateway address (not with `docker.network: bridge`), and `escalation: ask` is refused (one container serves every call) |
 //!
 //! A command or hook never sees the host's whole environment (see [`crate::env`]):
 //! natively it gets the [`crate::env::DEFAULT_ENV_ALLOWLIST`] (and `LC_*`) from the host,
@@ -397,10 +397,13 @@ impl CommandConfig {
         })?;
         if self.mode == CommandMode::Docker
             && matches!(self.sandbox.network, NetworkAccess::Allow(_))
+            && self.docker_config().map(|d| d.network) == Some(DockerNetwork::Bridge)
         {
+            // `allow` puts the container on an internal network of its own; a bridge
+            // network beside it would be a route around the proxy.
             return Err(CommandError::config(
                 "sandbox.network",
-                "`allow` is not available in docker mode yet; use docker.network (none or bridge)",
+                "`allow` in docker mode gives the container an internal network whose only way out is the egress proxy; it cannot be combined with docker.network: bridge",
             ));
         }
         if self.mode == CommandMode::Docker

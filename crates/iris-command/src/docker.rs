@@ -49,9 +49,10 @@ use std::time::Duration;
 use bollard::Docker;
 use bollard::container::LogOutput;
 use bollard::exec::{CreateExecOptions, StartExecOptions, StartExecResults};
-use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType};
+use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType, NetworkCreateRequest};
 use bollard::query_parameters::{CreateContainerOptions, RemoveContainerOptions};
 use futures_core::Stream;
+use iris_sandbox::{EgressProxy, LoopbackOverrides, NetworkAccess};
 use tokio::io::AsyncWriteExt;
 
 use crate::capture::Captures;
@@ -202,6 +203,21 @@ pub(crate) struct Prepared {
     container_id: String,
     /// The keep-alive shell's pid in the container (never swept).
     keepalive: i64,
+    /// Under `network: {allow: …}`: the container's internal network and the egress
+    /// proxy on its gateway address (see [`Egress`]).
+    egress: Option<Egress>,
+}
+
+/// `network: {allow: …}` in Docker mode: the container is attached only to an
+/// internal Docker network (no route out of it), whose gateway address on the host is
+/// where the egress proxy listens; the container gets `HTTP_PROXY` and its kin naming
+/// it. The proxy admits the listed domains only, as natively. Both live as long as the
+/// container.
+#[derive(Debug)]
+pub(crate) struct Egress {
+    /// The internal network's name (removed after the container).
+    network: String,
+    proxy: EgressProxy,
 }
 
 /// The Docker backend. Its `Debug` output names the container's variables, never their
@@ -211,6 +227,10 @@ pub(crate) struct DockerBackend {
     /// The container's whole environment (`NAME=value`).
     env: Vec<String>,
     workspace: PathBuf,
+    /// The sandbox policy's network rule; `allow` gets an [`Egress`].
+    network: NetworkAccess,
+    /// Test names the egress proxy resolves to loopback addresses.
+    pub(crate) overrides: std::sync::Mutex<LoopbackOverrides>,
     prepared: std::sync::Mutex<Option<Arc<Prepared>>>,
 }
 
@@ -230,11 +250,18 @@ impl std::fmt::Debug for DockerBackend {
 }
 
 impl DockerBackend {
-    pub(crate) fn new(config: DockerConfig, env: Vec<String>, workspace: PathBuf) -> Self {
+    pub(crate) fn new(
+        config: DockerConfig,
+        env: Vec<String>,
+        workspace: PathBuf,
+        network: NetworkAccess,
+    ) -> Self {
         Self {
             config,
             env,
             workspace,
+            network,
+            overrides: std::sync::Mutex::new(LoopbackOverrides::default()),
             prepared: std::sync::Mutex::new(None),
         }
     }
@@ -305,11 +332,24 @@ impl DockerBackend {
                 )));
             }
         }
-        let container_id = self.create_container(&docker).await?;
+        let egress = match &self.network {
+            NetworkAccess::Allow(_) => Some(self.create_egress(&docker).await?),
+            NetworkAccess::Off | NetworkAccess::On => None,
+        };
+        let container_id = match self.create_container(&docker, egress.as_ref()).await {
+            Ok(id) => id,
+            Err(e) => {
+                if let Some(egress) = &egress {
+                    remove_network(&docker, &egress.network).await;
+                }
+                return Err(e);
+            }
+        };
         let mut prepared = Prepared {
             docker,
             container_id,
             keepalive: 0,
+            egress,
         };
         let probed = match probe(&prepared).await {
             Ok(()) => keepalive_pid(&prepared).await,
@@ -342,7 +382,59 @@ impl DockerBackend {
         Ok(())
     }
 
-    async fn create_container(&self, docker: &Docker) -> Result<String, CommandError> {
+    /// Creates the internal network and starts the proxy on its gateway address.
+    async fn create_egress(&self, docker: &Docker) -> Result<Egress, CommandError> {
+        let name = format!("iris-egress-{}-{}", std::process::id(), unique_suffix());
+        let labels = HashMap::from([
+            (labels::CONTAINER.to_owned(), "1".to_owned()),
+            (labels::OWNER_PID.to_owned(), std::process::id().to_string()),
+        ]);
+        docker
+            .create_network(NetworkCreateRequest {
+                name: name.clone(),
+                driver: Some("bridge".to_owned()),
+                internal: Some(true),
+                labels: Some(labels),
+                ..NetworkCreateRequest::default()
+            })
+            .await
+            .map_err(|e| {
+                CommandError::SandboxUnavailable(format!(
+                    "cannot create the internal network of `network: allow`: {e}"
+                ))
+            })?;
+        let gateway = docker
+            .inspect_network(&name, None)
+            .await
+            .ok()
+            .and_then(|n| n.ipam?.config?.into_iter().find_map(|c| c.gateway))
+            .and_then(|g| g.parse::<std::net::IpAddr>().ok());
+        let overrides = self.overrides.lock().map(|o| o.clone()).unwrap_or_default();
+        let proxy = match gateway {
+            Some(gateway) => EgressProxy::start_on(gateway, self.network.clone(), overrides)
+                .await
+                .map_err(|e| format!("cannot listen on its gateway {gateway}: {e}")),
+            None => Err("its gateway address is unknown".to_owned()),
+        };
+        match proxy {
+            Ok(proxy) => Ok(Egress {
+                network: name,
+                proxy,
+            }),
+            Err(why) => {
+                remove_network(docker, &name).await;
+                Err(CommandError::SandboxUnavailable(format!(
+                    "the egress proxy of `network: allow` cannot serve the internal network `{name}`: {why}"
+                )))
+            }
+        }
+    }
+
+    async fn create_container(
+        &self,
+        docker: &Docker,
+        egress: Option<&Egress>,
+    ) -> Result<String, CommandError> {
         let ws = self.workspace.to_string_lossy().into_owned();
         let memory = i64::try_from(self.config.memory_mb)
             .ok()
@@ -357,7 +449,19 @@ impl DockerBackend {
             (labels::WORKSPACE.to_owned(), ws.clone()),
             (labels::OWNER_PID.to_owned(), std::process::id().to_string()),
         ]);
-        let env = self.env.clone();
+        let mut env = self.env.clone();
+        let network_mode = match egress {
+            Some(egress) => {
+                let url = egress.proxy.url();
+                for name in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"] {
+                    env.push(format!("{name}={url}"));
+                    env.push(format!("{}={url}", name.to_ascii_lowercase()));
+                }
+                env.extend(["NO_PROXY=".to_owned(), "no_proxy=".to_owned()]);
+                egress.network.clone()
+            }
+            None => self.config.network.as_str().to_owned(),
+        };
         let body = ContainerCreateBody {
             image: Some(self.config.image.clone()),
             cmd: Some(vec!["/bin/sh".into(), "-c".into(), KEEP_ALIVE.into()]),
@@ -366,7 +470,7 @@ impl DockerBackend {
             env: Some(env),
             labels: Some(labels),
             host_config: Some(HostConfig {
-                network_mode: Some(self.config.network.as_str().to_owned()),
+                network_mode: Some(network_mode),
                 nano_cpus: Some(nano_cpus),
                 memory: Some(memory),
                 memory_swap: Some(memory),
@@ -548,6 +652,16 @@ async fn remove(prepared: &Prepared) {
         .await
     {
         tracing::warn!(container = %prepared.container_id, error = %e, "removing the command container failed");
+    }
+    if let Some(egress) = &prepared.egress {
+        remove_network(&prepared.docker, &egress.network).await;
+    }
+}
+
+/// Removes an internal network of `network: allow` (after its container).
+async fn remove_network(docker: &Docker, name: &str) {
+    if let Err(e) = docker.remove_network(name).await {
+        tracing::warn!(network = %name, error = %e, "removing the command network failed");
     }
 }
 

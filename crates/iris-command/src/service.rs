@@ -214,7 +214,12 @@ impl CommandService {
             )),
             Some(docker) => {
                 let env = crate::env::docker_env(&config, &docker, std::env::vars_os());
-                Backend::Docker(DockerBackend::new(docker, env, workspace.clone()))
+                Backend::Docker(DockerBackend::new(
+                    docker,
+                    env,
+                    workspace.clone(),
+                    config.sandbox.network.clone(),
+                ))
             }
         };
         static IDS: AtomicU64 = AtomicU64::new(1);
@@ -284,10 +289,17 @@ impl CommandService {
     /// a test can serve an allowed domain on 127.0.0.1.
     #[must_use]
     pub fn with_egress_loopback_override(self, host: &str, ip: std::net::IpAddr) -> Self {
-        if let Backend::Native(native) = &self.inner.backend
-            && let Ok(mut settings) = native.sandbox.lock()
-        {
-            settings.overrides.insert(host, ip);
+        match &self.inner.backend {
+            Backend::Native(native) => {
+                if let Ok(mut settings) = native.sandbox.lock() {
+                    settings.overrides.insert(host, ip);
+                }
+            }
+            Backend::Docker(docker) => {
+                if let Ok(mut overrides) = docker.overrides.lock() {
+                    overrides.insert(host, ip);
+                }
+            }
         }
         self
     }

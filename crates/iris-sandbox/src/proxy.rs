@@ -48,6 +48,7 @@ impl LoopbackOverrides {
 /// A running egress proxy; dropping it stops it and every connection it carries.
 #[derive(Debug)]
 pub struct EgressProxy {
+    addr: IpAddr,
     port: u16,
     refusals: Arc<Mutex<Vec<String>>>,
     task: JoinHandle<()>,
@@ -66,12 +67,23 @@ struct Shared {
 }
 
 impl EgressProxy {
-    /// Starts a proxy that admits what `network` admits.
+    /// Starts a proxy on 127.0.0.1 that admits what `network` admits.
     pub async fn start(
         network: NetworkAccess,
         overrides: LoopbackOverrides,
     ) -> std::io::Result<Self> {
-        let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).await?;
+        Self::start_on(Ipv4Addr::LOCALHOST.into(), network, overrides).await
+    }
+
+    /// Starts a proxy listening on `addr` (an ephemeral port): Docker mode puts it on
+    /// the gateway address of the container's internal network, the one address the
+    /// container can reach.
+    pub async fn start_on(
+        addr: IpAddr,
+        network: NetworkAccess,
+        overrides: LoopbackOverrides,
+    ) -> std::io::Result<Self> {
+        let listener = TcpListener::bind(SocketAddr::from((addr, 0))).await?;
         let port = listener.local_addr()?.port();
         let refusals = Arc::new(Mutex::new(Vec::new()));
         let shared = Arc::new(Shared {
@@ -93,20 +105,21 @@ impl EgressProxy {
             }
         });
         Ok(Self {
+            addr,
             port,
             refusals,
             task,
         })
     }
 
-    /// The proxy's port on 127.0.0.1.
+    /// The proxy's port (on 127.0.0.1 unless started with [`EgressProxy::start_on`]).
     pub fn port(&self) -> u16 {
         self.port
     }
 
     /// The proxy's URL, as sandboxed processes get it in `HTTP_PROXY` and its kin.
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        format!("http://{}", SocketAddr::from((self.addr, self.port)))
     }
 
     /// The host names refused so far, in order, each once.

@@ -245,8 +245,8 @@ fn config_table() {
         Err("is not a lowercase domain name"),
     );
     check(
-        "mode: docker\nsandbox: {network: {allow: [pypi.org]}}",
-        Err("not available in docker mode"),
+        "mode: docker\ndocker: {network: bridge}\nsandbox: {network: {allow: [pypi.org]}}",
+        Err("cannot be combined with docker.network: bridge"),
     );
     check(
         "sandbox: {escalation: ask}",

@@ -70,6 +70,7 @@ macro_rules! whole_suite {
 
 mod config;
 mod docker;
+mod docker_egress;
 mod env;
 mod escalation;
 mod native;
