@@ -412,6 +412,11 @@ fn bench() -> Result<(), String> {
         "iris-script",
     ]);
     run(bench)?;
+    // The command sandbox's egress proxy: one loopback HTTP request directly and
+    // through the proxy (a proxied GET and a CONNECT tunnel, the HTTPS path).
+    let mut proxy = cargo();
+    proxy.args(["bench", "-p", "iris-sandbox", "--bench", "proxy"]);
+    run(proxy)?;
     // MCP against real Python SDK servers: the call round trip and startup (1, 8,
     // 24 servers), and 24 servers at once against the slowest single one.
     let mut mcp = cargo();
