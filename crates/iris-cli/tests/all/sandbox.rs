@@ -343,3 +343,64 @@ fn iris_check_prints_what_this_kernel_enforces() {
     let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     assert!(report.get("sandbox").is_none(), "{report}");
 }
+
+/// An MCP stdio server whose override says `sandbox: true`, called through `iris call`:
+/// the agent's own `command.sandbox` applies to it (its extra `deny_read` folder), the
+/// agent YAML is protected from it, and its tools still work in the workspace.
+#[test]
+fn an_mcp_server_opted_into_the_sandbox_gets_the_agents_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let ws = root.join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(root.join("secrets")).unwrap();
+    std::fs::write(root.join("secrets/key"), SECRET).unwrap();
+    let server = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../iris-mcp/tests/fixtures/mcp/sdk_server.py")
+        .display()
+        .to_string();
+    let mcp = serde_json::json!({"mcpServers": {
+        "boxed": {"command": super::mcp::python(), "args": [server, "--file-tools"]},
+    }});
+    std::fs::write(ws.join("mcp.json"), mcp.to_string()).unwrap();
+    let yaml = format!(
+        "command:\n  sandbox:\n    deny_read: [{secrets}]\nmcp:\n  path: mcp.json\n  overrides:\n    boxed: {{sandbox: true}}\n",
+        secrets = root.join("secrets").display()
+    );
+    std::fs::write(ws.join("iris.yaml"), &yaml).unwrap();
+    let config = ws.join("iris.yaml");
+    let call = |tool: &str, input: serde_json::Value| {
+        iris(
+            &ws,
+            &[
+                "--config",
+                config.to_str().unwrap(),
+                "call",
+                tool,
+                &input.to_string(),
+                "--yes",
+            ],
+            &[],
+            "",
+        )
+    };
+    let key = root.join("secrets/key").display().to_string();
+    let read = call("mcp__boxed__read_path", serde_json::json!({"path": key}));
+    assert!(
+        read.stdout.starts_with("refused:") && !read.stdout.contains(SECRET),
+        "{read:?}"
+    );
+    let rewrite = call(
+        "mcp__boxed__write_path",
+        serde_json::json!({"path": config.display().to_string(), "text": "mcp: {}\n"}),
+    );
+    assert!(rewrite.stdout.starts_with("refused:"), "{rewrite:?}");
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), yaml);
+    let note = ws.join("note.txt");
+    let write = call(
+        "mcp__boxed__write_path",
+        serde_json::json!({"path": note.display().to_string(), "text": "in"}),
+    );
+    assert_eq!(write.stdout.trim(), "written", "{write:?}");
+    assert_eq!(std::fs::read_to_string(&note).unwrap(), "in");
+}
