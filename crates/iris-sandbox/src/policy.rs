@@ -167,16 +167,6 @@ pub enum Escalation {
     Ask,
 }
 
-impl Escalation {
-    /// `never` or `ask`, as in the YAML.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Escalation::Never => "never",
-            Escalation::Ask => "ask",
-        }
-    }
-}
-
 /// `network: on`, the only network widening a call may ask for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
