@@ -135,3 +135,68 @@ fn only_stdio_servers_and_overrides_can_ask_for_the_sandbox() {
         "{err}"
     );
 }
+
+/// Under `network: {allow: [localhost]}` a sandboxed server gets an egress proxy of its
+/// own: a request to the allowed name goes through, the same server by address is
+/// refused by the proxy, and a direct connection is refused by the sandbox.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sandboxed_server_reaches_only_allowed_domains_through_its_proxy() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let _ = stream.read(&mut buf).await;
+                let _ = stream
+                    .write_all(
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello",
+                    )
+                    .await;
+            });
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().canonicalize().unwrap();
+    let overrides: McpOverrides = BTreeMap::from([(
+        "boxed".to_owned(),
+        ServerOverride {
+            sandbox: Some(true),
+            ..ServerOverride::default()
+        },
+    )]);
+    let registry = ToolRegistry::new();
+    let policy = SandboxPolicy {
+        network: iris_sandbox::NetworkAccess::Allow(vec!["localhost".into()]),
+        ..SandboxPolicy::default()
+    };
+    let manager = MCPManager::new(
+        config(&[("boxed", sdk_stdio(&["--file-tools"]))], &overrides),
+        registry.clone(),
+        &ws,
+        false,
+    )
+    .with_sandbox(policy, Vec::new());
+    manager.prepare().await.unwrap();
+    let ctx = ToolExecutionContext::new(&ws);
+    let call = |name: &str, input: Value| {
+        let (registry, ctx) = (registry.clone(), ctx.clone());
+        let name = format!("mcp__boxed__{name}");
+        async move {
+            let tool = registry.get(&name).unwrap();
+            let input = tool.validate_input(input).unwrap();
+            tool.run(input, &ctx).await.model_content()
+        }
+    };
+    let allowed = call("fetch", json!({"url": format!("http://localhost:{port}/")})).await;
+    assert_eq!(allowed, "hello");
+    let by_address = call("fetch", json!({"url": format!("http://127.0.0.1:{port}/")})).await;
+    assert!(
+        by_address.starts_with("refused:") && by_address.contains("403"),
+        "{by_address}"
+    );
+    let direct = call("connect", json!({"port": port})).await;
+    assert!(direct.starts_with("refused:"), "{direct}");
+    manager.close().await;
+}
