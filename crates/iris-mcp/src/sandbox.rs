@@ -124,7 +124,11 @@ impl McpSandbox {
 
     /// The blocking part: the helper, the temp folder and the plan.
     fn plan(&self, port: Option<u16>) -> std::io::Result<(Vec<std::ffi::OsString>, PathBuf)> {
-        let unavailable = |e: iris_sandbox::SandboxError| std::io::Error::other(e.to_string());
+        let unavailable = |e: iris_sandbox::SandboxError| {
+            std::io::Error::other(format!(
+                "{e}; or drop `sandbox: true` from this server's mcp.overrides entry"
+            ))
+        };
         let helper = iris_sandbox::locate_helper(None).map_err(unavailable)?;
         let workspace = std::fs::canonicalize(&self.workspace)?;
         let temp = temp_dir()?;
@@ -141,6 +145,12 @@ impl McpSandbox {
                 ..PlanInputs::new(&workspace)
             },
         );
+        // The helper's own check of this kernel, so a missing mechanism is a clear
+        // startup error rather than a server that dies before its handshake.
+        if let Err(e) = iris_sandbox::check_plan(&helper, &plan) {
+            let _ = std::fs::remove_dir_all(&temp);
+            return Err(unavailable(e));
+        }
         Ok((plan.argv(&helper, &[]), temp))
     }
 }
