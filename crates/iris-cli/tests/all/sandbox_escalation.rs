@@ -161,3 +161,25 @@ fn iris_call_needs_yes_for_a_widening_and_never_refuses_the_parameter() {
     );
     assert!(!never_dir.path().join("marker.txt").exists());
 }
+
+/// A tool run in the background (`tools.background`) is wrapped; the wrapper forwards
+/// the widening, so the call still waits for a human.
+#[test]
+fn a_background_exec_command_still_asks_for_its_widening() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = "tools:\n  builtin: [exec.command]\n  background: [exec_command]\n\
+                permissions:\n  execute_mode: allow\ncommand:\n  sandbox:\n    escalation: ask\n";
+    let config = dir.path().join("iris.yaml");
+    std::fs::write(&config, yaml).unwrap();
+    let input =
+        serde_json::json!({"command": "echo ran > marker.txt", "sandbox": {"network": "on"}})
+            .to_string();
+    let call = at(
+        dir.path(),
+        config.to_str().unwrap(),
+        &["call", "exec_command", &input],
+    );
+    assert_eq!(call.code, 4, "{call:?}");
+    assert!(call.stderr.contains(REASON), "{call:?}");
+    assert!(!dir.path().join("marker.txt").exists());
+}
