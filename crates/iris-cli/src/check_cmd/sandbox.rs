@@ -14,8 +14,18 @@ use serde_json::{Value, json};
 #[derive(Debug)]
 pub(super) struct SandboxCheck {
     policy: SandboxPolicy,
-    /// The probe's answer, or why the helper could not be run.
-    support: Result<KernelSupport, String>,
+    probe: Probe,
+}
+
+/// What the kernel probe gave.
+#[derive(Debug)]
+enum Probe {
+    /// The policy restricts nothing: nothing to probe.
+    Off,
+    /// The helper answered.
+    Answered(KernelSupport),
+    /// The helper could not be run (the message names why, with the opt-outs).
+    Failed(String),
 }
 
 impl SandboxCheck {
@@ -41,48 +51,50 @@ impl SandboxCheck {
             return None;
         }
         let policy = config.sandbox;
-        let support = if policy.is_off() {
-            Err(String::new())
+        let probe = if policy.is_off() {
+            Probe::Off
         } else {
-            tokio::task::spawn_blocking(|| {
+            let answer = tokio::task::spawn_blocking(|| {
                 iris_sandbox::locate_helper(None)
                     .and_then(|helper| iris_sandbox::probe_kernel(&helper))
                     .map_err(|e| e.to_string())
             })
             .await
-            .unwrap_or_else(|e| Err(format!("the probe failed: {e}")))
+            .unwrap_or_else(|e| Err(format!("the probe failed: {e}")));
+            match answer {
+                Ok(support) => Probe::Answered(support),
+                Err(why) => Probe::Failed(why),
+            }
         };
-        Some(Self { policy, support })
+        Some(Self { policy, probe })
     }
 
     fn rules(&self) -> Vec<RuleSupport> {
-        self.support
-            .as_ref()
-            .map(|s| s.rules(&self.policy))
-            .unwrap_or_default()
+        match &self.probe {
+            Probe::Answered(support) => support.rules(&self.policy),
+            Probe::Off | Probe::Failed(_) => Vec::new(),
+        }
     }
 
     /// The `COMMAND_SANDBOX_UNAVAILABLE` hint when something is missing.
     fn missing(&self) -> Option<String> {
-        if self.policy.is_off() {
-            return None;
-        }
-        match &self.support {
-            Ok(support) => support.missing(&self.policy),
-            Err(e) => Some(e.clone()),
+        match &self.probe {
+            Probe::Off => None,
+            Probe::Answered(support) => support.missing(&self.policy),
+            Probe::Failed(why) => Some(why.clone()),
         }
     }
 
     /// The human lines.
     pub(super) fn lines(&self) -> Vec<String> {
-        if self.policy.is_off() {
-            return vec![
-                "sandbox: off (command.sandbox is filesystem: off, network: on): native commands run unrestricted".to_owned(),
-            ];
-        }
         let mut lines = Vec::new();
-        match &self.support {
-            Ok(support) => lines.push(format!(
+        match &self.probe {
+            Probe::Off => {
+                return vec![
+                    "sandbox: off (command.sandbox is filesystem: off, network: on): native commands run unrestricted".to_owned(),
+                ];
+            }
+            Probe::Answered(support) => lines.push(format!(
                 "sandbox: Landlock ABI {} (needs {}), seccomp {}, user namespaces {}",
                 support
                     .landlock_abi
@@ -91,7 +103,7 @@ impl SandboxCheck {
                 yes_no(support.seccomp.available),
                 yes_no(support.user_namespaces.available),
             )),
-            Err(_) => lines.push("sandbox: the kernel could not be probed".to_owned()),
+            Probe::Failed(_) => lines.push("sandbox: the kernel could not be probed".to_owned()),
         }
         for rule in self.rules() {
             lines.push(format!(
@@ -118,7 +130,11 @@ impl SandboxCheck {
             .into_iter()
             .map(|r| json!({"rule": r.rule, "mechanism": r.mechanism, "enforced": r.enforced}))
             .collect();
-        let kernel = self.support.as_ref().ok().map(|s| {
+        let kernel = match &self.probe {
+            Probe::Answered(s) => Some(s),
+            Probe::Off | Probe::Failed(_) => None,
+        }
+        .map(|s| {
             json!({
                 "landlock_abi": s.landlock_abi,
                 "landlock_abi_needed": iris_sandbox::REQUIRED_LANDLOCK_ABI,
@@ -129,7 +145,7 @@ impl SandboxCheck {
         });
         json!({
             "policy": self.policy,
-            "off": self.policy.is_off(),
+            "off": matches!(self.probe, Probe::Off),
             "kernel": kernel,
             "rules": rules,
             "enforced": self.missing().is_none(),
