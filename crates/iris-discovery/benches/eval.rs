@@ -30,10 +30,11 @@
 //! that query), then the distribution over the fixture's 260 queries is reported, over
 //! the 10,000-tool catalog `eval::large_catalog` grows from the fixture. The hybrid
 //! figure includes embedding the query (reported alone too, and so is the ranking given
-//! the query's vector); the tool vectors are cached (computed once,
-//! and kept on disk under the data directory between runs, keyed by a hash of the tool
-//! texts and the model's variant). Memory per tool is the growth of the process's
-//! resident set while an index is built (lexical), plus the vectors' exact size (hybrid).
+//! the query's vector); the tool vectors are kept on disk between runs by the backend's
+//! own `VectorCache` (under the data directory's `vectors/`), and the bench reports a
+//! start that embeds and one that reads them. Memory per tool is the growth of the
+//! process's resident set while an index is built (lexical), plus the vectors' exact
+//! size (hybrid).
 // A broken fixture should stop the benchmark loudly.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
@@ -748,8 +749,10 @@ fn print_protocol(sets: &[&EvalSet]) -> Vec<iris_discovery::search::Tuning> {
         "\n### \"No tool\" threshold: at most {:.0} % of answerable intents refused\n",
         protocol::MAX_FALSE_NONE * 100.0
     );
-    println!("| left-out set | threshold (other sets) | answerable refused on the left-out set |");
-    println!("|---|---|---|");
+    println!(
+        "| left-out set | plain rule: threshold (other sets) | refused on the left-out set | nested rule: threshold (other sets) | refused on the left-out set |"
+    );
+    println!("|---|---|---|---|---|");
     for (i, fold) in outcome.folds.iter().enumerate() {
         let others: Vec<Vec<Option<f64>>> = sets
             .iter()
@@ -757,12 +760,16 @@ fn print_protocol(sets: &[&EvalSet]) -> Vec<iris_discovery::search::Tuning> {
             .filter(|&(j, _)| j != i)
             .map(|(_, s)| protocol::top_relevance(s, fold.choice.tuning))
             .collect();
-        let t = protocol::threshold(&others);
         let left = protocol::top_relevance(sets[i], fold.choice.tuning);
+        let (plain, nested) = (
+            protocol::threshold(&others),
+            protocol::nested_threshold(&others),
+        );
         println!(
-            "| {} | {t:.2} | {:.4} |",
+            "| {} | {plain:.2} | {:.4} | {nested:.2} | {:.4} |",
             fold.set,
-            protocol::false_none(&left, t)
+            protocol::false_none(&left, plain),
+            protocol::false_none(&left, nested)
         );
     }
     let every: Vec<Vec<Option<f64>>> = sets
@@ -770,8 +777,10 @@ fn print_protocol(sets: &[&EvalSet]) -> Vec<iris_discovery::search::Tuning> {
         .map(|s| protocol::top_relevance(s, outcome.default.tuning))
         .collect();
     println!(
-        "\nShipped threshold (every set): {:.2}",
-        protocol::threshold(&every)
+        "\nShipped threshold (every set): plain rule {:.2}, nested rule {:.2} (`DEFAULT_MIN_RELEVANCE` = {})",
+        protocol::threshold(&every),
+        protocol::nested_threshold(&every),
+        iris_discovery::DEFAULT_MIN_RELEVANCE
     );
     println!("\n(protocol: {:.1?})\n", started.elapsed());
     outcome.folds.iter().map(|f| f.choice.tuning).collect()
@@ -927,7 +936,63 @@ fn print_hybrid_protocol(
             hybrid - bm25
         );
     }
-    println!();
+    // "No tool" for the hybrid backend: the shipped ranking's top mixed score per
+    // answerable intent, the threshold chosen on the other sets by the same two rules
+    // as the local one's.
+    let tops: Vec<Vec<Option<f64>>> = sets
+        .iter()
+        .map(|set| {
+            let tools: Vec<Vec<f32>> = set
+                .tools
+                .iter()
+                .map(|t| vectors[&tool_text(t)].clone())
+                .collect();
+            let index =
+                iris_discovery::hybrid::HybridIndex::from_vectors(&set.tools, &tools, model.dim())
+                    .expect("vectors fit");
+            set.cases
+                .iter()
+                .map(|c| {
+                    index
+                        .search(&c.query, &vectors[&c.query], 1)
+                        .first()
+                        .map(|h| h.score)
+                })
+                .collect()
+        })
+        .collect();
+    println!(
+        "\n### Hybrid \"no tool\" threshold (mixed score): at most {:.0} % of answerable intents refused\n",
+        eval::protocol::MAX_FALSE_NONE * 100.0
+    );
+    println!(
+        "| left-out set | plain rule: threshold (other sets) | refused on the left-out set | nested rule: threshold (other sets) | refused on the left-out set |"
+    );
+    println!("|---|---|---|---|---|");
+    for (i, set) in sets.iter().enumerate() {
+        let others: Vec<Vec<Option<f64>>> = tops
+            .iter()
+            .enumerate()
+            .filter(|&(j, _)| j != i)
+            .map(|(_, t)| t.clone())
+            .collect();
+        let (plain, nested) = (
+            eval::protocol::threshold(&others),
+            eval::protocol::nested_threshold(&others),
+        );
+        println!(
+            "| {} | {plain:.2} | {:.4} | {nested:.2} | {:.4} |",
+            set.name,
+            eval::protocol::false_none(&tops[i], plain),
+            eval::protocol::false_none(&tops[i], nested)
+        );
+    }
+    println!(
+        "\nHybrid threshold (every set): plain rule {:.2}, nested rule {:.2} (`hybrid::DEFAULT_MIN_SCORE` = {})\n",
+        eval::protocol::threshold(&tops),
+        eval::protocol::nested_threshold(&tops),
+        iris_discovery::hybrid::DEFAULT_MIN_SCORE
+    );
 }
 
 fn main() {
@@ -936,10 +1001,16 @@ fn main() {
     let development: Vec<&EvalSet> = development.iter().collect();
     let tunings = print_protocol(&development);
     #[cfg(feature = "embed")]
-    match iris_discovery::embed::EmbeddingModel::load(eval::model_dir()) {
-        Ok(model) => print_hybrid_protocol(&development, &tunings, &model),
-        Err(e) => println!("(no embedding model: {e}; run crates/iris-discovery/data/fetch.sh)"),
-    }
+    let model = match iris_discovery::embed::EmbeddingModel::load(eval::model_dir()) {
+        Ok(model) => {
+            print_hybrid_protocol(&development, &tunings, &model);
+            Some(Arc::new(model))
+        }
+        Err(e) => {
+            println!("(no embedding model: {e}; run crates/iris-discovery/data/fetch.sh)");
+            None
+        }
+    };
     #[cfg(not(feature = "embed"))]
     let _ = tunings;
     // "No tool" with the shipped threshold on BFCL's own question shape: every
@@ -967,6 +1038,22 @@ fn main() {
             n.recall,
             n.positive_accuracy
         );
+        #[cfg(feature = "embed")]
+        if let Some(model) = &model {
+            // The tool vectors are kept on disk like the backend keeps them for a user.
+            let hybrid = iris_discovery::HybridDiscoveryBackend::new(Arc::clone(model))
+                .with_vector_cache(data.join("vectors"));
+            let n = eval::none_metrics(&all, |c| select(&runtime, &hybrid, &lists, c));
+            println!(
+                "\"No tool\" on the same questions, hybrid at {}: none-precision {:.3}, none-recall {:.3}, accuracy when a tool fits {:.3} ({} tool texts embedded, the rest read from {})\n",
+                hybrid.min_score(),
+                n.precision,
+                n.recall,
+                n.positive_accuracy,
+                hybrid.embedded_tools(),
+                data.join("vectors").display()
+            );
+        }
     }
     if std::env::args().any(|a| a == "--protocol-only") {
         return;
@@ -1006,14 +1093,6 @@ fn main() {
     let simple = simple_files
         .as_ref()
         .map(|files| eval::bfcl_pool("bfcl-simple", files).expect("BFCL simple loads"));
-    #[cfg(feature = "embed")]
-    let model = match iris_discovery::embed::EmbeddingModel::load(eval::model_dir()) {
-        Ok(model) => Some(Arc::new(model)),
-        Err(e) => {
-            println!("(no embedding model: {e}; run crates/iris-discovery/data/fetch.sh)");
-            None
-        }
-    };
     #[cfg(not(feature = "embed"))]
     println!("(built without the `embed` feature: dense and hybrid rows are skipped)");
 
@@ -1309,69 +1388,55 @@ fn latency(fixture: &EvalSet, _data: &Path) {
 }
 
 #[cfg(feature = "embed")]
-fn hybrid_latency(fixture: &EvalSet, data: &Path, model: &iris_discovery::embed::EmbeddingModel) {
+fn hybrid_latency(
+    fixture: &EvalSet,
+    data: &Path,
+    model: &Arc<iris_discovery::embed::EmbeddingModel>,
+) {
+    use iris_discovery::HybridDiscoveryBackend;
     use iris_discovery::hybrid::{HybridIndex, tool_text};
     let large = eval::large_catalog(&fixture.tools, LARGE);
-    let texts: Vec<String> = large.iter().map(tool_text).collect();
-    let dim = model.dim();
-    // Tool vectors are computed once and kept on disk, keyed by the texts, the
-    // model's dimension and its variant (vectors of another weight format never mix in).
-    let variant = model.variant();
-    let key = eval::fnv1a(&format!("{variant}\n{dim}\n{}", texts.join("\n")));
-    let cache = data.join(format!("cache/large-{LARGE}-{variant}-{key:016x}.f32"));
-    let cached: Option<Vec<Vec<f32>>> = std::fs::read(&cache).ok().and_then(|bytes| {
-        (bytes.len() == LARGE * dim * 4).then(|| {
-            bytes
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect::<Vec<f32>>()
-                .chunks_exact(dim)
-                .map(<[f32]>::to_vec)
-                .collect()
+    let tools: Vec<Arc<dyn Tool>> = large
+        .iter()
+        .map(|d| {
+            Arc::new(FnTool::new(d.clone(), |_, _| async {
+                ToolOutput::text("ok")
+            })) as Arc<dyn Tool>
         })
-    });
-    let sample = 500;
+        .collect();
+    let texts: Vec<String> = large.iter().map(tool_text).collect();
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let sample = 500;
     let started = Instant::now();
-    let sampled = model.embed(&refs[..sample]).expect("tools embed");
+    std::hint::black_box(model.embed(&refs[..sample]).expect("tools embed"));
     let per_tool = started.elapsed() / u32::try_from(sample).unwrap_or(1);
-    let vectors = match cached {
-        Some(v) => {
-            println!(
-                "\n(tool vectors for {LARGE} tools read from {})",
-                cache.display()
-            );
-            v
-        }
-        None => {
-            let started = Instant::now();
-            let mut v = sampled;
-            v.extend(model.embed(&refs[sample..]).expect("tools embed"));
-            println!(
-                "\n({LARGE} tools embedded in {:.1?})",
-                started.elapsed() + per_tool * u32::try_from(sample).unwrap_or(1)
-            );
-            if let Some(dir) = cache.parent() {
-                let _ = std::fs::create_dir_all(dir);
-            }
-            let bytes: Vec<u8> = v.iter().flatten().flat_map(|x| x.to_le_bytes()).collect();
-            let _ = std::fs::write(&cache, bytes);
-            v
-        }
-    };
-    let index = HybridIndex::from_vectors(&large, &vectors, dim).expect("vectors fit");
+    // Two starts of the backend as a user's process makes them: the tool vectors are
+    // kept on disk (`VectorCache`, here under the data directory), so only a start
+    // that finds them missing embeds.
+    let vectors_dir = data.join("vectors");
+    let first = HybridDiscoveryBackend::new(Arc::clone(model)).with_vector_cache(&vectors_dir);
+    let started = Instant::now();
+    first.prepare(&tools).expect("the catalog embeds");
+    let first_start = started.elapsed();
+    let backend = HybridDiscoveryBackend::new(Arc::clone(model)).with_vector_cache(&vectors_dir);
+    let started = Instant::now();
+    backend.prepare(&tools).expect("the catalog loads");
+    let next_start = started.elapsed();
     let queries: Vec<&str> = fixture.cases.iter().map(|c| c.query.as_str()).collect();
     let [p50, p90, p99, max] = distribution(&queries, 3, |q| {
-        let v = model
-            .embed(&[q])
-            .expect("query embeds")
-            .pop()
-            .unwrap_or_default();
-        std::hint::black_box(index.search(q, &v, 1));
+        std::hint::black_box(backend.best(q, &tools).expect("the query embeds"));
     });
     let [e50, ..] = distribution(&queries, 3, |q| {
         std::hint::black_box(model.embed(&[q]).expect("query embeds"));
     });
+    // The ranking alone, given the query's vector, over the same vectors.
+    let cache = backend.vector_cache().expect("a vector cache");
+    let stored = cache.load();
+    let vectors: Vec<Vec<f32>> = texts
+        .iter()
+        .map(|t| stored[&cache.key(t)].clone())
+        .collect();
+    let index = HybridIndex::from_vectors(&large, &vectors, model.dim()).expect("vectors fit");
     let query_vectors: HashMap<&str, Vec<f32>> = queries
         .iter()
         .map(|q| (*q, model.embed(&[q]).expect("query embeds").remove(0)))
@@ -1382,7 +1447,7 @@ fn hybrid_latency(fixture: &EvalSet, data: &Path, model: &iris_discovery::embed:
     println!("\n| measure | hybrid |");
     println!("|---|---|");
     println!(
-        "| p50 / p90 / p99 / max per query (top 1, query embedding included) | {p50:.1?} / {p90:.1?} / {p99:.1?} / {max:.1?} |"
+        "| p50 / p90 / p99 / max per query (`HybridDiscoveryBackend::best`, top 1, query embedding included) | {p50:.1?} / {p90:.1?} / {p99:.1?} / {max:.1?} |"
     );
     println!("| of which: p50 of embedding the query alone | {e50:.1?} |");
     println!(
@@ -1390,8 +1455,16 @@ fn hybrid_latency(fixture: &EvalSet, data: &Path, model: &iris_discovery::embed:
         iris_discovery::hybrid::FUSION_DEPTH
     );
     println!(
-        "| index build: embedding per tool (first {sample} tools) | {per_tool:.1?}, so ≈ {:.0?} for {LARGE} tools |",
+        "| embedding per tool (first {sample} tools) | {per_tool:.1?}, so ≈ {:.0?} for {LARGE} tools |",
         per_tool * u32::try_from(LARGE).unwrap_or(1)
+    );
+    println!(
+        "| a start that embeds what the disk cache lacks ({} tools embedded) | {first_start:.1?} |",
+        first.embedded_tools()
+    );
+    println!(
+        "| the next start, vectors read from disk ({} tools embedded) | {next_start:.1?} |",
+        backend.embedded_tools()
     );
     println!(
         "| memory per tool on top of the lexical index | {} B of vectors (the backend also remembers each by its text: ×2) |",

@@ -90,13 +90,17 @@ impl std::fmt::Debug for dyn DiscoveryBackend {
 
 /// The default minimum [`relevance`] for the local backend to select a tool.
 ///
-/// Chosen by the leave-one-set-out protocol (issue 29, `tests/eval/protocol.rs`): the
-/// highest threshold, to two decimals, that refuses at most 1 % of the answerable
-/// intents of every development set under the default ranking. "No tool" must not cost
-/// recall; BFCL's `irrelevance` questions, which are lexical coincidences, are mostly
-/// answered with a tool at this threshold (`docs/benchmarks.md` gives precision and
-/// recall); only a semantic backend separates those.
-pub const DEFAULT_MIN_RELEVANCE: f64 = 0.83;
+/// Chosen by the leave-one-set-out protocol's nested rule (issue 29,
+/// `tests/eval/protocol.rs`, `nested_threshold`): "no tool" must not cost recall, so the
+/// threshold refuses at most 1 % of the answerable intents of every development set —
+/// the highest such threshold over all sets (0.83), lowered by the largest amount that
+/// rule overshot on a set it was not chosen on (0.14: the other sets' floor is 0.97 with
+/// the fixture left out, where it refused 2.3 %). Chosen this way on the other sets,
+/// each left-out set has at most 1 % refused (the fixture 0.4 %). BFCL's `irrelevance`
+/// questions, which are lexical coincidences, are mostly answered with a tool at this
+/// threshold (`docs/benchmarks.md` gives precision and recall); only a semantic backend
+/// separates those.
+pub const DEFAULT_MIN_RELEVANCE: f64 = 0.69;
 
 /// Most candidate sets whose index the local backend keeps (one per distinct
 /// `include_groups` in use, typically one or two).

@@ -511,3 +511,34 @@ pub fn false_none(tops: &[Option<f64>], threshold: f64) -> f64 {
         .count();
     refused as f64 / tops.len().max(1) as f64
 }
+
+/// The "no tool" threshold by the nested rule: [`threshold`] over the sets, lowered by
+/// the margin the same rule needed to carry over to a set it had not seen. Each set is
+/// left out in turn: the threshold of the others minus the highest threshold the
+/// left-out set allows alone (its own [`threshold`]) is how much the rule overshot
+/// there; the margin is the largest such overshoot (0 when it never overshoots). With
+/// one set there is nothing to leave out, and the margin is 0.
+///
+/// The plain rule took the other sets' weakest correct hits as the floor for any
+/// catalog; on the fixture left out that floor was too high (2.3 % of its answerable
+/// intents refused). The nested rule measures, on the sets it may see, how far that
+/// floor moves from one catalog to the next, and keeps that much below it.
+pub fn nested_threshold(per_set: &[Vec<Option<f64>>]) -> f64 {
+    let all = threshold(per_set);
+    if per_set.len() < 2 {
+        return all;
+    }
+    let margin = (0..per_set.len())
+        .map(|j| {
+            let others: Vec<Vec<Option<f64>>> = per_set
+                .iter()
+                .enumerate()
+                .filter(|&(i, _)| i != j)
+                .map(|(_, tops)| tops.clone())
+                .collect();
+            threshold(&others) - threshold(&per_set[j..=j])
+        })
+        .fold(0.0_f64, f64::max);
+    // Two decimals, like the thresholds themselves (rounded to undo float noise).
+    (((all - margin) * 100.0).round() / 100.0).max(0.0)
+}
