@@ -10,6 +10,8 @@ mod fast_embed;
 mod fetch;
 #[cfg(feature = "embed")]
 mod hybrid;
+#[cfg(feature = "embed")]
+mod hybrid_protocol;
 mod protocol;
 mod search;
 #[cfg(feature = "embed")]
