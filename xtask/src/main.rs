@@ -425,23 +425,42 @@ fn bench() -> Result<(), String> {
     ]);
     run(mcp)?;
     discovery_bench()?;
-    // The references need `openai-agents`; IRIS_BENCH_PYTHON names an interpreter that
-    // has it (for example target/bench-venv/bin/python), else `python3`.
+    // The references need `openai-agents`: IRIS_BENCH_PYTHON names an interpreter that
+    // has it, else the runner's bench venv (target/bench-venv, made from PyPI by
+    // crates/iris-runner/benches/bench-venv.sh) is made and used.
+    let python = match std::env::var("IRIS_BENCH_PYTHON") {
+        Ok(python) => python,
+        Err(_) => bench_venv()?,
+    };
     for script in [
         "crates/iris-executor/benches/openai_agents_trivial.py",
         "crates/iris-runner/benches/openai_agents_run_loop.py",
+        "crates/iris-runner/benches/openai_agents_long_run.py",
     ] {
         let script = root().join(script);
         if script.exists() {
-            let python = std::env::var("IRIS_BENCH_PYTHON").unwrap_or_else(|_| "python3".into());
-            let mut py = Command::new(python);
+            let mut py = Command::new(&python);
             py.arg(&script);
-            if let Err(e) = run(py) {
-                eprintln!("xtask: Python reference skipped: {e} (pip install openai-agents)");
-            }
+            run(py)?;
         }
     }
     mcp_serve_bench()
+}
+
+/// The Python interpreter of the runner's bench venv, made (once) with the OpenAI
+/// Agents SDK by `crates/iris-runner/benches/bench-venv.sh`.
+fn bench_venv() -> Result<String, String> {
+    let out = Command::new("bash")
+        .arg(root().join("crates/iris-runner/benches/bench-venv.sh"))
+        .env("CARGO_TARGET_DIR", target_dir())
+        .current_dir(root())
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run the bench venv setup: {e}"))?;
+    if !out.status.success() {
+        return Err("crates/iris-runner/benches/bench-venv.sh failed".into());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
 /// `iris mcp serve` against the Python SDK's own `MCPServer` for the same trivial tool,
