@@ -69,7 +69,7 @@ fn index(runtime: &tokio::runtime::Runtime, wheel_bytes: Vec<u8>) -> TestServer 
     let digest = sha256(&wheel_bytes);
     let size = wheel_bytes.len();
     let body: Arc<[u8]> = wheel_bytes.into();
-    let server = runtime.block_on(async {
+    runtime.block_on(async {
         let base = Arc::new(std::sync::OnceLock::<String>::new());
         let url = Arc::clone(&base);
         let server = TestServer::with_handler(move |r: &Recorded| {
@@ -90,8 +90,7 @@ fn index(runtime: &tokio::runtime::Runtime, wheel_bytes: Vec<u8>) -> TestServer 
         .await;
         base.set(server.url()).unwrap();
         server
-    });
-    server
+    })
 }
 
 fn runtime() -> tokio::runtime::Runtime {

@@ -248,8 +248,8 @@ async fn assembly_errors_name_the_key() {
         (
             "hooks:\n  - name: x\n    event: tool.after\n    handler: {type: python, factory: 'a:b'}\n",
             &[],
-            codes::ASSEMBLY_FAILED,
-            "hooks[0]",
+            codes::HOST_KEY_UNKNOWN,
+            "`hooks[0].handler.factory`: no hook factory named `a:b`",
         ),
         (
             "tools:\n  builtin: [greet]\n",
