@@ -33,6 +33,9 @@ pub mod codes {
     pub const INVALID_PATH: &str = "INVALID_PATH";
     /// A `tool.before` hook denied the call.
     pub const HOOK_DENIED: &str = "HOOK_DENIED";
+    /// A `tool.before` hook rewrote the input to arguments that fail the tool's schema
+    /// or typed parse; the call did not run.
+    pub const HOOK_INPUT_INVALID: &str = "HOOK_INPUT_INVALID";
     /// The circuit breaker is open for this tool.
     pub const CIRCUIT_OPEN: &str = "CIRCUIT_OPEN";
     /// The call exceeded its deadline.

@@ -19,8 +19,8 @@ pub use error::{Error, Result, ToolErrorInfo, codes};
 pub use fn_tool::FnTool;
 pub use registry::{ToolRegistry, ToolRegistryView, ViewFilter};
 pub use result::{
-    Approval, ApprovalGrant, ContentBlock, Outcome, ToolArtifact, ToolOutput, ToolResult,
-    ToolResultBlock, ToolResultMessage,
+    Approval, ApprovalGrant, ContentBlock, InputRewrite, Outcome, ToolArtifact, ToolOutput,
+    ToolResult, ToolResultBlock, ToolResultMessage,
 };
 pub use spec::ToolSpec;
 pub use tool::{BoxFuture, Tool, ToolInput, ToolTimeoutOwner, ToolUse};

@@ -69,6 +69,41 @@ pub struct ToolArtifact {
     pub text_path: Option<PathBuf>,
 }
 
+/// Arguments `tool.before` hooks rewrote: what the call was made with and what the body
+/// received (validated and permission-checked again), and which hooks rewrote them.
+///
+/// ```
+/// use iris_tools_core::InputRewrite;
+/// use serde_json::json;
+/// let r = InputRewrite::new(["pin-path"], json!({"path": "a"}), json!({"path": "src/a"}));
+/// assert_eq!(r.hooks, ["pin-path"]);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct InputRewrite {
+    /// The hooks that returned `updated_input`, in the order they ran.
+    pub hooks: Vec<String>,
+    /// The validated arguments the call was made with.
+    pub original: Value,
+    /// The arguments the body ran with.
+    pub updated: Value,
+}
+
+impl InputRewrite {
+    /// A rewrite record.
+    pub fn new<S: Into<String>>(
+        hooks: impl IntoIterator<Item = S>,
+        original: Value,
+        updated: Value,
+    ) -> Self {
+        Self {
+            hooks: hooks.into_iter().map(Into::into).collect(),
+            original,
+            updated,
+        }
+    }
+}
+
 /// A call that waits for a human: the policy's reason and the validated arguments the
 /// human is asked about. The runner turns it into a WAITING run; the call runs only
 /// when it is executed again with its id approved.
@@ -267,6 +302,15 @@ pub struct ToolOutput {
     /// Text appended by `tool.after` hooks, in order.
     #[serde(default)]
     pub hook_feedback: Vec<String>,
+    /// Additional context `tool.after` hooks gave the model (bounded by the hook
+    /// dispatcher), shown after the feedback; kept apart from it so a host tells a
+    /// hook's remark on the result from context it adds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hook_context: Vec<String>,
+    /// The input `tool.before` hooks rewrote: the body ran with
+    /// [`InputRewrite::updated`], not the arguments the call was made with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_rewrite: Option<Box<InputRewrite>>,
     /// Why a long body could not be saved as an artifact. The body is then kept whole:
     /// the side effects already happened, so nothing is thrown away.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -351,9 +395,11 @@ impl ToolOutput {
     }
 
     /// The model's view: errors as `Error[CODE]: message` text, images kept, hook
-    /// feedback appended last.
+    /// feedback, then hook context, appended last.
     pub fn model_blocks(&self) -> Vec<ContentBlock> {
-        let mut blocks = Vec::with_capacity(self.content.len() + 1 + self.hook_feedback.len());
+        let mut blocks = Vec::with_capacity(
+            self.content.len() + 1 + self.hook_feedback.len() + self.hook_context.len(),
+        );
         match &self.outcome {
             Outcome::Ok => {}
             Outcome::Failed(e) => {
@@ -372,6 +418,7 @@ impl ToolOutput {
         blocks.extend(
             self.hook_feedback
                 .iter()
+                .chain(&self.hook_context)
                 .map(|f| ContentBlock::text(f.clone())),
         );
         blocks

@@ -418,6 +418,9 @@ mod result {
     fn model_projection() {
         let mut with_feedback = blocks(vec![text("body"), image()]);
         with_feedback.output.hook_feedback = vec!["first hint".into(), "second hint".into()];
+        let mut with_context = blocks(vec![text("body")]);
+        with_context.output.hook_context = vec!["repo uses tabs".into()];
+        with_context.output.hook_feedback = vec!["hint".into()];
 
         let mut error_with_content = failed(codes::TOOL_FAILED, "exit 2");
         error_with_content.output.content = vec![text("stderr: boom")];
@@ -465,6 +468,12 @@ mod result {
                     text("second hint"),
                 ],
                 "body\nfirst hint\nsecond hint",
+            ),
+            (
+                "hook context after the feedback",
+                with_context,
+                vec![text("body"), text("hint"), text("repo uses tabs")],
+                "body\nhint\nrepo uses tabs",
             ),
             (
                 "error text format",
