@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use iris_executor::{DefaultPermissionPolicy, ToolExecutor};
 use iris_mcp::codes;
-use iris_mcp::serve::{HttpOptions, McpToolServer};
+use iris_mcp::serve::{ActiveTools, HttpOptions, McpToolServer, ScopeFactory, SessionScope};
 use iris_tools_core::{
-    CancellationSignal, FnTool, ToolCapability, ToolDefinition, ToolOutput, ToolRegistry,
+    CancellationSignal, FnTool, Tool, ToolCapability, ToolDefinition, ToolExecutionContext,
+    ToolOutput, ToolRegistry, ViewFilter,
 };
 use serde_json::{Value, json};
 
@@ -26,8 +27,13 @@ struct Served {
 
 impl Served {
     async fn start(executor: ToolExecutor) -> Self {
+        Self::start_with(|workspace| McpToolServer::new(executor, workspace)).await
+    }
+
+    /// Serves the server `make` builds over a fresh workspace folder.
+    async fn start_with(make: impl FnOnce(&std::path::Path) -> McpToolServer) -> Self {
         let workspace = tempfile::tempdir().unwrap();
-        let bound = McpToolServer::new(executor, workspace.path())
+        let bound = make(workspace.path())
             .bind_http(HttpOptions::new("127.0.0.1:0".parse().unwrap()))
             .await
             .unwrap();
@@ -186,5 +192,99 @@ async fn an_unusable_approval_retry_has_a_stable_code() {
     refused(&out["results"][2]["retries"][0], "unknown");
     assert_eq!(runs.load(Ordering::SeqCst), 1, "only the good retry ran");
 
+    served.stop().await;
+}
+
+/// Counts the scopes alive: a scope is what a session keeps (reveals, read
+/// observations), so it must go when its session ends.
+#[derive(Debug)]
+struct CountedScopes {
+    inner: ActiveTools,
+    made: Arc<AtomicUsize>,
+    alive: Arc<AtomicUsize>,
+}
+
+#[derive(Debug)]
+struct CountedScope {
+    inner: Arc<dyn SessionScope>,
+    alive: Arc<AtomicUsize>,
+}
+
+impl ScopeFactory for CountedScopes {
+    fn session(&self) -> Arc<dyn SessionScope> {
+        self.made.fetch_add(1, Ordering::SeqCst);
+        self.alive.fetch_add(1, Ordering::SeqCst);
+        Arc::new(CountedScope {
+            inner: self.inner.session(),
+            alive: Arc::clone(&self.alive),
+        })
+    }
+}
+
+impl SessionScope for CountedScope {
+    fn listed(&self) -> Vec<Arc<dyn Tool>> {
+        self.inner.listed()
+    }
+
+    fn prepare(&self, ctx: ToolExecutionContext) -> ToolExecutionContext {
+        self.inner.prepare(ctx)
+    }
+}
+
+impl Drop for CountedScope {
+    fn drop(&mut self) {
+        self.alive.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A session's scope is dropped when the session ends (the client closes it, and
+/// the Python SDK's client sends `DELETE`), so what a host keeps in it — the
+/// runner keeps each session's reveals and read observations there — does not grow
+/// with every session the server ever had. Only the server-wide scope of stateless
+/// requests stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_scope_ends_with_its_session() {
+    let registry = ToolRegistry::new();
+    let def = ToolDefinition::new("ping", "Answer pong.", json!({"type": "object"}))
+        .with_capabilities([ToolCapability::Read]);
+    registry
+        .register(FnTool::new(def, |_, _| async { ToolOutput::text("pong") }))
+        .unwrap();
+    let made = Arc::new(AtomicUsize::new(0));
+    let alive = Arc::new(AtomicUsize::new(0));
+    let scopes = Arc::new(CountedScopes {
+        inner: ActiveTools::new(registry.view(ViewFilter::default())),
+        made: Arc::clone(&made),
+        alive: Arc::clone(&alive),
+    });
+    let executor = ToolExecutor::new(registry);
+    let served = Served::start_with(|workspace| {
+        McpToolServer::new(executor, workspace).with_scopes(scopes)
+    })
+    .await;
+    // The stateless scope is made with the server.
+    assert_eq!(alive.load(Ordering::SeqCst), 1);
+
+    for _ in 0..3 {
+        let script = json!({
+            "http": {"url": served.url},
+            "mode": "legacy",
+            "elicit": null,
+            "steps": [{"op": "call", "name": "ping", "args": {}}],
+        });
+        let out = client(&script).await;
+        assert_eq!(out["results"][0]["texts"], json!(["pong"]), "{out}");
+    }
+    assert!(made.load(Ordering::SeqCst) >= 4, "three sessions each made a scope");
+    // The session's task ends a moment after its DELETE is answered.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while alive.load(Ordering::SeqCst) > 1 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        alive.load(Ordering::SeqCst),
+        1,
+        "ended sessions' scopes are still held"
+    );
     served.stop().await;
 }
