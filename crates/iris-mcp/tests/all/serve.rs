@@ -258,10 +258,9 @@ async fn a_session_scope_ends_with_its_session() {
         alive: Arc::clone(&alive),
     });
     let executor = ToolExecutor::new(registry);
-    let served = Served::start_with(|workspace| {
-        McpToolServer::new(executor, workspace).with_scopes(scopes)
-    })
-    .await;
+    let served =
+        Served::start_with(|workspace| McpToolServer::new(executor, workspace).with_scopes(scopes))
+            .await;
     // The stateless scope is made with the server.
     assert_eq!(alive.load(Ordering::SeqCst), 1);
 
@@ -275,7 +274,10 @@ async fn a_session_scope_ends_with_its_session() {
         let out = client(&script).await;
         assert_eq!(out["results"][0]["texts"], json!(["pong"]), "{out}");
     }
-    assert!(made.load(Ordering::SeqCst) >= 4, "three sessions each made a scope");
+    assert!(
+        made.load(Ordering::SeqCst) >= 4,
+        "three sessions each made a scope"
+    );
     // The session's task ends a moment after its DELETE is answered.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     while alive.load(Ordering::SeqCst) > 1 && tokio::time::Instant::now() < deadline {
