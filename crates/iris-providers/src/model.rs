@@ -18,7 +18,7 @@
 //! ```
 //!
 //! With `provider: scripted`, `script` is a script file (relative to the YAML file's
-//! folder) or the list of turns inline; see [`iris_providers::scripted`]. Every run
+//! folder) or the list of turns inline; see [`crate::scripted`]. Every run
 //! replays it from its first turn: no key, no network.
 //!
 //! ```
