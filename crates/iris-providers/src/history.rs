@@ -40,7 +40,8 @@ use crate::chat::Message;
 /// Messages per chunk: a clone copies `len / CHUNK` pointers.
 pub(crate) const CHUNK: usize = 64;
 
-/// A conversation's messages, oldest first, shared: see the [module docs](self).
+/// A conversation's messages, oldest first, each behind an `Arc` in shared chunks of 64:
+/// a clone copies one pointer per chunk, and appending never copies earlier messages.
 ///
 /// Every chunk but the last holds exactly `CHUNK` (64) messages; the last is never empty.
 #[derive(Clone, Default)]
