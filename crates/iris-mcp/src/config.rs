@@ -18,7 +18,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use iris_executor::bounded_read::{MAX_CONFIG_BYTES, read_regular_text};
+use iris_fs::bounded_read::{MAX_CONFIG_BYTES, read_regular_text};
 
 use crate::env::{self, HostEnv};
 use crate::error::{McpError, Result};

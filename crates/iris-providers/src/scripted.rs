@@ -137,7 +137,7 @@ impl Script {
             reason: format!("not a valid script: {e}"),
         };
         // Deep flow nesting costs libyaml quadratic time: refused before parsing.
-        use iris_executor::bounded_read::{MAX_YAML_FLOW_DEPTH, check_yaml_nesting};
+        use iris_fs::yaml::{MAX_YAML_FLOW_DEPTH, check_yaml_nesting};
         check_yaml_nesting(text, MAX_YAML_FLOW_DEPTH).map_err(|e| ProviderError::Script {
             reason: format!("not a valid script: {e}"),
         })?;
@@ -298,11 +298,12 @@ impl ScriptedProvider {
         let path = path.as_ref();
         // The shared bounded reader: a FIFO or a device named as the script is refused
         // instead of blocking, and a file over the cap is refused before it is read.
-        let text = iris_executor::bounded_read::read_regular_text(path, MAX_SCRIPT_BYTES).map_err(
-            |e| ProviderError::Script {
-                reason: format!("{} {e}", path.display()),
-            },
-        )?;
+        let text =
+            iris_fs::bounded_read::read_regular_text(path, MAX_SCRIPT_BYTES).map_err(|e| {
+                ProviderError::Script {
+                    reason: format!("{} {e}", path.display()),
+                }
+            })?;
         let invalid = |reason: String| ProviderError::Script {
             reason: format!("{}: {reason}", path.display()),
         };

@@ -11,8 +11,8 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use iris_executor::bounded_read::{ReadError, read_regular_text};
-use iris_executor::{PathError, WorkspacePolicy};
+use iris_fs::bounded_read::{ReadError, read_regular_text};
+use iris_fs::workspace::{PathError, WorkspacePolicy};
 use serde::Serialize;
 
 use crate::diagnostic::{SkillDiagnostic, SkillDiagnosticCode};

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use iris_executor::bounded_read::ReadError;
+use iris_fs::bounded_read::ReadError;
 use iris_tools_core::{ToolErrorInfo, codes as core_codes};
 
 /// Stable `SCREAMING_SNAKE` codes of this crate's errors and discovery diagnostics.
@@ -88,7 +88,7 @@ pub enum Error {
     },
     /// A path escaped the workspace or could not be resolved.
     #[error(transparent)]
-    Path(#[from] iris_executor::PathError),
+    Path(#[from] iris_fs::workspace::PathError),
     /// The skills root does not exist.
     #[error("skills root `{}` does not exist", path.display())]
     RootNotFound {

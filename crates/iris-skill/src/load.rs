@@ -7,8 +7,8 @@ use std::borrow::Cow;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use iris_executor::WorkspacePolicy;
-use iris_executor::bounded_read::{ReadError, read_regular_text};
+use iris_fs::bounded_read::{ReadError, read_regular_text};
+use iris_fs::workspace::WorkspacePolicy;
 use iris_tools_core::{ToolDefinition, ToolErrorInfo, ToolOutput, tools};
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::de::Error as _;

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use iris_executor::bounded_read::{MAX_YAML_FLOW_DEPTH, check_yaml_nesting, yaml_error_summary};
+use iris_fs::yaml::{MAX_YAML_FLOW_DEPTH, check_yaml_nesting, yaml_error_summary};
 use serde::Serialize;
 use serde_json::Value as Json;
 use serde_yaml::Value as Yaml;
@@ -18,7 +18,7 @@ pub const SKILL_FILE: &str = "SKILL.md";
 
 /// The size limit of a `SKILL.md` (1 MiB): discovery leaves a larger one out with a
 /// `SKILL_TOO_LARGE` diagnostic, and `load_skill` refuses one that grew past it.
-pub const MAX_SKILL_FILE_BYTES: u64 = iris_executor::bounded_read::MAX_CONFIG_BYTES;
+pub const MAX_SKILL_FILE_BYTES: u64 = iris_fs::bounded_read::MAX_CONFIG_BYTES;
 
 /// One discovered skill: its identity, its catalog description and the rest of its
 /// frontmatter. The body is not kept: `load_skill` reads it fresh on every call.

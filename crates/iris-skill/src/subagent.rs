@@ -17,10 +17,8 @@
 
 use std::path::{Path, PathBuf};
 
-use iris_executor::bounded_read::{
-    MAX_CONFIG_BYTES, MAX_YAML_FLOW_DEPTH, ReadError, check_yaml_nesting, read_regular_text,
-    yaml_error_summary,
-};
+use iris_fs::bounded_read::{MAX_CONFIG_BYTES, ReadError, read_regular_text};
+use iris_fs::yaml::{MAX_YAML_FLOW_DEPTH, check_yaml_nesting, yaml_error_summary};
 use serde::Serialize;
 use serde_yaml::{Mapping, Value as Yaml};
 
