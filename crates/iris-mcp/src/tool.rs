@@ -113,6 +113,9 @@ fn with_notes(mut output: ToolOutput, call: &InFlight) -> ToolOutput {
 }
 
 /// Why the requests of an `input_required` round were not all answered.
+// Made at most once per call and returned at once: boxing the output would allocate
+// for nothing.
+#[allow(clippy::large_enum_variant)]
 enum Unfulfilled {
     /// The call ends with this output (input Iris does not offer, or a host that
     /// waits for a later answer).

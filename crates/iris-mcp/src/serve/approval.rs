@@ -64,6 +64,9 @@ pub(crate) fn form(tool: &str, reason: &str, arguments: &Value) -> ElicitRequest
 }
 
 /// What the human answered.
+// One verdict per held call, moved straight into the call's result: boxing the output
+// would allocate for nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Verdict {
     /// Run the call.
