@@ -54,6 +54,10 @@ pub const STATELESS_SESSION: &str = "mcp-stateless";
 
 /// What one MCP session sees of the registry: the tools it lists (only those are
 /// callable) and what a call's context carries.
+///
+/// A scope lives as long as its session: the server drops it when the session ends
+/// (stdin closes, an HTTP session is deleted or the server stops), so per-session state
+/// kept in it (reveals, read observations) goes with the session.
 pub trait SessionScope: Send + Sync + fmt::Debug {
     /// The tools to list now, in registration order.
     fn listed(&self) -> Vec<Arc<dyn Tool>>;
