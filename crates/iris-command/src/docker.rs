@@ -5,11 +5,23 @@
 //! `DockerBackend::prepare` connects to the local engine (a unix socket or a Windows
 //! named pipe, never TCP), negotiates the API version, checks that the image exists
 //! (it never pulls or builds, and never falls back to native), then creates and starts
-//! one container: network `none` or `bridge`, `NanoCpus`, memory (swap disabled so the
-//! limit is real), a pids limit, the workspace bind-mounted at the same path, the
-//! configured environment, Docker's init (`tini`) as PID 1 so orphans are reaped, and
-//! the labels in [`labels`] so leftovers can be found with
+//! one container: network `none` or `bridge` (or, under `network: {allow: …}`, an
+//! internal network of its own), `NanoCpus`, memory (swap disabled so the limit is
+//! real), a pids limit, the workspace bind-mounted at the same path, the configured
+//! environment, Docker's init (`tini`) as PID 1 so orphans are reaped, and the labels
+//! in [`labels`] so leftovers can be found with
 //! `docker ps -a --filter label=io.iris.command`. `DockerBackend::close` removes it.
+//!
+//! # The sandbox policy in the container
+//! The container is the isolation; the policy's file-system rules become mounts (see
+//! `workspace_mounts`): the protected paths (`.git`, `.iris`, the agent YAML and the
+//! files it references) are mounted read-only over the workspace, the folders between
+//! them and the workspace onto themselves (so they cannot be renamed away), `deny_read`
+//! paths inside the workspace are masked, and those outside are simply not in the
+//! container. `filesystem: read-only` mounts the workspace read-only. The container
+//! drops `NET_RAW`, `SYS_CHROOT`, `MKNOD` and `SETFCAP` and runs with
+//! `no-new-privileges`. Every call reports this in its outcome's `sandbox`, with the
+//! refusals of its own egress proxy under `allow`.
 //!
 //! # Killing an exec
 //! The engine has no API to kill an exec. Each call therefore runs under a small
@@ -52,13 +64,17 @@ use bollard::exec::{CreateExecOptions, StartExecOptions, StartExecResults};
 use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType, NetworkCreateRequest};
 use bollard::query_parameters::{CreateContainerOptions, RemoveContainerOptions};
 use futures_core::Stream;
-use iris_sandbox::{EgressProxy, LoopbackOverrides, NetworkAccess};
+use iris_sandbox::{
+    EgressProxy, FilesystemAccess, HelperPlan, LoopbackOverrides, NetworkAccess, PlanInputs,
+    SandboxPolicy,
+};
 use tokio::io::AsyncWriteExt;
 
 use crate::capture::Captures;
 use crate::config::DockerConfig;
 use crate::error::CommandError;
-use crate::request::CommandPayload;
+use crate::native::ReportSource;
+use crate::request::{CommandPayload, SandboxReport};
 use crate::run::{Job, Process, WaitOutcome};
 
 /// Labels put on every container the backend creates.
@@ -181,6 +197,9 @@ exit 0"#;
 const ENGINE_HINT: &str =
     "start the engine (for example `dockerd > /tmp/dockerd.log 2>&1 &`) or fix docker.endpoint";
 
+/// Capabilities of Docker's default set the container drops (see `create_container`).
+const DROPPED_CAPABILITIES: [&str; 4] = ["NET_RAW", "SYS_CHROOT", "MKNOD", "SETFCAP"];
+
 /// Keeps the container alive; `tini` (PID 1) forwards the stop signal.
 const KEEP_ALIVE: &str = "while :; do sleep 3600; done";
 /// Python inside the image.
@@ -203,21 +222,37 @@ pub(crate) struct Prepared {
     container_id: String,
     /// The keep-alive shell's pid in the container (never swept).
     keepalive: i64,
-    /// Under `network: {allow: …}`: the container's internal network and the egress
-    /// proxy on its gateway address (see [`Egress`]).
+    /// Under `network: {allow: …}`: the container's internal network and the address
+    /// the calls' egress proxies listen on (see [`Egress`]).
     egress: Option<Egress>,
+    /// What the container's mounts enforce, for the calls' reports.
+    confinement: Confinement,
 }
 
 /// `network: {allow: …}` in Docker mode: the container is attached only to an
 /// internal Docker network (no route out of it), whose gateway address on the host is
-/// where the egress proxy listens; the container gets `HTTP_PROXY` and its kin naming
-/// it. The proxy admits the listed domains only, as natively. Both live as long as the
-/// container.
+/// where the egress proxies listen. Each call gets a proxy of its own on that address
+/// (its exec's `HTTP_PROXY` and kin name it), so its refusals land in that call's
+/// `data.sandbox`, as natively; the proxy admits the listed domains only. The network
+/// lives as long as the container.
 #[derive(Debug)]
 pub(crate) struct Egress {
     /// The internal network's name (removed after the container).
     network: String,
-    proxy: EgressProxy,
+    /// The network's gateway: the host's address on it, where proxies listen.
+    gateway: std::net::IpAddr,
+    /// Test names the proxies resolve to loopback addresses.
+    overrides: LoopbackOverrides,
+}
+
+/// What the container enforces of the sandbox policy, as calls report it.
+#[derive(Debug, Clone)]
+struct Confinement {
+    /// Workspace paths mounted read-only into the container.
+    protected: Vec<PathBuf>,
+    /// `deny_read` paths: those outside the workspace are not in the container at all,
+    /// those inside are masked by mounts.
+    deny_read: Vec<PathBuf>,
 }
 
 /// The Docker backend. Its `Debug` output names the container's variables, never their
@@ -227,8 +262,11 @@ pub(crate) struct DockerBackend {
     /// The container's whole environment (`NAME=value`).
     env: Vec<String>,
     workspace: PathBuf,
-    /// The sandbox policy's network rule; `allow` gets an [`Egress`].
-    network: NetworkAccess,
+    /// The sandbox policy: its network rule (`allow` gets an [`Egress`]), its file
+    /// system access and its protected and `deny_read` paths (mounts).
+    policy: SandboxPolicy,
+    /// Protected paths the host adds (the agent YAML and what it references).
+    pub(crate) protected: std::sync::Mutex<Vec<PathBuf>>,
     /// Test names the egress proxy resolves to loopback addresses.
     pub(crate) overrides: std::sync::Mutex<LoopbackOverrides>,
     prepared: std::sync::Mutex<Option<Arc<Prepared>>>,
@@ -254,13 +292,14 @@ impl DockerBackend {
         config: DockerConfig,
         env: Vec<String>,
         workspace: PathBuf,
-        network: NetworkAccess,
+        policy: SandboxPolicy,
     ) -> Self {
         Self {
             config,
             env,
             workspace,
-            network,
+            policy,
+            protected: std::sync::Mutex::new(Vec::new()),
             overrides: std::sync::Mutex::new(LoopbackOverrides::default()),
             prepared: std::sync::Mutex::new(None),
         }
@@ -332,11 +371,15 @@ impl DockerBackend {
                 )));
             }
         }
-        let egress = match &self.network {
+        let confinement = self.confinement().await?;
+        let egress = match &self.policy.network {
             NetworkAccess::Allow(_) => Some(self.create_egress(&docker).await?),
             NetworkAccess::Off | NetworkAccess::On => None,
         };
-        let container_id = match self.create_container(&docker, egress.as_ref()).await {
+        let created = self
+            .create_container(&docker, egress.as_ref(), &confinement)
+            .await;
+        let container_id = match created {
             Ok(id) => id,
             Err(e) => {
                 if let Some(egress) = &egress {
@@ -350,6 +393,7 @@ impl DockerBackend {
             container_id,
             keepalive: 0,
             egress,
+            confinement,
         };
         let probed = match probe(&prepared).await {
             Ok(()) => keepalive_pid(&prepared).await,
@@ -410,16 +454,21 @@ impl DockerBackend {
             .and_then(|n| n.ipam?.config?.into_iter().find_map(|c| c.gateway))
             .and_then(|g| g.parse::<std::net::IpAddr>().ok());
         let overrides = self.overrides.lock().map(|o| o.clone()).unwrap_or_default();
-        let proxy = match gateway {
-            Some(gateway) => EgressProxy::start_on(gateway, self.network.clone(), overrides)
-                .await
-                .map_err(|e| format!("cannot listen on its gateway {gateway}: {e}")),
+        // A first proxy proves the address can be listened on before any call needs it.
+        let listened = match gateway {
+            Some(gateway) => {
+                EgressProxy::start_on(gateway, self.policy.network.clone(), overrides.clone())
+                    .await
+                    .map(|_| gateway)
+                    .map_err(|e| format!("cannot listen on its gateway {gateway}: {e}"))
+            }
             None => Err("its gateway address is unknown".to_owned()),
         };
-        match proxy {
-            Ok(proxy) => Ok(Egress {
+        match listened {
+            Ok(gateway) => Ok(Egress {
                 network: name,
-                proxy,
+                gateway,
+                overrides,
             }),
             Err(why) => {
                 remove_network(docker, &name).await;
@@ -430,10 +479,56 @@ impl DockerBackend {
         }
     }
 
+    /// Resolves what the container's mounts enforce (on the blocking pool: it
+    /// canonicalizes paths): the protected paths inside the workspace, which exist now,
+    /// `.iris` created first so it is among them, and the `deny_read` paths. With
+    /// `filesystem: off` there is nothing to enforce.
+    async fn confinement(&self) -> Result<Confinement, CommandError> {
+        let policy = self.policy.clone();
+        let workspace = self.workspace.clone();
+        let host = self.protected.lock().map(|p| p.clone()).unwrap_or_default();
+        let home = std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from);
+        iris_executor::blocking::run_blocking_io(move || {
+            if policy.filesystem == FilesystemAccess::Off {
+                return Ok(Confinement {
+                    protected: Vec::new(),
+                    deny_read: Vec::new(),
+                });
+            }
+            iris_executor::workspace::WorkspaceDir::open_root(&workspace)
+                .map_err(|e| e.to_string())
+                .and_then(|root| {
+                    iris_executor::state_dir::create_in(&root).map_err(|e| e.to_string())
+                })
+                .map_err(|e| {
+                    CommandError::SandboxUnavailable(format!(
+                        "cannot create the workspace's .iris folder to protect it: {e}"
+                    ))
+                })?;
+            let plan = HelperPlan::new(
+                &policy,
+                PlanInputs {
+                    protected: &host,
+                    home: home.as_deref(),
+                    ..PlanInputs::new(&workspace)
+                },
+            );
+            Ok(Confinement {
+                protected: plan.protected,
+                deny_read: plan.deny_read,
+            })
+        })
+        .await
+        .map_err(|e| CommandError::SandboxUnavailable(e.message))?
+    }
+
     async fn create_container(
         &self,
         docker: &Docker,
         egress: Option<&Egress>,
+        confinement: &Confinement,
     ) -> Result<String, CommandError> {
         let ws = self.workspace.to_string_lossy().into_owned();
         let memory = i64::try_from(self.config.memory_mb)
@@ -449,19 +544,16 @@ impl DockerBackend {
             (labels::WORKSPACE.to_owned(), ws.clone()),
             (labels::OWNER_PID.to_owned(), std::process::id().to_string()),
         ]);
-        let mut env = self.env.clone();
+        let env = self.env.clone();
         let network_mode = match egress {
-            Some(egress) => {
-                let url = egress.proxy.url();
-                for name in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"] {
-                    env.push(format!("{name}={url}"));
-                    env.push(format!("{}={url}", name.to_ascii_lowercase()));
-                }
-                env.extend(["NO_PROXY=".to_owned(), "no_proxy=".to_owned()]);
-                egress.network.clone()
-            }
+            Some(egress) => egress.network.clone(),
             None => self.config.network.as_str().to_owned(),
         };
+        let mounts = workspace_mounts(
+            &self.workspace,
+            self.policy.filesystem == FilesystemAccess::ReadOnly,
+            confinement,
+        );
         let body = ContainerCreateBody {
             image: Some(self.config.image.clone()),
             cmd: Some(vec!["/bin/sh".into(), "-c".into(), KEEP_ALIVE.into()]),
@@ -476,13 +568,17 @@ impl DockerBackend {
                 memory_swap: Some(memory),
                 pids_limit: Some(pids),
                 init: Some(true),
-                mounts: Some(vec![Mount {
-                    target: Some(ws.clone()),
-                    source: Some(ws),
-                    typ: Some(MountType::BIND),
-                    read_only: Some(false),
-                    ..Mount::default()
-                }]),
+                mounts: Some(mounts),
+                // What the native sandbox's seccomp filter and PR_SET_NO_NEW_PRIVS
+                // refuse, the container refuses too: raw and packet sockets, chroot,
+                // device nodes, and privilege gained through setuid binaries.
+                cap_drop: Some(
+                    DROPPED_CAPABILITIES
+                        .iter()
+                        .map(|c| (*c).to_owned())
+                        .collect(),
+                ),
+                security_opt: Some(vec!["no-new-privileges".to_owned()]),
                 ..HostConfig::default()
             }),
             ..ContainerCreateBody::default()
@@ -529,12 +625,53 @@ impl DockerBackend {
                 cmd.extend([IMAGE_PYTHON.into(), "-c".into(), code.clone()]);
             }
         }
+        let proxy = match &prepared.egress {
+            Some(egress) => Some(Arc::new(
+                EgressProxy::start_on(
+                    egress.gateway,
+                    self.policy.network.clone(),
+                    egress.overrides.clone(),
+                )
+                .await
+                .map_err(|e| {
+                    CommandError::SandboxUnavailable(format!(
+                        "cannot start the call's egress proxy on {}: {e}",
+                        egress.gateway
+                    ))
+                })?,
+            )),
+            None => None,
+        };
+        let env = proxy.as_ref().map(|proxy| {
+            let url = proxy.url();
+            let mut env = Vec::new();
+            for name in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"] {
+                env.push(format!("{name}={url}"));
+                env.push(format!("{}={url}", name.to_ascii_lowercase()));
+            }
+            env.extend(["NO_PROXY=".to_owned(), "no_proxy=".to_owned()]);
+            env
+        });
+        let report = (!self.policy.is_off()).then(|| {
+            ReportSource::new(
+                SandboxReport {
+                    filesystem: self.policy.filesystem,
+                    network: self.policy.network.clone(),
+                    protected: prepared.confinement.protected.clone(),
+                    deny_read: prepared.confinement.deny_read.clone(),
+                    proxy_refusals: Vec::new(),
+                    widening: None,
+                },
+                proxy,
+            )
+        });
         let exec = prepared
             .docker
             .create_exec(
                 &prepared.container_id,
                 CreateExecOptions {
                     cmd: Some(cmd),
+                    env,
                     attach_stdin: Some(job.stdin.is_some()),
                     attach_stdout: Some(true),
                     attach_stderr: Some(true),
@@ -562,6 +699,7 @@ impl DockerBackend {
         }
         Ok(DockerProcess {
             prepared,
+            report,
             exec_id: exec.id,
             output,
             pgid: None,
@@ -587,6 +725,58 @@ impl DockerBackend {
             handle.spawn(async move { remove(&prepared).await });
         }
     }
+}
+
+/// The container's mounts: the workspace at its own path (read-only under
+/// `filesystem: read-only`), each protected path read-only over it, every folder
+/// between the workspace and a protected path bound onto itself (a mount point cannot
+/// be renamed or removed, so the protected file cannot be swapped out by renaming its
+/// folder), and each `deny_read` path inside the workspace masked: a folder by an empty
+/// read-only tmpfs, a file by `/dev/null`. The engine mounts shallower targets first.
+fn workspace_mounts(
+    workspace: &std::path::Path,
+    read_only: bool,
+    confinement: &Confinement,
+) -> Vec<Mount> {
+    let bind = |path: &std::path::Path, source: &std::path::Path, read_only: bool| Mount {
+        target: Some(path.to_string_lossy().into_owned()),
+        source: Some(source.to_string_lossy().into_owned()),
+        typ: Some(MountType::BIND),
+        read_only: Some(read_only),
+        ..Mount::default()
+    };
+    let mut mounts = vec![bind(workspace, workspace, read_only)];
+    let mut folders: Vec<&std::path::Path> = Vec::new();
+    for path in &confinement.protected {
+        for folder in path.ancestors().skip(1) {
+            if folder == workspace || !folder.starts_with(workspace) {
+                break;
+            }
+            folders.push(folder);
+        }
+    }
+    folders.sort();
+    folders.dedup();
+    folders.retain(|f| !confinement.protected.iter().any(|p| p == f));
+    mounts.extend(folders.into_iter().map(|f| bind(f, f, read_only)));
+    mounts.extend(confinement.protected.iter().map(|p| bind(p, p, true)));
+    for path in confinement
+        .deny_read
+        .iter()
+        .filter(|p| p.starts_with(workspace) && p.as_path() != workspace)
+    {
+        mounts.push(if path.is_dir() {
+            Mount {
+                target: Some(path.to_string_lossy().into_owned()),
+                typ: Some(MountType::TMPFS),
+                read_only: Some(true),
+                ..Mount::default()
+            }
+        } else {
+            bind(path, std::path::Path::new("/dev/null"), true)
+        });
+    }
+    mounts
 }
 
 #[cfg(unix)]
@@ -826,6 +1016,8 @@ async fn exit_code(prepared: &Prepared, exec_id: &str) -> Result<Option<i64>, St
 /// One call's exec.
 pub(crate) struct DockerProcess {
     prepared: Arc<Prepared>,
+    /// The call's sandbox report (and its egress proxy, kept until the call ends).
+    report: Option<ReportSource>,
     exec_id: String,
     output: OutputStream,
     /// The payload's process group inside the container, once its pid line arrived.
@@ -849,6 +1041,11 @@ impl std::fmt::Debug for DockerProcess {
 }
 
 impl DockerProcess {
+    /// Where the call's sandbox report comes from (taken once, by the service).
+    pub(crate) fn take_report(&mut self) -> Option<ReportSource> {
+        self.report.take()
+    }
+
     /// Feeds stdout bytes, splitting off the wrapper's pid line first.
     fn stdout(&mut self, out: &mut Captures, bytes: &[u8]) -> Result<(), String> {
         if self.pgid.is_some() {

@@ -17,7 +17,9 @@
 //!
 //! When the host has `setpriv` (util-linux), the leader is started as
 //! `setpriv --pdeathsig KILL -- …`, so it is killed if the host process dies without
-//! cleaning up (see the crate README for the limits of that backstop).
+//! cleaning up (see the crate README for the limits of that backstop). A sandboxed
+//! call's leader is the sandbox helper itself, which asks for the same signal and waits
+//! at the cgroup gate on its own ([`iris_sandbox::Gate`]): two `exec`s fewer per call.
 //!
 //! A request the model caused ([`crate::CommandOrigin::Model`]) runs under the
 //! service's sandbox policy unless it is off: the payload is started through the
@@ -42,7 +44,7 @@ use tokio::process::{Child, ChildStderr, ChildStdout, Command};
 use tokio::time::Instant;
 
 use iris_sandbox::{
-    ChannelPlan, EgressProxy, HelperPlan, LoopbackOverrides, NetworkAccess, PlanInputs,
+    ChannelPlan, EgressProxy, Gate, HelperPlan, LoopbackOverrides, NetworkAccess, PlanInputs,
     SandboxPolicy,
 };
 
@@ -286,7 +288,7 @@ impl NativeBackend {
             .get()
             .cloned()
             .ok_or_else(|| CommandError::unavailable("the native backend is not prepared"))?;
-        let mut payload: Vec<OsString> = match &job.payload {
+        let payload: Vec<OsString> = match &job.payload {
             CommandPayload::Shell(line) => vec![SHELL.into(), "-c".into(), line.into()],
             CommandPayload::Python(code) => {
                 vec![self.python()?.into_os_string(), "-c".into(), code.into()]
@@ -298,10 +300,9 @@ impl NativeBackend {
             Some(widening) => self.policy.widened(widening),
             None => self.policy.clone(),
         };
-        let sandbox = match (&prepared.helper, job.origin) {
-            (Some(helper), CommandOrigin::Model) if !policy.is_off() => {
+        let mut sandbox = match (&prepared.helper, job.origin) {
+            (Some(_), CommandOrigin::Model) if !policy.is_off() => {
                 let call = self.sandbox_call(job, policy).await?;
-                payload = call.plan.argv(helper, &payload);
                 env.insert("TMPDIR".into(), call.temp.path().into());
                 if let Some(proxy) = &call.proxy {
                     for name in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"] {
@@ -332,19 +333,35 @@ impl NativeBackend {
         };
         let gated = cgroup.is_some();
         let mut argv: Vec<OsString> = Vec::new();
-        if let Some(launcher) = &prepared.launcher {
-            argv.extend([
-                launcher.clone().into_os_string(),
-                "--pdeathsig".into(),
-                "KILL".into(),
-                "--".into(),
-            ]);
+        match (&prepared.helper, sandbox.as_mut()) {
+            (Some(helper), Some(call)) => {
+                // The helper is the call's first process: it asks for the parent-death
+                // signal and waits at the gate itself, so the chain is the helper and
+                // the command, not `setpriv`, a gate shell, the helper and the command.
+                call.plan.parent = Some(std::process::id());
+                call.plan.gate = gated.then_some(if job.stdin.is_some() {
+                    Gate::Stdin
+                } else {
+                    Gate::NullStdin
+                });
+                argv.extend(call.plan.argv(helper, &payload));
+            }
+            _ => {
+                if let Some(launcher) = &prepared.launcher {
+                    argv.extend([
+                        launcher.clone().into_os_string(),
+                        "--pdeathsig".into(),
+                        "KILL".into(),
+                        "--".into(),
+                    ]);
+                }
+                if gated {
+                    let gate = if job.stdin.is_some() { GATE } else { GATE_NULL };
+                    argv.extend([SHELL.into(), "-c".into(), gate.into(), "iris-gate".into()]);
+                }
+                argv.extend(payload);
+            }
         }
-        if gated {
-            let gate = if job.stdin.is_some() { GATE } else { GATE_NULL };
-            argv.extend([SHELL.into(), "-c".into(), gate.into(), "iris-gate".into()]);
-        }
-        argv.extend(payload);
         let mut command = Command::new(&argv[0]);
         command.args(&argv[1..]);
         #[cfg(unix)]
@@ -426,9 +443,6 @@ impl NativeBackend {
         policy: SandboxPolicy,
     ) -> Result<CallSandbox, CommandError> {
         let settings = self.settings();
-        let temp = iris_executor::blocking::run_blocking_io(CallTemp::create)
-            .await
-            .map_err(|e| CommandError::SandboxUnavailable(e.message))??;
         let proxy = match &policy.network {
             NetworkAccess::Allow(_) => Some(std::sync::Arc::new(
                 EgressProxy::start(policy.network.clone(), settings.overrides.clone())
@@ -449,24 +463,26 @@ impl NativeBackend {
         let (filesystem, network) = (policy.filesystem, policy.network.clone());
         let workspace = self.workspace.clone();
         let home = self.home.clone();
-        let temp_path = temp.path().to_path_buf();
         let port = proxy.as_ref().map(|p| p.port());
-        // Resolving the plan canonicalizes paths: on the blocking pool.
-        let plan = iris_executor::blocking::run_blocking_io(move || {
-            HelperPlan::new(
+        // The temp folder and the plan (which canonicalizes paths) in one trip to the
+        // blocking pool.
+        let (temp, plan) = iris_executor::blocking::run_blocking_io(move || {
+            let temp = CallTemp::create()?;
+            let plan = HelperPlan::new(
                 &policy,
                 PlanInputs {
-                    temp_dir: Some(&temp_path),
+                    temp_dir: Some(temp.path()),
                     protected: &settings.protected,
                     proxy_port: port,
                     home: home.as_deref(),
                     channel,
                     ..PlanInputs::new(&workspace)
                 },
-            )
+            );
+            Ok::<_, CommandError>((temp, plan))
         })
         .await
-        .map_err(|e| CommandError::SandboxUnavailable(e.message))?;
+        .map_err(|e| CommandError::SandboxUnavailable(e.message))??;
         Ok(CallSandbox {
             report: SandboxReport {
                 filesystem,
@@ -572,6 +588,11 @@ pub(crate) struct ReportSource {
 }
 
 impl ReportSource {
+    /// A report to finish when the call ends, with the refusals of `proxy` if any.
+    pub(crate) fn new(report: SandboxReport, proxy: Option<std::sync::Arc<EgressProxy>>) -> Self {
+        Self { report, proxy }
+    }
+
     /// The report, with the proxy's refusals.
     pub(crate) fn finish(self) -> SandboxReport {
         let mut report = self.report;

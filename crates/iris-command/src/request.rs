@@ -286,8 +286,9 @@ pub struct CommandOutcome {
     /// Why the environment was interrupted, when it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
-    /// The sandbox the process ran under; `None` outside the sandbox (Docker mode, a
-    /// hook, `sandbox` off).
+    /// The sandbox the process ran under; `None` outside the sandbox (a native hook,
+    /// `sandbox` off). In Docker mode every call runs in the container and reports what
+    /// its mounts and its egress proxy enforced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<SandboxReport>,
 }

@@ -218,7 +218,7 @@ impl CommandService {
                     docker,
                     env,
                     workspace.clone(),
-                    config.sandbox.network.clone(),
+                    config.sandbox.clone(),
                 ))
             }
         };
@@ -269,17 +269,27 @@ impl CommandService {
 
     /// Adds workspace paths sandboxed commands may read but not change (the runner adds
     /// the agent YAML and every file it references), beside `.iris`, `.git` and the
-    /// policy's `protected`. Relative paths are relative to the workspace.
+    /// policy's `protected`. Relative paths are relative to the workspace. In Docker
+    /// mode they are mounted read-only into the container, so set them before
+    /// [`CommandService::prepare`].
     #[must_use]
     pub fn with_protected_paths<I, P>(self, paths: I) -> Self
     where
         I: IntoIterator<Item = P>,
         P: Into<PathBuf>,
     {
-        if let Backend::Native(native) = &self.inner.backend
-            && let Ok(mut settings) = native.sandbox.lock()
-        {
-            settings.protected.extend(paths.into_iter().map(Into::into));
+        let paths = paths.into_iter().map(Into::into);
+        match &self.inner.backend {
+            Backend::Native(native) => {
+                if let Ok(mut settings) = native.sandbox.lock() {
+                    settings.protected.extend(paths);
+                }
+            }
+            Backend::Docker(docker) => {
+                if let Ok(mut protected) = docker.protected.lock() {
+                    protected.extend(paths);
+                }
+            }
         }
         self
     }
@@ -621,8 +631,11 @@ impl Inner {
                 outcome
             }
             Backend::Docker(docker) => {
-                let process = docker.spawn(&job).await?;
-                drive(process, &job, entry, mode, limit, started).await
+                let mut process = docker.spawn(&job).await?;
+                let report = process.take_report();
+                let mut outcome = drive(process, &job, entry, mode, limit, started).await;
+                outcome.sandbox = report.map(crate::native::ReportSource::finish);
+                outcome
             }
         };
         Ok(outcome)

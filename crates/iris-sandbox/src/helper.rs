@@ -2,6 +2,10 @@
 //!
 //! Invoked as `<binary> --iris-sandbox-helper <plan JSON> <program> [args…]`, it
 //!
+//! 0. when it is the call's first process (the plan names the host as `parent`): asks
+//!    for `SIGKILL` when the host dies, and with a [`crate::Gate`] waits for the host's
+//!    line on stdin (sent once the helper is in the call's cgroup) — the work of
+//!    `setpriv --pdeathsig KILL` and a gate shell, without two more `exec`s;
 //! 1. connects the plan's channel (a Unix socket of the host) and keeps those
 //!    descriptors open across `exec`, named in the channel's variable;
 //! 2. when the plan protects or masks paths: enters new user and mount namespaces and
@@ -76,6 +80,21 @@ fn run(args: Vec<OsString>) -> Result<(), String> {
 fn apply_and_exec(plan: &HelperPlan, command: &[OsString]) -> Result<(), String> {
     use std::os::unix::process::CommandExt as _;
 
+    if let Some(parent) = plan.parent {
+        nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+            .map_err(|e| format!("PR_SET_PDEATHSIG failed: {e}"))?;
+        if u32::try_from(nix::unistd::getppid().as_raw()).ok() != Some(parent) {
+            // The host died before the signal was asked for: nobody is waiting.
+            std::process::exit(crate::plan::GATE_CLOSED_EXIT);
+        }
+    }
+    // Opened before the restrictions, for a gate whose command gets no stdin.
+    let null_stdin = match plan.gate {
+        Some(crate::plan::Gate::NullStdin) => Some(
+            std::fs::File::open("/dev/null").map_err(|e| format!("cannot open /dev/null: {e}"))?,
+        ),
+        _ => None,
+    };
     let channel = match &plan.channel {
         Some(channel) => Some((channel.env.clone(), connect_channel(channel)?)),
         None => None,
@@ -89,8 +108,14 @@ fn apply_and_exec(plan: &HelperPlan, command: &[OsString]) -> Result<(), String>
     let Some((program, rest)) = command.split_first() else {
         return Ok(());
     };
+    if plan.gate.is_some() && !gate_opened() {
+        std::process::exit(crate::plan::GATE_CLOSED_EXIT);
+    }
     let mut exec = std::process::Command::new(program);
     exec.args(rest);
+    if let Some(null) = null_stdin {
+        exec.stdin(null);
+    }
     if let Some((name, fds)) = channel {
         exec.env(name, fds);
     }
@@ -104,6 +129,24 @@ fn apply_and_exec(plan: &HelperPlan, command: &[OsString]) -> Result<(), String>
 #[cfg(not(target_os = "linux"))]
 fn apply_and_exec(_plan: &HelperPlan, _command: &[OsString]) -> Result<(), String> {
     Err("the command sandbox is implemented for Linux only".to_owned())
+}
+
+/// Waits for one line on stdin, read from the descriptor a byte at a time (never
+/// through `std::io::Stdin`'s buffer), so nothing after it — the command's own stdin —
+/// is consumed; `false` when stdin ends first.
+#[cfg(target_os = "linux")]
+fn gate_opened() -> bool {
+    use std::os::fd::AsFd as _;
+    let stdin = std::io::stdin();
+    let mut byte = [0u8; 1];
+    loop {
+        match nix::unistd::read(stdin.as_fd(), &mut byte) {
+            Ok(1) if byte[0] == b'\n' => return true,
+            Ok(1) => {}
+            Err(nix::errno::Errno::EINTR) => {}
+            _ => return false,
+        }
+    }
 }
 
 /// Opens the channel's connections, each kept open across `exec`; returns their

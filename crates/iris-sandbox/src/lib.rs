@@ -18,8 +18,8 @@ pub use error::SandboxError;
 pub use helper::run_helper_if_invoked;
 pub use locate::{HELPER_ENV, HELPER_NAME, check_plan, helper_error, locate_helper};
 pub use plan::{
-    ChannelPlan, HELPER_ERROR_PREFIX, HELPER_FAILED_EXIT, HELPER_MARKER, HelperPlan, PlanInputs,
-    PlanNetwork,
+    ChannelPlan, GATE_CLOSED_EXIT, Gate, HELPER_ERROR_PREFIX, HELPER_FAILED_EXIT, HELPER_MARKER,
+    HelperPlan, PlanInputs, PlanNetwork,
 };
 pub use policy::{
     DEFAULT_DENY_READ, DEFAULT_PROTECTED, Escalation, FilesystemAccess, FilesystemOff,

@@ -15,6 +15,10 @@ pub const HELPER_MARKER: &str = "--iris-sandbox-helper";
 /// ran); its last stderr line starts with [`HELPER_ERROR_PREFIX`].
 pub const HELPER_FAILED_EXIT: i32 = 121;
 
+/// The exit code of a helper whose [`Gate`] closed before its line came (the host gave
+/// up on the call): nothing of the command ran, and there is nothing to report.
+pub const GATE_CLOSED_EXIT: i32 = 125;
+
 /// How the helper's error line on stderr starts.
 pub const HELPER_ERROR_PREFIX: &str = "iris-sandbox: ";
 
@@ -46,6 +50,17 @@ pub struct ChannelPlan {
     pub env: String,
 }
 
+/// What the helper does with its stdin before it runs the command, when it leads a
+/// contained call: the host moves it into the call's cgroup, then writes one line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Gate {
+    /// Wait for the line; the command reads the rest of stdin.
+    Stdin,
+    /// Wait for the line; the command's stdin is `/dev/null`.
+    NullStdin,
+}
+
 /// One call's sandbox, resolved: every path absolute and canonical.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HelperPlan {
@@ -64,6 +79,14 @@ pub struct HelperPlan {
     pub network: PlanNetwork,
     /// A channel to pre-connect, if any.
     pub channel: Option<ChannelPlan>,
+    /// The host's pid, when the helper is the call's first process: it asks for
+    /// `SIGKILL` when its parent dies (what `setpriv --pdeathsig KILL` would do) and
+    /// gives up at once if its parent is already another process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<u32>,
+    /// Wait on stdin before anything of the command runs (what a gate shell would do).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<Gate>,
 }
 
 /// What a host knows when it plans one call.
@@ -143,6 +166,8 @@ impl HelperPlan {
             deny_read,
             network,
             channel: inputs.channel,
+            parent: None,
+            gate: None,
         }
     }
 

@@ -104,6 +104,21 @@ async fn docker_allow_reaches_listed_domains_through_the_proxy_only() {
     .await;
     assert!(other.stdout.starts_with("HTTP/1.1 403"), "{other:?}");
     assert!(!other.stdout.contains("hello from"), "{other:?}");
+    // Each call has a proxy of its own: the refusal is in that call's result only, as
+    // natively.
+    let refusals =
+        |outcome: &CommandOutcome| outcome.sandbox.as_ref().unwrap().proxy_refusals.clone();
+    assert_eq!(refusals(&other), ["other.test"], "{other:?}");
+    assert!(refusals(&allowed).is_empty(), "{allowed:?}");
+    let data = iris_command::outcome_result(&other).data;
+    assert_eq!(
+        data["sandbox"]["proxy_refusals"],
+        serde_json::json!(["other.test"])
+    );
+    assert_eq!(
+        data["sandbox"]["network"],
+        serde_json::json!({"allow": ["allowed.test"]})
+    );
 
     // The container's only network is an internal one (the engine drops what would
     // leave it; nothing is sent anywhere to check that): one interface besides lo.

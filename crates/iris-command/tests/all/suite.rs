@@ -689,12 +689,12 @@ pub(crate) async fn tools_report_the_seed_fields(b: Backend) {
         .await;
     assert!(!ok.is_error(), "{ok:?}");
     assert_eq!(ok.model_content(), "hi\n[stderr]\nwarn\n");
-    // Native calls run in the command sandbox and say so; Docker's container is its own.
-    assert_eq!(
-        ok.data.contains_key("sandbox"),
-        b.mode() == iris_command::CommandMode::Native,
-        "{ok:?}"
-    );
+    // Native calls run in the command sandbox and say so; Docker calls say what the
+    // container's mounts and proxy enforce (`.iris` mounted read-only in both).
+    let protected = ok.data["sandbox"]["protected"]
+        .as_array()
+        .expect("a sandbox report");
+    assert!(protected.contains(&json!(h.root.join(".iris"))), "{ok:?}");
     let mut keys: Vec<&str> = ok
         .data
         .keys()
