@@ -16,6 +16,7 @@ use iris_discovery::fetch::{
     DEFAULT_INDEX_URL, FetchEvent, FetchOptions, Fetched, INDEX_URL_ENV, ModelSource, fetch_model,
 };
 use iris_runner::LoadedConfig;
+use iris_tools_core::CancellationSignal;
 use serde_json::{Value, json};
 
 use crate::Failure;
@@ -69,26 +70,43 @@ pub(crate) async fn discovery(
     {
         options.index_url = url;
     }
-    let work = tokio::task::spawn_blocking(move || {
-        let mut shown = Progress::default();
-        fetch_model(&source, &options, &mut |event| {
-            if !json {
-                shown.show(event);
-            }
-        })
-        .map(|fetched| (source, fetched))
+    let cancel = CancellationSignal::new();
+    let work = tokio::task::spawn_blocking({
+        let cancel = cancel.clone();
+        move || {
+            let mut shown = Progress::default();
+            fetch_model(&source, &options, &cancel, &mut |event| {
+                if !json {
+                    shown.show(event);
+                }
+            })
+            .map(|fetched| (source, fetched))
+        }
     });
-    let joined = crate::interruptible(signals, async {
-        work.await.map_err(|e| {
+    // On a signal the download stops at its next chunk and removes its staging folder;
+    // the grace bounds the wait for a read the network holds up (a folder left then is
+    // removed by the next fetch).
+    tokio::pin!(work);
+    let joined = tokio::select! {
+        joined = &mut work => joined,
+        caught = signals.recv() => {
+            cancel.cancel();
+            tokio::select! {
+                _ = tokio::time::timeout(crate::CANCEL_GRACE, &mut work) => {}
+                _ = signals.recv() => {}
+            }
+            return Err(Failure::interrupted(caught));
+        }
+    };
+    let (source, fetched) = joined
+        .map_err(|e| {
             Failure::new(
                 1,
                 iris_tools_core::codes::IO_ERROR,
                 format!("the download task ended: {e}"),
             )
-        })
-    })
-    .await?;
-    let (source, fetched) = joined.map_err(failed)?;
+        })?
+        .map_err(failed)?;
     report(&source, &fetched, json);
     Ok(0)
 }

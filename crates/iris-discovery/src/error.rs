@@ -100,13 +100,17 @@ pub enum Error {
         /// What went wrong.
         reason: String,
     },
+    /// Fetching the model was cancelled (`iris discovery fetch-model` interrupted);
+    /// the staging folder was removed and the model folder is as it was.
+    #[error("the model download was cancelled")]
+    Cancelled,
 }
 
 impl Error {
     /// The stable error code: `INVALID_CONFIG`, `MODEL_MISSING`, `MODEL_LOAD_FAILED`,
     /// `EMBEDDING_FAILED`, or one of fetching the model: `MODEL_DOWNLOAD_FAILED`,
     /// `MODEL_CHECKSUM_MISMATCH`, `MODEL_CACHE_UNAVAILABLE`, `MODEL_PACKAGE_INVALID`,
-    /// `MODEL_WRITE_FAILED`.
+    /// `MODEL_WRITE_FAILED`, `CANCELLED`.
     pub fn code(&self) -> &'static str {
         match self {
             Error::InvalidConfig { .. } => codes::INVALID_CONFIG,
@@ -118,6 +122,7 @@ impl Error {
             Error::NoCacheDir => MODEL_CACHE_UNAVAILABLE,
             Error::PackageInvalid { .. } => MODEL_PACKAGE_INVALID,
             Error::Write { .. } => MODEL_WRITE_FAILED,
+            Error::Cancelled => codes::CANCELLED,
         }
     }
 }

