@@ -30,12 +30,22 @@ pub(crate) async fn check(
         Err(failure) if failure.is_interrupted() => return Err(failure),
         Err(failure) => problems.push((failure.code, failure.message)),
         Ok(loaded) => {
-            for e in iris_runner::check_config(&loaded, &HostRegistry::new()) {
-                problems.push((e.code().to_owned(), e.to_string()));
-            }
             // `backend: hybrid` without its model: the command that fetches it.
             #[cfg(feature = "embed")]
-            problems.extend(crate::discovery_cmd::missing_model(&loaded));
+            let missing_model = crate::discovery_cmd::missing_model(&loaded);
+            #[cfg(not(feature = "embed"))]
+            let missing_model: Option<(String, String)> = None;
+            for e in iris_runner::check_config(&loaded, &HostRegistry::new()) {
+                // The runner reports the same missing model as the discovery section
+                // failing to assemble; the MODEL_MISSING line says it with its fix.
+                let same_fault = matches!(&e, iris_runner::Error::Assembly { key, .. }
+                    if key == "context_policy.discovery");
+                if same_fault && missing_model.is_some() {
+                    continue;
+                }
+                problems.push((e.code().to_owned(), e.to_string()));
+            }
+            problems.extend(missing_model);
             // Nothing static is wrong: start everything once, which also catches
             // environment problems such as a missing Docker engine.
             let mut commands = false;
