@@ -12,6 +12,8 @@
 //! 5. Core pins `iris-tools-macros` with an exact `=` version.
 //! 6. Every library crate's README is its crate documentation, hence a doctest.
 //! 7. No test is switched off with an `ignore` or `should_panic` attribute.
+//! 8. Every publishable crate under `crates/` holds the licence texts its `license`
+//!    names (`LICENSE-MIT`, `LICENSE-APACHE`, links to the root's), so its package does.
 //!
 //! The attribute strings checked by 7 are built with `concat!` so this file does not
 //! contain them and the check does not flag itself.
@@ -40,6 +42,10 @@ const MACROS: &str = "iris-tools-macros";
 const ARCHITECTURE: &str = "docs/architecture.md";
 /// The heading of its invariants section.
 const INVARIANTS: &str = "Architecture invariants";
+/// The licence texts of `license = "MIT OR Apache-2.0"`, at the root and in every
+/// published crate.
+const LICENSE_FILES: [&str; 2] = ["LICENSE-MIT", "LICENSE-APACHE"];
+
 /// The line that makes a crate's README its crate documentation.
 const README_DOC: &str = "#![doc = include_str!(\"../README.md\")]";
 /// Attributes that switch a test off or make it pass by panicking (built so this file
@@ -115,6 +121,7 @@ pub(crate) fn check(root: &Path) -> Report {
     }
     tidy.readme_doctests(&crates);
     tidy.test_attributes();
+    tidy.license_files(&crates);
     Report {
         violations: tidy.violations,
         core_lines,
@@ -625,6 +632,36 @@ impl Tidy<'_> {
                     include.unwrap_or(1),
                     format!("{dir}/README.md does not exist: every crate documents itself there"),
                 );
+            }
+        }
+    }
+
+    /// Check 8: every crate under `crates/` that is published (no `publish = false`)
+    /// has [`LICENSE_FILES`] in its folder: `cargo package` takes only the crate's own
+    /// folder, and a package must carry the licence texts its `license` names.
+    fn license_files(&mut self, crates: &[(String, String)]) {
+        for (dir, _) in crates {
+            let manifest = format!("{dir}/Cargo.toml");
+            let Some(text) = self.read(&manifest) else {
+                continue;
+            };
+            let unpublished = text
+                .lines()
+                .any(|l| l.split('#').next().unwrap_or("").replace(' ', "") == "publish=false");
+            if unpublished {
+                continue;
+            }
+            for file in LICENSE_FILES {
+                if !self.root.join(dir).join(file).is_file() {
+                    self.report(
+                        &manifest,
+                        1,
+                        format!(
+                            "{dir}/{file} does not exist: a published crate carries its licence \
+                             texts (link it to the root's: ln -s ../../{file} {dir}/)"
+                        ),
+                    );
+                }
             }
         }
     }

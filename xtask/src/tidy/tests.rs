@@ -122,6 +122,11 @@ mod tests {
             "#[test]\nfn gallery() {\n    assert!(true);\n}\n",
         );
         f.write("xtask/src/main.rs", "fn main() {}\n");
+        for dir in ["iris-tools-core", "iris-tools-macros", "iris-cli"] {
+            for file in LICENSE_FILES {
+                f.write(&format!("crates/{dir}/{file}"), "licence text\n");
+            }
+        }
         f
     }
 
@@ -480,6 +485,9 @@ fn every_crate_needs_an_invariant_bullet() {
         "[package]\nversion = \"0.1.0\"\nname = \"iris-new\"\n",
     );
     f.write("crates/iris-new/src/main.rs", "fn main() {}\n");
+    for file in LICENSE_FILES {
+        f.write(&format!("crates/iris-new/{file}"), "licence text\n");
+    }
     // A directory without a manifest is no crate.
     f.write("crates/notes/todo.md", "nothing\n");
     f.assert_violations(&[
@@ -686,4 +694,22 @@ fn the_workspace_is_tidy() {
         report.core_lines,
         listed.join("\n")
     );
+}
+
+#[test]
+fn a_published_crate_carries_its_licence_texts() {
+    let f = Fixture::valid("licence");
+    f.remove("crates/iris-tools-macros/LICENSE-APACHE");
+    f.assert_violations(&[(
+        "crates/iris-tools-macros/Cargo.toml:1",
+        "crates/iris-tools-macros/LICENSE-APACHE does not exist",
+    )]);
+    // An unpublished crate needs none.
+    f.edit(
+        "crates/iris-tools-macros/Cargo.toml",
+        "version = \"0.1.0\"\n",
+        "version = \"0.1.0\"\npublish = false # never released\n",
+    );
+    f.remove("crates/iris-tools-macros/LICENSE-MIT");
+    f.assert_violations(&[]);
 }
