@@ -12,18 +12,10 @@ pub mod permission;
 pub mod plan;
 mod validation;
 
-// The file-system helpers live in iris-fs, below this crate; their old paths stay.
+// The file-system helpers live in iris-fs, below this crate; the paths dependents
+// still import them by stay. Bounded reads and the YAML pre-scan are imported from
+// iris-fs directly.
 pub use iris_fs::{atomic, blocking, state_dir, workspace};
-
-/// [`iris_fs::bounded_read`] together with the YAML pre-scan of [`iris_fs::yaml`], under
-/// the path dependents import them from.
-#[cfg(unix)]
-pub mod bounded_read {
-    pub use iris_fs::bounded_read::*;
-    pub use iris_fs::yaml::{
-        MAX_YAML_FLOW_DEPTH, NestingError, check_yaml_nesting, yaml_error_summary,
-    };
-}
 
 pub use artifact::{SavedBody, ToolArtifactStore};
 pub use breaker::{CircuitBreaker, CircuitState, Clock, ManualClock, SystemClock};
