@@ -24,9 +24,10 @@ use std::time::{Duration, Instant};
 use iris_mcp::{ElicitationKind, ElicitationRequest};
 use iris_runner::store::codes as store_codes;
 use iris_runner::{
-    AgentRunner, Answer, ApprovalRequest, Interaction, InteractionHandler, LoadedConfig,
-    ModelConfig, ProviderKind, QuestionRequest, ResumeStream, RunError, RunEvent, RunInput,
-    RunOutcome, RunStatus, RunStream, SecretRequest, SecretValue, ToolEnvironment,
+    AgentRunner, Answer, AnswerRefused, ApprovalRequest, Interaction, InteractionHandler,
+    LoadedConfig, Misfit, ModelConfig, ProviderKind, QuestionRequest, ResumeStream, RunError,
+    RunEvent, RunInput, RunOutcome, RunStatus, RunStream, SecretRequest, SecretValue,
+    ToolEnvironment,
 };
 use iris_tools_core::{BoxFuture, CancellationSignal, ToolResult, codes};
 use serde_json::{Value, json};
@@ -343,19 +344,28 @@ pub(crate) async fn resume(
                 )));
             };
             let interaction = &pending.interaction;
-            let Some(answer) = answer.filter(|a| fits(a, interaction)) else {
-                // A subagent's child run is answered through its parent run.
-                let target = record.parent.as_ref().map_or(run_id, |r| r.run_id.as_str());
-                return Err(Failure::new(
-                    2,
-                    iris_runner::codes::RUN_ANSWER_INVALID,
-                    format!(
-                        "run `{run_id}` waits for a human ({}: {}); answer it with {}",
-                        interaction.kind(),
-                        interaction.summary(),
-                        answer_commands(iris, target, interaction).join(" | ")
-                    ),
-                ));
+            // The runner's own check: no answer, or one of another kind, gets the
+            // commands that answer this interaction; a value it cannot take, why.
+            let answer = match answer.map(|a| interaction.check(&a).map(|()| a)) {
+                Some(Ok(answer)) => answer,
+                Some(Err(AnswerRefused {
+                    misfit: Misfit::Value,
+                    error,
+                })) => return Err(refusal(error)),
+                _ => {
+                    // A subagent's child run is answered through its parent run.
+                    let target = record.parent.as_ref().map_or(run_id, |r| r.run_id.as_str());
+                    return Err(Failure::new(
+                        2,
+                        iris_runner::codes::RUN_ANSWER_INVALID,
+                        format!(
+                            "run `{run_id}` waits for a human ({}: {}); answer it with {}",
+                            interaction.kind(),
+                            interaction.summary(),
+                            answer_commands(iris, target, interaction).join(" | ")
+                        ),
+                    ));
+                }
             };
             Events::Resume(runner.resume_streamed(run_id, &pending.id, answer))
         }
@@ -405,30 +415,6 @@ pub(crate) fn not_found(run_id: &str, store: &str) -> Failure {
         1,
         store_codes::RUN_NOT_FOUND,
         format!("no run `{run_id}` in the run store ({store}); `iris runs` lists its runs"),
-    )
-}
-
-/// Whether `answer` is the kind `interaction` takes (for a subagent's proxy, the kind
-/// its child's interaction takes).
-fn fits(answer: &Answer, interaction: &Interaction) -> bool {
-    matches!(
-        (interaction.innermost(), answer),
-        (
-            Interaction::Approval(_),
-            Answer::Approve | Answer::Deny { .. }
-        ) | (Interaction::Question(_), Answer::Text { .. })
-            | (
-                Interaction::InDoubt(_),
-                Answer::Rerun | Answer::Skip | Answer::Record { .. }
-            )
-            | (
-                Interaction::Secret(_),
-                Answer::Secret { .. } | Answer::Deny { .. }
-            )
-            | (
-                Interaction::Elicitation(_),
-                Answer::Text { .. } | Answer::Deny { .. }
-            )
     )
 }
 
@@ -1396,9 +1382,14 @@ mod tests {
             ]
         );
         let text = Answer::Text { text: "x".into() };
-        assert!(fits(&text, &question(&[])));
-        assert!(!fits(&Answer::Approve, &question(&[])));
-        assert!(!fits(&Answer::Skip, &question(&[])));
+        // What `iris resume` checks an answer with: the runner's one check.
+        let misfit = |answer: &Answer, interaction: &Interaction| {
+            interaction.check(answer).err().map(|e| e.misfit)
+        };
+        assert_eq!(misfit(&text, &question(&[])), None);
+        assert_eq!(misfit(&Answer::Approve, &question(&[])), Some(Misfit::Kind));
+        assert_eq!(misfit(&Answer::Skip, &question(&[])), Some(Misfit::Kind));
+        assert_eq!(misfit(&text, &question(&["a"])), Some(Misfit::Value));
         // A subagent's proxy is answered like its child's interaction, on the parent.
         let proxy = Interaction::Subagent(iris_runner::SubagentRequest {
             id: "p:c7".into(),
@@ -1412,7 +1403,7 @@ mod tests {
             answer_commands("iris", "p", &proxy),
             ["iris resume p --answer a"]
         );
-        assert!(fits(&text, &proxy));
-        assert!(!fits(&Answer::Approve, &proxy));
+        assert_eq!(misfit(&Answer::Text { text: "a".into() }, &proxy), None);
+        assert_eq!(misfit(&Answer::Approve, &proxy), Some(Misfit::Kind));
     }
 }

@@ -26,7 +26,8 @@
 //! });
 //! assert!(approval.check(&Answer::Approve).is_ok());
 //! let wrong = approval.check(&Answer::Text { text: "yes".into() }).unwrap_err();
-//! assert_eq!(wrong.code, "RUN_ANSWER_INVALID");
+//! assert_eq!(wrong.error.code, "RUN_ANSWER_INVALID");
+//! assert_eq!(wrong.misfit, iris_runner::Misfit::Kind);
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 //! assert_eq!(policy.answer(&approval).await, Some(Answer::Approve));
 //! # });
@@ -109,20 +110,66 @@ pub(crate) enum CallAnswer {
     },
 }
 
+/// Why [`Interaction::check`] refused an answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnswerRefused {
+    /// What is wrong, with the stable code `RUN_ANSWER_INVALID` (what
+    /// [`AgentRunner::resume`](crate::AgentRunner::resume) fails with).
+    pub error: RunError,
+    /// Which part of the answer does not fit.
+    pub misfit: Misfit,
+}
+
+/// Which part of an answer does not fit its interaction ([`AnswerRefused`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Misfit {
+    /// Another kind of answer than the interaction takes (`Text` to an approval): a
+    /// frontend may list the answers that fit instead.
+    Kind,
+    /// The kind it takes, with a value it cannot take: a text outside a question's
+    /// options, a blank secret, a form answer that is not a JSON object.
+    Value,
+}
+
+impl AnswerRefused {
+    fn new(misfit: Misfit, message: String) -> Self {
+        Self {
+            error: RunError::new(codes::RUN_ANSWER_INVALID, message),
+            misfit,
+        }
+    }
+}
+
+impl From<AnswerRefused> for RunError {
+    fn from(refused: AnswerRefused) -> Self {
+        refused.error
+    }
+}
+
+impl std::fmt::Display for AnswerRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl std::error::Error for AnswerRefused {}
+
 impl Interaction {
     /// Whether `answer` fits this interaction: the checks every route makes before
-    /// an answer does anything.
+    /// an answer does anything (the `iris` CLI makes them before it starts a resume).
     ///
     /// # Errors
-    /// `RUN_ANSWER_INVALID`: the wrong kind of answer, a text outside a question's
-    /// options, a blank secret, a form answer that is not a JSON object.
-    pub fn check(&self, answer: &Answer) -> Result<(), RunError> {
+    /// [`AnswerRefused`] (`RUN_ANSWER_INVALID`): the wrong kind of answer
+    /// ([`Misfit::Kind`]), or a text outside a question's options, a blank secret, a
+    /// form answer that is not a JSON object ([`Misfit::Value`]).
+    pub fn check(&self, answer: &Answer) -> Result<(), AnswerRefused> {
         self.accept(answer.clone()).map(drop)
     }
 
     /// `answer` checked and turned into what it makes the loop do.
-    pub(crate) fn accept(&self, answer: Answer) -> Result<Accepted, RunError> {
-        let invalid = |why: String| RunError::new(codes::RUN_ANSWER_INVALID, why);
+    pub(crate) fn accept(&self, answer: Answer) -> Result<Accepted, AnswerRefused> {
+        let invalid = |why: String| AnswerRefused::new(Misfit::Value, why);
         let expected = match (self, answer) {
             (Interaction::Approval(a), Answer::Approve) => {
                 return Ok(Accepted::Call(CallAnswer::Run {
@@ -206,11 +253,14 @@ impl Interaction {
             (Interaction::InDoubt(_), _) => "rerun, skip or record",
             (Interaction::Secret(_), _) => "the secret's value (or deny)",
         };
-        Err(invalid(format!(
-            "interaction `{}` is {}: answer it with {expected}",
-            self.id(),
-            self.kind()
-        )))
+        Err(AnswerRefused::new(
+            Misfit::Kind,
+            format!(
+                "interaction `{}` is {}: answer it with {expected}",
+                self.id(),
+                self.kind()
+            ),
+        ))
     }
 }
 
@@ -231,8 +281,8 @@ pub(crate) fn denied(tool_name: &str, reason: &str) -> ToolOutput {
 fn elicitation_answer(
     interaction: &ElicitationInteraction,
     answer: Answer,
-) -> Result<ElicitationAnswer, RunError> {
-    let invalid = |why: String| RunError::new(codes::RUN_ANSWER_INVALID, why);
+) -> Result<ElicitationAnswer, AnswerRefused> {
+    let invalid = |why: String| AnswerRefused::new(Misfit::Value, why);
     match (answer, &interaction.request.kind) {
         (Answer::Elicitation { reply: ElicitationAnswer::Wait { .. } }, _) => Err(invalid(
             "`wait` is not an answer: a handler that cannot answer now returns None".into(),
@@ -256,7 +306,8 @@ fn elicitation_answer(
                 "a form is answered with its values as one JSON object (e.g. {{\"field\": \"value\"}}), not `{text}`"
             ))),
         },
-        _ => Err(invalid(
+        _ => Err(AnswerRefused::new(
+            Misfit::Kind,
             "an elicitation is answered with --answer (the form's values as JSON, or accept for a URL) or --deny REASON".into(),
         )),
     }
@@ -398,8 +449,8 @@ mod tests {
                 } else {
                     let e = result.unwrap_err();
                     assert_eq!(
-                        e.code,
-                        "RUN_ANSWER_INVALID",
+                        (e.error.code.as_str(), e.misfit),
+                        ("RUN_ANSWER_INVALID", Misfit::Kind),
                         "{} {answer:?}",
                         interaction.kind()
                     );
@@ -407,8 +458,10 @@ mod tests {
             }
         }
         // Values are checked too, not only kinds.
-        assert!(question(&["a", "b"]).check(&text("c")).is_err());
-        assert!(secret().check(&value("  ")).is_err());
+        let misfit = |i: Interaction, a: Answer| i.check(&a).unwrap_err().misfit;
+        assert_eq!(misfit(question(&["a", "b"]), text("c")), Misfit::Value);
+        assert_eq!(misfit(secret(), value("  ")), Misfit::Value);
+        assert_eq!(misfit(proxy(question(&["a"])), text("c")), Misfit::Value);
     }
 
     /// An approval's `Approve` carries the arguments the human saw; a proxy is never

@@ -28,7 +28,7 @@ pub use assemble::{
 pub use config::{AgentConfig, LoadedConfig};
 pub use error::{Error, Result, codes};
 pub use host::HostRegistry;
-pub use interaction::InteractionHandler;
+pub use interaction::{AnswerRefused, InteractionHandler, Misfit};
 pub use loop_tool::RunLoopTool;
 pub use model::{ModelConfig, ProviderKind};
 pub use outcome::{

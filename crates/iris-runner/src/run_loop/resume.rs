@@ -28,7 +28,7 @@ pub(super) fn check_answer(
         ));
     }
     // The one check every route makes (a subagent proxy: its child's interaction's).
-    pending.interaction.check(answer)
+    pending.interaction.check(answer).map_err(RunError::from)
 }
 
 impl AgentRunner {
