@@ -14,7 +14,7 @@
 //! The model is the YAML's `model` section, or `--model provider:model` and
 //! `--base-url` over it ([`resolve_model`]); it is resolved, and its key looked up,
 //! before the tool environment is assembled, so a bad flag or a missing key starts
-//! nothing. The runner is [`AgentRunner::builder_over`] the environment `iris`
+//! nothing. The runner is [`AgentRunner::builder_from_loaded`] the environment `iris`
 //! assembled (and closes, also on a signal).
 
 use std::io::IsTerminal;
@@ -82,7 +82,7 @@ pub(crate) struct ModelFlags<'a> {
 }
 
 /// The run's model: the YAML's `model` section with the flags applied, its key looked
-/// up (the client itself is built by [`AgentRunner::builder_over`]).
+/// up (the client itself is built by [`AgentRunner::builder_from_loaded`]).
 ///
 /// `--model provider:model` replaces the provider and the model name (everything after
 /// the first `:`, so `openai:llama3.1:8b` names `llama3.1:8b`). With the YAML's own
@@ -484,7 +484,7 @@ async fn runner(
     model: ModelConfig,
     handler: Option<Handler>,
 ) -> Result<AgentRunner, Failure> {
-    let mut builder = AgentRunner::builder_over(loaded, env, Some(model)).await?;
+    let mut builder = AgentRunner::builder_from_loaded(loaded, env, Some(model)).await?;
     if let Some(handler) = handler {
         builder = builder.interaction_handler(handler);
     }

@@ -22,7 +22,7 @@ use crate::{Failure, cell};
 /// is cut with `…` (`--json` has it whole).
 const SHOWN_CHARS: usize = 2_000;
 
-/// The store the YAML's `run_store` names, as `AgentRunner::builder_over` opens it:
+/// The store the YAML's `run_store` names, as `AgentRunner::builder_from_loaded` opens it:
 /// SQLite at `<workspace>/.iris/runs.db` by default (relative paths against the
 /// workspace), PostgreSQL from the URL in `url_env`, or memory. For a SQLite file that
 /// does not exist yet (no run was ever stored; listing creates nothing), the store's

@@ -82,7 +82,7 @@ pub struct ToolEnvironment {
     /// enables no junction.
     pub notes: Vec<String>,
     /// What uses secrets and takes new values at run time (the web tools' Tavily
-    /// client, an owned decision client): [`AgentRunner::builder_over`](crate::AgentRunner::builder_over) hands
+    /// client, an owned decision client): [`AgentRunner::builder_from_loaded`](crate::AgentRunner::builder_from_loaded) hands
     /// them to the runner for `store_secret` ([`crate::secret`]).
     pub secret_targets: Vec<Arc<dyn SecretTarget>>,
     /// The host keys the assembly used: a subagent's child is assembled with them.

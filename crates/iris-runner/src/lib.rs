@@ -37,7 +37,7 @@ pub use outcome::{
 };
 pub use runner::{
     AgentRunner, AgentRunnerBuilder, ELICITATION_NO_HOST, ELICITATION_NOT_ANSWERED, ResumeStream,
-    RunInput, RunStream, open_store,
+    RunInput, RunStream, ToolSource, open_store,
 };
 pub use secret::{MemorySecretStore, SecretStore, SecretTarget, SecretValue};
 pub use store::{MemoryRunStore, PostgresRunStore, RunStatus, RunStore, SqliteRunStore};

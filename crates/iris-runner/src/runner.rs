@@ -234,14 +234,39 @@ impl fmt::Debug for AgentRunner {
     }
 }
 
+/// Where a runner built from a YAML gets its tool layer
+/// ([`AgentRunner::builder_from_loaded`]). A `&HostRegistry` or a `&ToolEnvironment`
+/// converts into it.
+#[derive(Debug, Clone, Copy)]
+pub enum ToolSource<'a> {
+    /// Assemble the YAML's tool layer with these host keys; the built runner owns it
+    /// and closes it with [`AgentRunner::close`].
+    Assemble(&'a HostRegistry),
+    /// An environment the caller assembled from the same YAML and keeps (and closes):
+    /// for hosts that manage its lifetime themselves, such as the `iris` CLI, which
+    /// closes it on a signal.
+    Assembled(&'a ToolEnvironment),
+}
+
+impl<'a> From<&'a HostRegistry> for ToolSource<'a> {
+    fn from(host: &'a HostRegistry) -> Self {
+        ToolSource::Assemble(host)
+    }
+}
+
+impl<'a> From<&'a ToolEnvironment> for ToolSource<'a> {
+    fn from(env: &'a ToolEnvironment) -> Self {
+        ToolSource::Assembled(env)
+    }
+}
+
 impl AgentRunner {
-    /// Loads the agent YAML (plus `IRIS_` environment overrides), assembles its tool
-    /// layer and builds its model: [`AgentRunner::builder_from_loaded`] with nothing
-    /// added.
+    /// A convenience over [`AgentRunner::builder_from_loaded`]: loads the agent YAML
+    /// (plus `IRIS_` environment overrides), assembles its tool layer with no host
+    /// keys and builds the runner with nothing added.
     ///
     /// # Errors
-    /// Loading and assembly errors ([`AgentConfig::load`], [`build_tool_registry`]),
-    /// and [`Error::Model`] when `model` is missing or cannot become a provider.
+    /// As [`AgentRunner::builder_from_loaded`], and [`AgentConfig::load`]'s.
     pub async fn from_config_path(path: impl AsRef<Path>) -> Result<Self> {
         let loaded = AgentConfig::load(path)?;
         Ok(
@@ -251,149 +276,39 @@ impl AgentRunner {
         )
     }
 
-    /// The YAML route: a builder holding everything `loaded` says (and, with
-    /// `model`, that model instead of the YAML's, as `iris run --model` does), with the
-    /// host's registered keys, so a host can add what YAML cannot say — an
-    /// [`InteractionHandler`] (a terminal prompt, a UI), a view filter — before
-    /// [`AgentRunnerBuilder::build`]. The tool environment is assembled and the run
-    /// store opened already; the built runner owns both ([`AgentRunner::close`]).
-    ///
-    /// One of the two routes to a runner, beside [`AgentRunner::builder`]; both end in
-    /// [`AgentRunnerBuilder::build`], which adds the same retries and defaults.
-    /// [`AgentRunner::from_config_path`] is this route with nothing added, and
-    /// [`AgentRunner::builder_over`] this route over an environment the caller keeps.
+    /// The YAML route, one of the two routes to a runner beside
+    /// [`AgentRunner::builder`]: a builder holding everything `loaded` says (and, with
+    /// `model`, that model instead of the YAML's, as `iris run --model` does), its run
+    /// store opened, over the tool layer `tools` names — assembled here with the
+    /// host's keys (a `&HostRegistry`; the runner owns it) or one the caller assembled
+    /// from `loaded` and keeps (a `&ToolEnvironment`). A host adds what YAML cannot
+    /// say — an [`InteractionHandler`] (a terminal prompt, a UI), a view filter —
+    /// before [`AgentRunnerBuilder::build`], which both routes end in and which adds
+    /// the same retries and defaults.
     ///
     /// # Errors
-    /// As [`AgentRunner::from_config_path`].
+    /// [`Error::Model`] when `model` (or the YAML's) is missing or cannot become a
+    /// provider, [`Error::Store`] when the run store cannot be opened, and assembly
+    /// errors ([`build_tool_registry`]).
     pub async fn builder_from_loaded(
         loaded: &LoadedConfig,
-        host: &HostRegistry,
+        tools: impl Into<ToolSource<'_>>,
         model: Option<ModelConfig>,
     ) -> Result<AgentRunnerBuilder> {
         let (model, provider) = checked_model(loaded, model)?;
         let store = open_store(loaded).await?;
-        let env = build_tool_registry(loaded, host).await?;
-        let mut builder = Self::builder_over_parts(loaded, &env, &model, provider, Some(store));
-        builder.env = Some(env);
-        Ok(builder)
-    }
-
-    /// A builder over a tool environment the caller assembled and keeps (and
-    /// closes): the YAML's model (or `model`), instructions, limits, hooks and run
-    /// store. For hosts that manage the environment's lifetime themselves, such as
-    /// the `iris` CLI, which closes it on a signal.
-    ///
-    /// # Errors
-    /// [`Error::Model`] for a missing or unusable model, [`Error::Store`] when the
-    /// run store cannot be opened.
-    pub async fn builder_over(
-        loaded: &LoadedConfig,
-        env: &ToolEnvironment,
-        model: Option<ModelConfig>,
-    ) -> Result<AgentRunnerBuilder> {
-        let (model, provider) = checked_model(loaded, model)?;
-        let store = open_store(loaded).await?;
-        Ok(Self::builder_over_parts(
-            loaded,
-            env,
-            &model,
-            provider,
-            Some(store),
-        ))
-    }
-
-    pub(crate) fn builder_over_parts(
-        loaded: &LoadedConfig,
-        env: &ToolEnvironment,
-        model: &ModelConfig,
-        provider: ModelClient,
-        store: Option<Arc<dyn RunStore>>,
-    ) -> AgentRunnerBuilder {
-        // Every YAML key is named here with where it goes, so a new key that reaches
-        // no setter fails to compile instead of being silently ignored.
-        let AgentConfig {
-            // Assembled into `env` (registry, executor, hooks, MCP, command service,
-            // skills, subagents, decision, web tools, heartbeats, permissions).
-            workspace: _,
-            tools: _,
-            mcp: _,
-            command: _,
-            skills: _,
-            hooks: _,
-            middleware: _,
-            decision: _,
-            provider_api_keys: _,
-            web: _,
-            heartbeat_seconds: _,
-            // Read below.
-            permissions,
-            context_policy,
-            instructions,
-            max_turns,
-            goal,
-            background_calls,
-            // `model` became `model` and `provider` (checked_model); the store was opened
-            // by the caller (open_store).
-            model: _,
-            run_store: _,
-        } = &loaded.config;
-        let ModelConfig {
-            provider: kind,
-            max_output_tokens,
-            temperature,
-            // The client's settings, read by ModelConfig::provider; the model name and
-            // strict mode through model_name() and strict_mode() below.
-            model: _,
-            base_url: _,
-            api_key_env: _,
-            strict: _,
-            script: _,
-            timeout_seconds: _,
-        } = model;
-        let mut builder = AgentRunnerBuilder::from_source(provider, env.executor.clone())
-            .provider_name(kind.as_str())
-            .model(model.model_name())
-            .workspace(env.workspace.clone())
-            .max_turns(*max_turns)
-            .strict(model.strict_mode())
-            .background_calls(*background_calls);
-        if let Some(text) = instructions {
-            builder = builder.instructions(text.clone());
-        }
-        if let Some(goal) = goal {
-            builder = builder.goal(goal.clone());
-        }
-        if let Some(retention) = context_policy.retention {
-            builder = builder.retention(retention);
-        }
-        if let Some(max) = max_output_tokens {
-            builder = builder.max_output_tokens(*max);
-        }
-        if let Some(t) = temperature {
-            builder = builder.temperature(*t);
-        }
-        if let Some(hooks) = &env.hooks {
-            builder = builder.hooks(hooks.clone());
-        }
-        for target in &env.secret_targets {
-            builder = builder.secret_target(Arc::clone(target));
-        }
-        if let Some(stem) = loaded.file.file_stem().and_then(|s| s.to_str()) {
-            builder = builder.agent_id(stem);
-        }
-        if let Some(catalog) = &env.subagents {
-            builder.subagents = Some(Arc::new(Subagents {
-                catalog: catalog.clone(),
-                workspace: env.workspace.clone(),
-                permissions: *permissions,
-                command: env.command.as_ref().map(CommandBinding::borrowed),
-                host: env.host.clone(),
-            }));
-        }
-        builder.store = store;
-        builder.mcp.clone_from(&env.mcp);
-        builder.model_config = Some(model.clone());
-        builder
+        let builder = match tools.into() {
+            ToolSource::Assemble(host) => {
+                let env = build_tool_registry(loaded, host).await?;
+                let mut builder = AgentRunnerBuilder::from_yaml(loaded, &env, &model, provider);
+                builder.env = Some(env);
+                builder
+            }
+            ToolSource::Assembled(env) => {
+                AgentRunnerBuilder::from_yaml(loaded, env, &model, provider)
+            }
+        };
+        Ok(builder.run_store(store))
     }
 
     /// Checks the model a runner from `loaded` would use (`model`, else the YAML's)
@@ -402,7 +317,7 @@ impl AgentRunner {
     /// starts.
     ///
     /// # Errors
-    /// As [`AgentRunner::builder_over`] for the model.
+    /// As [`AgentRunner::builder_from_loaded`] for the model.
     pub fn check_model(loaded: &LoadedConfig, model: Option<ModelConfig>) -> Result<()> {
         checked_model(loaded, model).map(|_| ())
     }
@@ -666,6 +581,101 @@ impl fmt::Debug for AgentRunnerBuilder {
 }
 
 impl AgentRunnerBuilder {
+    /// What `loaded` says, over `env` (assembled from it) and `provider` (built from
+    /// `model`): the settings of the YAML route, without a run store (the route opens
+    /// it; a subagent's child takes its parent's).
+    pub(crate) fn from_yaml(
+        loaded: &LoadedConfig,
+        env: &ToolEnvironment,
+        model: &ModelConfig,
+        provider: ModelClient,
+    ) -> Self {
+        // Every YAML key is named here with where it goes, so a new key that reaches
+        // no setter fails to compile instead of being silently ignored.
+        let AgentConfig {
+            // Assembled into `env` (registry, executor, hooks, MCP, command service,
+            // skills, subagents, decision, web tools, heartbeats, permissions).
+            workspace: _,
+            tools: _,
+            mcp: _,
+            command: _,
+            skills: _,
+            hooks: _,
+            middleware: _,
+            decision: _,
+            provider_api_keys: _,
+            web: _,
+            heartbeat_seconds: _,
+            // Read below.
+            permissions,
+            context_policy,
+            instructions,
+            max_turns,
+            goal,
+            background_calls,
+            // `model` became `model` and `provider` (checked_model); the store was opened
+            // by the caller (open_store).
+            model: _,
+            run_store: _,
+        } = &loaded.config;
+        let ModelConfig {
+            provider: kind,
+            max_output_tokens,
+            temperature,
+            // The client's settings, read by ModelConfig::provider; the model name and
+            // strict mode through model_name() and strict_mode() below.
+            model: _,
+            base_url: _,
+            api_key_env: _,
+            strict: _,
+            script: _,
+            timeout_seconds: _,
+        } = model;
+        let mut builder = Self::from_source(provider, env.executor.clone())
+            .provider_name(kind.as_str())
+            .model(model.model_name())
+            .workspace(env.workspace.clone())
+            .max_turns(*max_turns)
+            .strict(model.strict_mode())
+            .background_calls(*background_calls);
+        if let Some(text) = instructions {
+            builder = builder.instructions(text.clone());
+        }
+        if let Some(goal) = goal {
+            builder = builder.goal(goal.clone());
+        }
+        if let Some(retention) = context_policy.retention {
+            builder = builder.retention(retention);
+        }
+        if let Some(max) = max_output_tokens {
+            builder = builder.max_output_tokens(*max);
+        }
+        if let Some(t) = temperature {
+            builder = builder.temperature(*t);
+        }
+        if let Some(hooks) = &env.hooks {
+            builder = builder.hooks(hooks.clone());
+        }
+        for target in &env.secret_targets {
+            builder = builder.secret_target(Arc::clone(target));
+        }
+        if let Some(stem) = loaded.file.file_stem().and_then(|s| s.to_str()) {
+            builder = builder.agent_id(stem);
+        }
+        if let Some(catalog) = &env.subagents {
+            builder.subagents = Some(Arc::new(Subagents {
+                catalog: catalog.clone(),
+                workspace: env.workspace.clone(),
+                permissions: *permissions,
+                command: env.command.as_ref().map(CommandBinding::borrowed),
+                host: env.host.clone(),
+            }));
+        }
+        builder.mcp.clone_from(&env.mcp);
+        builder.model_config = Some(model.clone());
+        builder
+    }
+
     fn from_source(provider: ModelClient, executor: ToolExecutor) -> Self {
         Self {
             config: RunnerConfig::default(),
@@ -851,7 +861,7 @@ impl AgentRunnerBuilder {
 
     /// Adds something that uses a secret and takes new values at run time (credential
     /// auto-heal, [`crate::secret`]): when a tool's auth failure names one of its
-    /// secrets, the loop offers `store_secret`. [`AgentRunner::builder_over`] adds the
+    /// secrets, the loop offers `store_secret`. [`AgentRunner::builder_from_loaded`] adds the
     /// assembled environment's targets (the Tavily client of the web tools).
     #[must_use]
     pub fn secret_target(mut self, target: Arc<dyn SecretTarget>) -> Self {

@@ -54,7 +54,7 @@ use crate::loop_tool::LoopStep;
 use crate::model::{ModelClient, ModelConfig};
 use crate::outcome::{Answer, Interaction, RunError, RunEvent, RunOutcome, SubagentRequest};
 use crate::run_loop::{RunState, Sink, Stop, interaction_id, new_run_id};
-use crate::runner::{AgentRunner, RunInput, TRACING_TARGET, checked_model};
+use crate::runner::{AgentRunner, AgentRunnerBuilder, RunInput, TRACING_TARGET, checked_model};
 use crate::store::{CallState, ParentRun, RunStatus};
 
 pub use crate::loop_tools::subagent::SUBAGENT;
@@ -425,7 +425,7 @@ impl AgentRunner {
         let env = build_child_environment(&loaded, &setup.host, setup.command.as_ref())
             .await
             .map_err(fail)?;
-        let mut builder = AgentRunner::builder_over_parts(&loaded, &env, &model, provider, None);
+        let mut builder = AgentRunnerBuilder::from_yaml(&loaded, &env, &model, provider);
         if let Some(name) = name {
             builder = builder.provider_name(name);
         }

@@ -325,7 +325,7 @@ async fn run_agent(
     // instructions, limits, hooks and run store, over the tool layer assembled above;
     // the interaction handler is what YAML cannot say.
     let (ask, questions) = mpsc::unbounded_channel();
-    let runner = AgentRunner::builder_over(loaded, env, None)
+    let runner = AgentRunner::builder_from_loaded(loaded, env, None)
         .await?
         .agent_id("quickstart")
         .interaction_handler(AskTheMainTask(ask))
