@@ -44,6 +44,9 @@ pub const PUBLISHED_DIR: &str = ".iris/published";
 /// let ctx = ToolExecutionContext::new("/srv/ws").session_id("s-1");
 /// // Without a host-provided ReadState, the service keeps one per session.
 /// assert!(Arc::ptr_eq(&service.read_state(&ctx), &service.session_state("s-1")));
+/// // When the session ends, the host forgets it: its observations go.
+/// assert!(service.forget_session("s-1"));
+/// assert!(!service.forget_session("s-1"));
 /// # Ok::<(), iris_files::Error>(())
 /// ```
 #[derive(Debug)]
