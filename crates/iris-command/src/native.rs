@@ -171,16 +171,16 @@ impl NativeBackend {
         let policy = self.policy.clone();
         let workspace = self.workspace.clone();
         let home = self.home.clone();
-        let checked = iris_executor::blocking::run_blocking_io(move || {
+        let checked = iris_fs::blocking::run_blocking_io(move || {
             let helper = iris_sandbox::locate_helper(settings.helper.as_deref())?;
             CallTemp::sweep_stale();
             if policy.filesystem != iris_sandbox::FilesystemAccess::Off {
                 // `.iris` exists before any command runs, so it is mounted read-only
                 // from the first call on: a command cannot plant Iris state.
-                iris_executor::workspace::WorkspaceDir::open_root(&workspace)
+                iris_fs::workspace::WorkspaceDir::open_root(&workspace)
                     .map_err(|e| e.to_string())
                     .and_then(|root| {
-                        iris_executor::state_dir::create_in(&root).map_err(|e| e.to_string())
+                        iris_fs::state_dir::create_in(&root).map_err(|e| e.to_string())
                     })
                     .map_err(|e| {
                         CommandError::SandboxUnavailable(format!(
@@ -466,7 +466,7 @@ impl NativeBackend {
         let port = proxy.as_ref().map(|p| p.port());
         // The temp folder and the plan (which canonicalizes paths) in one trip to the
         // blocking pool.
-        let (temp, plan) = iris_executor::blocking::run_blocking_io(move || {
+        let (temp, plan) = iris_fs::blocking::run_blocking_io(move || {
             let temp = CallTemp::create()?;
             let plan = HelperPlan::new(
                 &policy,
@@ -730,7 +730,7 @@ impl Process for NativeProcess {
             // The cgroup travels there and back (it is removed when dropped).
             let pgid = self.pgid;
             let cgroup = self.cgroup.take();
-            let checked = iris_executor::blocking::run_blocking_io(move || {
+            let checked = iris_fs::blocking::run_blocking_io(move || {
                 signal_group(pgid);
                 if let Some(cg) = &cgroup {
                     cg.kill();
@@ -796,7 +796,7 @@ impl Process for NativeProcess {
             .as_mut()
             .map(|s| std::mem::replace(&mut s.temp, CallTemp(None)))
         {
-            let _ = iris_executor::blocking::run_blocking_io(move || temp.remove()).await;
+            let _ = iris_fs::blocking::run_blocking_io(move || temp.remove()).await;
         }
         result
     }

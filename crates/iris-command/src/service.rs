@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
-use iris_executor::WorkspacePolicy;
+use iris_fs::workspace::WorkspacePolicy;
 use tokio::sync::{Notify, oneshot, watch};
 
 use crate::capture::DEFAULT_OUTPUT_LIMIT_BYTES;
@@ -495,7 +495,7 @@ impl CommandService {
         // Checking the request resolves its cwd on the file system: on the blocking
         // pool, never on an async worker.
         let service = self.clone();
-        let job = iris_executor::blocking::run_blocking_io(move || service.job(request))
+        let job = iris_fs::blocking::run_blocking_io(move || service.job(request))
             .await
             .map_err(|e| CommandError::unavailable(e.message))??;
         let (id, entry) = {

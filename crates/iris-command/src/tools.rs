@@ -27,7 +27,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use iris_executor::WorkspacePolicy;
+use iris_fs::workspace::WorkspacePolicy;
 use iris_tools_core::{
     BoxFuture, ContentBlock, Tool, ToolCapability, ToolDefinition, ToolErrorInfo,
     ToolExecutionContext, ToolInput, ToolOutput, ToolTimeoutOwner, codes,
@@ -250,7 +250,7 @@ async fn run(
     };
     // Resolving the cwd touches the file system: on the blocking pool.
     let (typed, root) = (input.cwd.clone(), ctx.workspace_root.clone());
-    let resolved = iris_executor::blocking::run_blocking_io(move || {
+    let resolved = iris_fs::blocking::run_blocking_io(move || {
         WorkspacePolicy::new()
             .resolve_path(&typed, &root)
             .map(|path| {

@@ -18,11 +18,9 @@ use std::sync::Arc;
 use iris_command::{CommandBinding, CommandService, command_tools};
 use iris_decision::{DecisionConfig, EvaluatorHandle, JevClient, decision_tool_search};
 use iris_discovery::{BackendKind, BuiltBackend, DisclosureLayer, ToolSearchTool};
-use iris_executor::bounded_read::{
-    MAX_CONFIG_BYTES, MAX_YAML_FLOW_DEPTH, ReadError, check_yaml_nesting, read_regular_text,
-    yaml_error_summary,
-};
 use iris_executor::{DefaultPermissionPolicy, ToolExecutor, ToolMiddleware};
+use iris_fs::bounded_read::{MAX_CONFIG_BYTES, ReadError, read_regular_text};
+use iris_fs::yaml::{MAX_YAML_FLOW_DEPTH, check_yaml_nesting, yaml_error_summary};
 use iris_hooks::HookDispatcher;
 use iris_hooks::command::command_hooks;
 use iris_hooks::config::HandlerSpec;

@@ -36,10 +36,8 @@ use figment::Figment;
 use figment::providers::{Env, Format, Yaml};
 use iris_command::CommandConfig;
 use iris_executor::ApprovalMode;
-use iris_executor::bounded_read::{
-    MAX_CONFIG_BYTES, MAX_YAML_FLOW_DEPTH, ReadError, check_yaml_nesting, read_regular_text,
-    yaml_error_summary,
-};
+use iris_fs::bounded_read::{MAX_CONFIG_BYTES, ReadError, read_regular_text};
+use iris_fs::yaml::{MAX_YAML_FLOW_DEPTH, check_yaml_nesting, yaml_error_summary};
 use iris_hooks::config::HookSpec;
 use iris_skill::SkillsConfig;
 use serde::{Deserialize, Serialize};
@@ -541,45 +539,7 @@ impl AgentConfig {
             file: file.clone(),
             reason: e.to_string(),
         })?;
-        // Figment treats a missing file as empty, which would silently load defaults.
-        // The read is bounded and checked on the handle: a FIFO or `/dev/zero` named as
-        // the config is refused instead of blocking or filling memory.
-        let text = read_regular_text(&absolute, MAX_CONFIG_BYTES).map_err(|e| match e {
-            ReadError::TooLarge { .. } => Error::TooLarge {
-                file: file.clone(),
-                message: format!("{e} for an agent config"),
-            },
-            ReadError::NotRegular { .. } => Error::NotAFile {
-                file: file.clone(),
-                message: e.to_string(),
-            },
-            ReadError::Io(e) => Error::NotFound {
-                file: file.clone(),
-                reason: e.to_string(),
-            },
-            ReadError::NotUtf8 => Error::NotFound {
-                file: file.clone(),
-                reason: e.to_string(),
-            },
-        })?;
-        // Deep flow nesting costs libyaml quadratic time: refuse it before parsing.
-        if let Err(e) = check_yaml_nesting(&text, MAX_YAML_FLOW_DEPTH) {
-            return Err(Error::TooLarge {
-                file,
-                message: e.to_string(),
-            });
-        }
-        if let Err(e) = serde_yaml::from_str::<serde_yaml::Value>(&text) {
-            let location = e.location().map(|l| (l.line(), l.column()));
-            return Err(Error::Invalid {
-                file,
-                key: "<root>".into(),
-                message: format!(
-                    "not valid YAML: {}",
-                    yaml_error_summary(&e.to_string(), location)
-                ),
-            });
-        }
+        let (text, _) = read_yaml_document(&file, &absolute)?;
         let mut figment = Figment::from(Yaml::string(&text));
         if env {
             check_env_nesting(&file)?;
@@ -623,6 +583,61 @@ impl AgentConfig {
             return Err(invalid(
                 "context_policy.discovery",
                 "only `tool_search` reads it: requires context_policy.deferred_tools = true",
+/// The text of an agent YAML file and its YAML document, read the one bounded way:
+/// a regular file of at most 1 MiB whose flow nesting (checked before any parser
+/// sees it) is at most 64 deep, and valid YAML. `file` names it in errors;
+/// `absolute` is read.
+///
+/// # Errors
+/// As [`AgentConfig::load`], except [`Error::Invalid`] for a key.
+pub(crate) fn read_yaml_document(
+    file: &Path,
+    absolute: &Path,
+) -> Result<(String, serde_yaml::Value)> {
+    // Figment treats a missing file as empty, which would silently load defaults.
+    // The read is bounded and checked on the handle: a FIFO or `/dev/zero` named as
+    // the config is refused instead of blocking or filling memory.
+    let text = read_regular_text(absolute, MAX_CONFIG_BYTES).map_err(|e| match e {
+        ReadError::TooLarge { .. } => Error::TooLarge {
+            file: file.to_path_buf(),
+            message: format!("{e} for an agent config"),
+        },
+        ReadError::NotRegular { .. } => Error::NotAFile {
+            file: file.to_path_buf(),
+            message: e.to_string(),
+        },
+        ReadError::Io(e) => Error::NotFound {
+            file: file.to_path_buf(),
+            reason: e.to_string(),
+        },
+        ReadError::NotUtf8 => Error::NotFound {
+            file: file.to_path_buf(),
+            reason: e.to_string(),
+        },
+    })?;
+    // Deep flow nesting costs libyaml quadratic time: refuse it before parsing.
+    if let Err(e) = check_yaml_nesting(&text, MAX_YAML_FLOW_DEPTH) {
+        return Err(Error::TooLarge {
+            file: file.to_path_buf(),
+            message: e.to_string(),
+        });
+    }
+    match serde_yaml::from_str::<serde_yaml::Value>(&text) {
+        Ok(document) => Ok((text, document)),
+        Err(e) => {
+            let location = e.location().map(|l| (l.line(), l.column()));
+            Err(Error::Invalid {
+                file: file.to_path_buf(),
+                key: "<root>".into(),
+                message: format!(
+                    "not valid YAML: {}",
+                    yaml_error_summary(&e.to_string(), location)
+                ),
+            })
+        }
+    }
+}
+
             ));
         }
         if self.web != WebConfig::default()

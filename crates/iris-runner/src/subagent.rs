@@ -38,7 +38,6 @@ use std::sync::Arc;
 
 use iris_command::CommandBinding;
 use iris_executor::ApprovalMode;
-use iris_executor::bounded_read::{MAX_CONFIG_BYTES, read_regular_text};
 use iris_providers::CompletionProvider;
 use iris_providers::chat::ModelToolCall;
 use iris_skill::SubagentCatalog;
@@ -47,7 +46,7 @@ use serde_json::json;
 use tokio::sync::mpsc;
 
 use crate::assemble::{build_child_environment, check_config_as};
-use crate::config::{AgentConfig, LoadedConfig, PermissionsConfig};
+use crate::config::{AgentConfig, LoadedConfig, PermissionsConfig, read_yaml_document};
 use crate::error::{Error, Result, codes};
 use crate::host::HostRegistry;
 use crate::loop_tool::LoopStep;
@@ -223,7 +222,12 @@ fn load_child(
         code: e.code(),
         message: e.to_string(),
     })?;
-    let declares_command = declares_command(path);
+    let declares_command = declares_command(path).map_err(|e| Error::Subagent {
+        file: path.to_path_buf(),
+        selector: selector.to_owned(),
+        code: e.code(),
+        message: e.to_string(),
+    })?;
     narrow(
         parent_workspace,
         parent_permissions,
@@ -233,13 +237,19 @@ fn load_child(
     )
 }
 
-/// Whether the YAML file itself has a top-level `command` key (the load above read
-/// and checked it already: a regular file within the size and nesting limits).
-fn declares_command(path: &Path) -> bool {
-    read_regular_text(path, MAX_CONFIG_BYTES)
-        .ok()
-        .and_then(|text| serde_yaml::from_str::<serde_yaml::Value>(&text).ok())
-        .is_some_and(|doc| doc.get("command").is_some())
+/// Whether the YAML file itself has a top-level `command` key. The file is read
+/// again, the same bounded, nesting-checked way the load read it: it may have
+/// changed since.
+///
+/// # Errors
+/// As [`AgentConfig::load`]: a file that no longer reads as an agent YAML.
+fn declares_command(path: &Path) -> Result<bool> {
+    let absolute = std::path::absolute(path).map_err(|e| Error::NotFound {
+        file: path.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    let (_, document) = read_yaml_document(path, &absolute)?;
+    Ok(document.get("command").is_some())
 }
 
 /// `iris check` on a catalog: every child's YAML loads, intersects its parent's
@@ -666,5 +676,29 @@ mod tests {
         ] {
             assert_eq!(stricter(a, b), want, "{a:?} {b:?}");
         }
+    }
+
+    /// The child's file is read again for its own `command` key the way the load
+    /// read it: bounded and nesting-checked, so a file swapped after the load for
+    /// one nested past the limit is refused before a parser sees it.
+    #[test]
+    fn declares_command_reads_the_file_bounded_and_nesting_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("child.yaml");
+        std::fs::write(&file, "command: {}\n").unwrap();
+        assert!(declares_command(&file).unwrap());
+        std::fs::write(&file, "tools: {}\n").unwrap();
+        assert!(!declares_command(&file).unwrap());
+        let deep = format!("command: {}{}\n", "[".repeat(100), "]".repeat(100));
+        std::fs::write(&file, deep).unwrap();
+        assert_eq!(
+            declares_command(&file).unwrap_err().code(),
+            codes::CONFIG_TOO_LARGE
+        );
+        std::fs::write(&file, "command: [unclosed\n").unwrap();
+        assert_eq!(
+            declares_command(&file).unwrap_err().code(),
+            codes::CONFIG_INVALID
+        );
     }
 }
