@@ -25,5 +25,6 @@ pub use request::{
 };
 pub use service::{CommandService, CommandStopReceipt, MAX_PAYLOAD_BYTES, StopOperation};
 pub use tools::{
-    EXEC_COMMAND, ExecCommandTool, RUN_PYTHON, RunPythonTool, command_tools, outcome_result,
+    CATALOG, EXEC_COMMAND, ExecCommandTool, MakeCommandTool, RUN_PYTHON, RunPythonTool,
+    command_tools, outcome_result,
 };

@@ -427,10 +427,29 @@ command_tool!(
     Kind::Python
 );
 
-/// Both command tools on one binding, ready for `ToolRegistry::register_many`.
+/// A constructor of one command tool on a command binding.
+pub type MakeCommandTool = fn(&CommandBinding) -> Arc<dyn Tool>;
+
+/// The command tools' lines of the built-in tool catalog, in catalog order: each a
+/// `tools.builtin` YAML key, the model tool name and the tool's constructor on the
+/// agent's command binding. Adding a command tool is its type plus one line here;
+/// the runner's `tools.builtin` is the union of every layer's catalog.
+///
+/// ```
+/// let keys: Vec<(&str, &str)> = iris_command::CATALOG.iter().map(|(k, n, _)| (*k, *n)).collect();
+/// assert_eq!(keys, [("exec.command", "exec_command"), ("exec.python", "run_python")]);
+/// ```
+pub const CATALOG: [(&str, &str, MakeCommandTool); 2] = [
+    ("exec.command", EXEC_COMMAND, |binding| {
+        Arc::new(ExecCommandTool::new(binding.clone()))
+    }),
+    ("exec.python", RUN_PYTHON, |binding| {
+        Arc::new(RunPythonTool::new(binding.clone()))
+    }),
+];
+
+/// Every command tool on one binding, in catalog order, ready for
+/// `ToolRegistry::register_many`.
 pub fn command_tools(binding: &CommandBinding) -> Vec<Arc<dyn Tool>> {
-    vec![
-        Arc::new(ExecCommandTool::new(binding.clone())),
-        Arc::new(RunPythonTool::new(binding.clone())),
-    ]
+    CATALOG.iter().map(|(_, _, make)| make(binding)).collect()
 }

@@ -22,8 +22,7 @@ pub use error::Error;
 pub use read_state::{ContentHash, Observation, ReadState};
 pub use service::{FileService, PUBLISHED_DIR};
 pub use tools::{
-    DEFAULT_MAX_RESULTS, EditFileTool, GrepSearchTool, ListFilesTool, MAX_GLOB_CHARS,
-    MAX_READ_LIMIT, MAX_RESULTS_LIMIT, PublishArtifactTool, ReadFileTool, WriteFileTool,
-    builtin_tool, builtin_tools, builtin_tools_with, file_edit, file_grep, file_list, file_publish,
-    file_read, file_write, keys,
+    CATALOG, DEFAULT_MAX_RESULTS, EditFileTool, GrepSearchTool, ListFilesTool, MAX_GLOB_CHARS,
+    MAX_READ_LIMIT, MAX_RESULTS_LIMIT, MakeFileTool, PublishArtifactTool, ReadFileTool,
+    WriteFileTool, builtin_tool, builtin_tools, builtin_tools_with,
 };

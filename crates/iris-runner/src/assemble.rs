@@ -15,7 +15,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use iris_command::{CommandBinding, CommandService, command_tools};
+use iris_command::{CommandBinding, CommandService};
 use iris_decision::{DecisionConfig, EvaluatorHandle, JevClient, decision_tool_search};
 use iris_discovery::{BackendKind, BuiltBackend, DisclosureLayer, ToolSearchTool};
 use iris_executor::{DefaultPermissionPolicy, ToolExecutor, ToolMiddleware};
@@ -27,7 +27,7 @@ use iris_hooks::config::HandlerSpec;
 use iris_mcp::{
     ConfigFormat, MCPCatalogSnapshot, MCPConfig, MCPManager, McpOverrides, ServerOverride,
 };
-use iris_script::{RunToolScriptTool, ScriptCallable};
+use iris_script::ScriptCallable;
 use iris_skill::{LoadSkillTool, SkillRegistry, SubagentCatalog};
 use iris_tools_core::{
     BoxFuture, Tool, ToolDefinition, ToolErrorInfo, ToolExecutionContext, ToolInput, ToolOutput,
@@ -38,7 +38,8 @@ use iris_web::TavilyClient;
 use crate::loop_tool::{RunLoopTool, loop_tool_of};
 use crate::secret::SecretTarget;
 
-use crate::config::{AgentConfig, BuiltinKey, LoadedConfig};
+use crate::catalog::Make;
+use crate::config::{AgentConfig, LoadedConfig};
 use crate::error::{Error, Result, codes};
 use crate::host::HostRegistry;
 
@@ -247,9 +248,8 @@ async fn assemble(
         })
     };
 
-    // Built-ins, in YAML order.
-    let command_set = command.as_ref().map(command_tools).unwrap_or_default();
-    let (web_set, web_client) = web_tools(config)?;
+    // Built-ins, in YAML order, each made on its layer's service.
+    let web_client = web_client(config)?;
     let files = iris_files::FileToolsConfig::default().with_workspace_policy(
         iris_executor::WorkspacePolicy::new().with_protected_paths(protected_paths(loaded)),
     );
@@ -260,38 +260,21 @@ async fn assemble(
                 message: e.to_string(),
             })?,
         );
-    let file_set = iris_files::builtin_tools_with(&file_service);
     for (i, key) in config.tools.builtin.iter().enumerate() {
-        let at = format!("tools.builtin[{i}]");
-        let found = match key {
-            BuiltinKey::ExecCommand | BuiltinKey::ExecPython => &command_set,
-            BuiltinKey::WebSearch | BuiltinKey::WebFetch => &web_set,
-            BuiltinKey::HumanAsk => {
-                register(at, Arc::new(RunLoopTool::ask_question()))?;
-                continue;
-            }
-            BuiltinKey::ExecToolScript => {
-                if let Some(binding) = &command {
-                    let callable = ScriptCallable::listing(config.tools.script.callable.clone());
-                    register(
-                        at,
-                        Arc::new(RunToolScriptTool::new(binding.clone(), callable)),
-                    )?;
-                }
-                continue;
-            }
-            BuiltinKey::FileRead
-            | BuiltinKey::FileList
-            | BuiltinKey::FileGrep
-            | BuiltinKey::FileWrite
-            | BuiltinKey::FileEdit
-            | BuiltinKey::FilePublish => &file_set,
+        let tool = match key.make() {
+            Make::Files(make) => Some(make(&file_service)),
+            Make::Command(make) => command.as_ref().map(make),
+            Make::Script(make) => command.as_ref().map(|binding| {
+                make(
+                    binding,
+                    ScriptCallable::listing(config.tools.script.callable.clone()),
+                )
+            }),
+            Make::Web(make) => web_client.as_ref().map(make),
+            Make::Loop(make) => Some(Arc::new(make()) as Arc<dyn Tool>),
         };
-        if let Some(tool) = found
-            .iter()
-            .find(|t| t.definition().name == key.tool_name())
-        {
-            register(at, Arc::clone(tool))?;
+        if let Some(tool) = tool {
+            register(format!("tools.builtin[{i}]"), tool)?;
         }
     }
 
@@ -719,7 +702,7 @@ pub(crate) fn check_config_as(
         problems.push(e);
     }
     // Builds the client only (no request): a bad `web` section shows here.
-    if let Err(e) = web_tools(config) {
+    if let Err(e) = web_client(config) {
         problems.push(e);
     }
     if let Err(e) = heartbeat_interval(config) {
@@ -755,12 +738,11 @@ fn owned(keys: Vec<&str>) -> Vec<String> {
 }
 
 fn needs_command(config: &AgentConfig) -> bool {
-    let exec = config.tools.builtin.iter().any(|k| {
-        matches!(
-            k,
-            BuiltinKey::ExecCommand | BuiltinKey::ExecPython | BuiltinKey::ExecToolScript
-        )
-    });
+    let exec = config
+        .tools
+        .builtin
+        .iter()
+        .any(|k| k.needs_command_service());
     let hooks = config
         .hooks
         .iter()
@@ -818,9 +800,6 @@ fn protected_paths(loaded: &LoadedConfig) -> Vec<PathBuf> {
         .collect()
 }
 
-/// The web tools and their client (a secret target), when the YAML lists any.
-type WebTools = (Vec<Arc<dyn Tool>>, Option<Arc<TavilyClient>>);
-
 /// `heartbeat_seconds` as an interval (`None`: the executor's 30 s default).
 fn heartbeat_interval(config: &AgentConfig) -> Result<Option<std::time::Duration>> {
     config
@@ -834,19 +813,18 @@ fn heartbeat_interval(config: &AgentConfig) -> Result<Option<std::time::Duration
         .transpose()
 }
 
-/// `web_search` and `web_fetch` on one Tavily client: the key from
+/// The Tavily client the web tools share, when the YAML names one: the key from
 /// `provider_api_keys.tavily` when given, else read from the environment at each call
 /// (a missing key is then a `WEB_AUTH_REQUIRED` tool error, not an assembly error);
-/// the server and deadline from the `web` section. The client is returned too: it is
-/// a secret target.
-fn web_tools(config: &AgentConfig) -> Result<WebTools> {
+/// the server and deadline from the `web` section. It is a secret target too.
+fn web_client(config: &AgentConfig) -> Result<Option<Arc<TavilyClient>>> {
     let wants = config
         .tools
         .builtin
         .iter()
-        .any(|k| matches!(k, BuiltinKey::WebSearch | BuiltinKey::WebFetch));
+        .any(|k| matches!(k.make(), Make::Web(_)));
     if !wants {
-        return Ok((Vec::new(), None));
+        return Ok(None);
     }
     let mut client = match config.provider_api_keys.get("tavily") {
         Some(key) => TavilyClient::new(key.clone()),
@@ -871,8 +849,7 @@ fn web_tools(config: &AgentConfig) -> Result<WebTools> {
             .with_timeout(timeout)
             .map_err(|e| invalid("web.timeout_seconds", e))?;
     }
-    let client = Arc::new(client);
-    Ok((iris_web::builtin_tools(Arc::clone(&client)), Some(client)))
+    Ok(Some(Arc::new(client)))
 }
 
 fn load_skills(config: &AgentConfig, workspace: &Path) -> Result<Option<SkillRegistry>> {

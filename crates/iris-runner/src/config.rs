@@ -29,7 +29,6 @@
 //! variables (such as iris-command's `IRIS_PYTHON`) never break loading.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 use figment::Figment;
@@ -43,6 +42,7 @@ use iris_skill::SkillsConfig;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::catalog::Make;
 use crate::error::{Error, Result};
 use crate::model::{ModelConfig, ScriptSource};
 
@@ -288,119 +288,7 @@ pub struct HostToolsConfig {
     pub registrars: Vec<String>,
 }
 
-/// A `tools.builtin` key: one entry of the built-in tool catalog.
-///
-/// ```
-/// use iris_runner::config::BuiltinKey;
-/// let key: BuiltinKey = serde_json::from_str(r#""exec.command""#).unwrap();
-/// assert_eq!(key, BuiltinKey::ExecCommand);
-/// assert_eq!(key.tool_name(), "exec_command");
-/// let err = serde_json::from_str::<BuiltinKey>(r#""exec.shell""#).unwrap_err();
-/// assert!(err.to_string().contains("expected one of `file.read`"));
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub enum BuiltinKey {
-    /// `read_file` (iris-files).
-    #[serde(rename = "file.read")]
-    FileRead,
-    /// `list_files` (iris-files).
-    #[serde(rename = "file.list")]
-    FileList,
-    /// `grep_search` (iris-files).
-    #[serde(rename = "file.grep")]
-    FileGrep,
-    /// `write_file` (iris-files).
-    #[serde(rename = "file.write")]
-    FileWrite,
-    /// `edit_file` (iris-files).
-    #[serde(rename = "file.edit")]
-    FileEdit,
-    /// `publish_artifact` (iris-files).
-    #[serde(rename = "file.publish")]
-    FilePublish,
-    /// `exec_command` (iris-command).
-    #[serde(rename = "exec.command")]
-    ExecCommand,
-    /// `run_python` (iris-command).
-    #[serde(rename = "exec.python")]
-    ExecPython,
-    /// `run_tool_script` (iris-script): code mode, a Python program whose tool calls
-    /// run through the executor.
-    #[serde(rename = "exec.tool_script")]
-    ExecToolScript,
-    /// `ask_question` (the `ask_question` loop tool): the run loop asks the user and waits for the
-    /// answer.
-    #[serde(rename = "human.ask")]
-    HumanAsk,
-    /// `web_search` (iris-web, Tavily).
-    #[serde(rename = "web.search")]
-    WebSearch,
-    /// `web_fetch` (iris-web, Tavily).
-    #[serde(rename = "web.fetch")]
-    WebFetch,
-}
-
-impl BuiltinKey {
-    /// Every key, in the built-in tool catalog's order.
-    pub const ALL: [BuiltinKey; 12] = [
-        BuiltinKey::FileRead,
-        BuiltinKey::FileList,
-        BuiltinKey::FileGrep,
-        BuiltinKey::FileWrite,
-        BuiltinKey::FileEdit,
-        BuiltinKey::FilePublish,
-        BuiltinKey::ExecCommand,
-        BuiltinKey::ExecPython,
-        BuiltinKey::ExecToolScript,
-        BuiltinKey::HumanAsk,
-        BuiltinKey::WebSearch,
-        BuiltinKey::WebFetch,
-    ];
-
-    /// The YAML key, e.g. `"file.read"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BuiltinKey::FileRead => "file.read",
-            BuiltinKey::FileList => "file.list",
-            BuiltinKey::FileGrep => "file.grep",
-            BuiltinKey::FileWrite => "file.write",
-            BuiltinKey::FileEdit => "file.edit",
-            BuiltinKey::FilePublish => "file.publish",
-            BuiltinKey::ExecCommand => "exec.command",
-            BuiltinKey::ExecPython => "exec.python",
-            BuiltinKey::ExecToolScript => "exec.tool_script",
-            BuiltinKey::HumanAsk => "human.ask",
-            // The web crate names its tools' keys; serde's renames above must match
-            // (`every_builtin_key_parses_in_table_order`).
-            BuiltinKey::WebSearch => iris_web::WebSearchTool::YAML_KEY,
-            BuiltinKey::WebFetch => iris_web::WebFetchTool::YAML_KEY,
-        }
-    }
-
-    /// The model-facing tool name, e.g. `"read_file"`.
-    pub fn tool_name(self) -> &'static str {
-        match self {
-            BuiltinKey::FileRead => "read_file",
-            BuiltinKey::FileList => "list_files",
-            BuiltinKey::FileGrep => "grep_search",
-            BuiltinKey::FileWrite => "write_file",
-            BuiltinKey::FileEdit => "edit_file",
-            BuiltinKey::FilePublish => "publish_artifact",
-            BuiltinKey::ExecCommand => "exec_command",
-            BuiltinKey::ExecPython => "run_python",
-            BuiltinKey::ExecToolScript => "run_tool_script",
-            BuiltinKey::HumanAsk => "ask_question",
-            BuiltinKey::WebSearch => iris_web::WebSearchTool::NAME,
-            BuiltinKey::WebFetch => iris_web::WebFetchTool::NAME,
-        }
-    }
-}
-
-impl fmt::Display for BuiltinKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use crate::catalog::BuiltinKey;
 
 /// The `mcp` section: one MCP file and per-server overrides.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -583,61 +471,6 @@ impl AgentConfig {
             return Err(invalid(
                 "context_policy.discovery",
                 "only `tool_search` reads it: requires context_policy.deferred_tools = true",
-/// The text of an agent YAML file and its YAML document, read the one bounded way:
-/// a regular file of at most 1 MiB whose flow nesting (checked before any parser
-/// sees it) is at most 64 deep, and valid YAML. `file` names it in errors;
-/// `absolute` is read.
-///
-/// # Errors
-/// As [`AgentConfig::load`], except [`Error::Invalid`] for a key.
-pub(crate) fn read_yaml_document(
-    file: &Path,
-    absolute: &Path,
-) -> Result<(String, serde_yaml::Value)> {
-    // Figment treats a missing file as empty, which would silently load defaults.
-    // The read is bounded and checked on the handle: a FIFO or `/dev/zero` named as
-    // the config is refused instead of blocking or filling memory.
-    let text = read_regular_text(absolute, MAX_CONFIG_BYTES).map_err(|e| match e {
-        ReadError::TooLarge { .. } => Error::TooLarge {
-            file: file.to_path_buf(),
-            message: format!("{e} for an agent config"),
-        },
-        ReadError::NotRegular { .. } => Error::NotAFile {
-            file: file.to_path_buf(),
-            message: e.to_string(),
-        },
-        ReadError::Io(e) => Error::NotFound {
-            file: file.to_path_buf(),
-            reason: e.to_string(),
-        },
-        ReadError::NotUtf8 => Error::NotFound {
-            file: file.to_path_buf(),
-            reason: e.to_string(),
-        },
-    })?;
-    // Deep flow nesting costs libyaml quadratic time: refuse it before parsing.
-    if let Err(e) = check_yaml_nesting(&text, MAX_YAML_FLOW_DEPTH) {
-        return Err(Error::TooLarge {
-            file: file.to_path_buf(),
-            message: e.to_string(),
-        });
-    }
-    match serde_yaml::from_str::<serde_yaml::Value>(&text) {
-        Ok(document) => Ok((text, document)),
-        Err(e) => {
-            let location = e.location().map(|l| (l.line(), l.column()));
-            Err(Error::Invalid {
-                file: file.to_path_buf(),
-                key: "<root>".into(),
-                message: format!(
-                    "not valid YAML: {}",
-                    yaml_error_summary(&e.to_string(), location)
-                ),
-            })
-        }
-    }
-}
-
             ));
         }
         if self.web != WebConfig::default()
@@ -645,7 +478,7 @@ pub(crate) fn read_yaml_document(
                 .tools
                 .builtin
                 .iter()
-                .any(|k| matches!(k, BuiltinKey::WebSearch | BuiltinKey::WebFetch))
+                .any(|k| matches!(k.make(), Make::Web(_)))
         {
             return Err(invalid(
                 "web",
@@ -653,7 +486,11 @@ pub(crate) fn read_yaml_document(
             ));
         }
         if !self.tools.script.callable.is_empty()
-            && !self.tools.builtin.contains(&BuiltinKey::ExecToolScript)
+            && !self
+                .tools
+                .builtin
+                .iter()
+                .any(|k| matches!(k.make(), Make::Script(_)))
         {
             return Err(invalid(
                 "tools.script.callable",
@@ -744,6 +581,61 @@ fn read_env_key(key: &figment::value::UncasedStr) -> bool {
     let lower = key.as_str().to_ascii_lowercase();
     let first = lower.split("__").next().unwrap_or_default();
     TOP_LEVEL_KEYS.contains(&first)
+}
+
+/// The text of an agent YAML file and its YAML document, read the one bounded way:
+/// a regular file of at most 1 MiB whose flow nesting (checked before any parser
+/// sees it) is at most 64 deep, and valid YAML. `file` names it in errors;
+/// `absolute` is read.
+///
+/// # Errors
+/// As [`AgentConfig::load`], except [`Error::Invalid`] for a key.
+pub(crate) fn read_yaml_document(
+    file: &Path,
+    absolute: &Path,
+) -> Result<(String, serde_yaml::Value)> {
+    // Figment treats a missing file as empty, which would silently load defaults.
+    // The read is bounded and checked on the handle: a FIFO or `/dev/zero` named as
+    // the config is refused instead of blocking or filling memory.
+    let text = read_regular_text(absolute, MAX_CONFIG_BYTES).map_err(|e| match e {
+        ReadError::TooLarge { .. } => Error::TooLarge {
+            file: file.to_path_buf(),
+            message: format!("{e} for an agent config"),
+        },
+        ReadError::NotRegular { .. } => Error::NotAFile {
+            file: file.to_path_buf(),
+            message: e.to_string(),
+        },
+        ReadError::Io(e) => Error::NotFound {
+            file: file.to_path_buf(),
+            reason: e.to_string(),
+        },
+        ReadError::NotUtf8 => Error::NotFound {
+            file: file.to_path_buf(),
+            reason: e.to_string(),
+        },
+    })?;
+    // Deep flow nesting costs libyaml quadratic time: refuse it before parsing.
+    if let Err(e) = check_yaml_nesting(&text, MAX_YAML_FLOW_DEPTH) {
+        return Err(Error::TooLarge {
+            file: file.to_path_buf(),
+            message: e.to_string(),
+        });
+    }
+    match serde_yaml::from_str::<serde_yaml::Value>(&text) {
+        Ok(document) => Ok((text, document)),
+        Err(e) => {
+            let location = e.location().map(|l| (l.line(), l.column()));
+            Err(Error::Invalid {
+                file: file.to_path_buf(),
+                key: "<root>".into(),
+                message: format!(
+                    "not valid YAML: {}",
+                    yaml_error_summary(&e.to_string(), location)
+                ),
+            })
+        }
+    }
 }
 
 /// figment parses `[` and `{` in an environment value recursively, so a value with

@@ -22,7 +22,7 @@ pub use fetch::{MAX_URLS, MIN_URLS, NO_RESULT_REASON};
 pub use search::{
     DEFAULT_MAX_RESULTS, MAX_EXCLUDE_DOMAINS, MAX_INCLUDE_DOMAINS, MAX_MAX_RESULTS, MIN_MAX_RESULTS,
 };
-pub use tools::{Web, WebFetchTool, WebSearchTool};
+pub use tools::{CATALOG, MakeWebTool, Web, WebFetchTool, WebSearchTool};
 pub use wire::{
     ExtractRequest, ExtractResponse, ExtractedPage, FailedUrl, SearchHit, SearchRequest,
     SearchResponse, TimeRange,

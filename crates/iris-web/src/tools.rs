@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use iris_tools_core::{ToolDefinition, ToolExecutionContext, ToolOutput, tools};
+use iris_tools_core::{Tool, ToolDefinition, ToolExecutionContext, ToolOutput, tools};
 
 use crate::call::TOOL_TIMEOUT_MARGIN;
 use crate::client::TavilyClient;
@@ -189,14 +189,12 @@ impl Web {
     }
 }
 
-/// The names, the YAML key and the one-client constructor of a web tool type.
+/// The name and the one-client constructor of a web tool type.
 macro_rules! web_tool_type {
-    ($tool:ident, $build:ident, $name:literal, $key:literal) => {
+    ($tool:ident, $build:ident, $name:literal) => {
         impl $tool {
             /// The model-facing name.
             pub const NAME: &'static str = $name;
-            /// The `tools.builtin` YAML key.
-            pub const YAML_KEY: &'static str = $key;
 
             /// The tool over a shared client (its own [`Web`] state).
             pub fn new(client: Arc<TavilyClient>) -> Self {
@@ -211,5 +209,31 @@ macro_rules! web_tool_type {
     };
 }
 
-web_tool_type!(WebSearchTool, search_tool, "web_search", "web.search");
-web_tool_type!(WebFetchTool, fetch_tool, "web_fetch", "web.fetch");
+web_tool_type!(WebSearchTool, search_tool, "web_search");
+web_tool_type!(WebFetchTool, fetch_tool, "web_fetch");
+
+/// A constructor of one web tool over a shared client.
+pub type MakeWebTool = fn(&Arc<TavilyClient>) -> Arc<dyn Tool>;
+
+/// The web tools' lines of the built-in tool catalog, in catalog order: each a
+/// `tools.builtin` YAML key, the model tool name and the tool's constructor over a
+/// shared client. Adding a web tool is its `#[tool]` method, its `web_tool_type!`
+/// line and one line here; the runner's `tools.builtin` is the union of every
+/// layer's catalog.
+///
+/// ```
+/// use std::sync::Arc;
+/// use iris_web::{CATALOG, TavilyClient};
+/// let (key, name, make) = CATALOG[0];
+/// assert_eq!((key, name), ("web.search", "web_search"));
+/// let tool = make(&Arc::new(TavilyClient::from_env()));
+/// assert_eq!(tool.definition().name, "web_search");
+/// ```
+pub const CATALOG: [(&str, &str, MakeWebTool); 2] = [
+    ("web.search", WebSearchTool::NAME, |client| {
+        Arc::new(WebSearchTool::new(Arc::clone(client)))
+    }),
+    ("web.fetch", WebFetchTool::NAME, |client| {
+        Arc::new(WebFetchTool::new(Arc::clone(client)))
+    }),
+];

@@ -33,7 +33,6 @@ impl SandboxCheck {
     /// mode or when the agent runs no command (`commands` says whether the assembly
     /// started a command service).
     pub(super) async fn probe(loaded: &LoadedConfig, commands: bool) -> Option<Self> {
-        use iris_runner::config::BuiltinKey as K;
         // The exec tools count even when the assembly failed (on the sandbox itself).
         let commands = commands
             || loaded
@@ -41,7 +40,7 @@ impl SandboxCheck {
                 .tools
                 .builtin
                 .iter()
-                .any(|key| matches!(key, K::ExecCommand | K::ExecPython | K::ExecToolScript));
+                .any(|key| key.needs_command_service());
         let config = match &loaded.config.command {
             Some(config) => config.clone(),
             None if commands => Default::default(),

@@ -1,5 +1,6 @@
 //! The six built-in file tools, as the `#[tool]` methods of one `#[tools]` impl block
-//! over the [`FileService`], and their YAML keys.
+//! over the [`FileService`], and their catalog ([`CATALOG`]: YAML keys, names,
+//! constructors).
 //!
 //! Each method's signature is the tool's input: the macro derives the published JSON
 //! Schema from it (descriptions from the `///` comments, bounds from the parameter
@@ -47,46 +48,41 @@ const DEFAULT_MAX: MaxResults = match UInt::new(DEFAULT_MAX_RESULTS) {
     None => panic!("DEFAULT_MAX_RESULTS exceeds MAX_RESULTS_LIMIT"),
 };
 
-/// The YAML keys of the built-in file tools (`tools.builtin` in agent YAML) and the
-/// model-facing names they map to.
-pub mod keys {
-    /// `file.read` → `read_file`.
-    pub const FILE_READ: &str = "file.read";
-    /// `file.list` → `list_files`.
-    pub const FILE_LIST: &str = "file.list";
-    /// `file.grep` → `grep_search`.
-    pub const FILE_GREP: &str = "file.grep";
-    /// `file.write` → `write_file`.
-    pub const FILE_WRITE: &str = "file.write";
-    /// `file.edit` → `edit_file`.
-    pub const FILE_EDIT: &str = "file.edit";
-    /// `file.publish` → `publish_artifact`.
-    pub const FILE_PUBLISH: &str = "file.publish";
+/// A constructor of one file tool on a shared [`FileService`] (and so its read
+/// observations).
+pub type MakeFileTool = fn(&Arc<FileService>) -> Arc<dyn Tool>;
 
-    /// Every key with its model tool name, in catalog order.
-    pub const ALL: [(&str, &str); 6] = [
-        (FILE_READ, "read_file"),
-        (FILE_LIST, "list_files"),
-        (FILE_GREP, "grep_search"),
-        (FILE_WRITE, "write_file"),
-        (FILE_EDIT, "edit_file"),
-        (FILE_PUBLISH, "publish_artifact"),
-    ];
-
-    /// The model tool name for a YAML key.
-    ///
-    /// ```
-    /// assert_eq!(iris_files::keys::model_name("file.grep"), Some("grep_search"));
-    /// assert_eq!(iris_files::keys::model_name("file.nope"), None);
-    /// ```
-    pub fn model_name(key: &str) -> Option<&'static str> {
-        ALL.iter().find(|(k, _)| *k == key).map(|(_, name)| *name)
-    }
-}
+/// The file tools' lines of the built-in tool catalog, in catalog order: each a
+/// `tools.builtin` YAML key, the model tool name and the tool's constructor. Adding a
+/// file tool is its `#[tool]` method below plus one line here; the runner's
+/// `tools.builtin` is the union of every layer's catalog.
+///
+/// ```
+/// use std::sync::Arc;
+/// use iris_files::{CATALOG, FileService};
+/// let service = Arc::new(FileService::default());
+/// let (key, name, make) = CATALOG[2];
+/// assert_eq!((key, name), ("file.grep", "grep_search"));
+/// assert_eq!(make(&service).definition().name, "grep_search");
+/// ```
+pub const CATALOG: [(&str, &str, MakeFileTool); 6] = [
+    ("file.read", "read_file", |s| Arc::new(s.read_file_tool())),
+    ("file.list", "list_files", |s| Arc::new(s.list_files_tool())),
+    ("file.grep", "grep_search", |s| {
+        Arc::new(s.grep_search_tool())
+    }),
+    ("file.write", "write_file", |s| {
+        Arc::new(s.write_file_tool())
+    }),
+    ("file.edit", "edit_file", |s| Arc::new(s.edit_file_tool())),
+    ("file.publish", "publish_artifact", |s| {
+        Arc::new(s.publish_artifact_tool())
+    }),
+];
 
 // The tools. A method's doc comment is the model-facing description (What /
-// When with alternatives / Precondition, one line each); `metadata(yaml_key = …)` repeats
-// the `keys` constants, which the definition tests check. The read-only tools keep
+// When with alternatives / Precondition, one line each); its YAML key is its line in
+// `CATALOG`. The read-only tools keep
 // observation retention: their old results may be reduced to a preview, since they
 // can be read again.
 #[tools(vis = "pub")]
@@ -98,8 +94,7 @@ impl FileService {
         normalize_input,
         capabilities(read),
         context_retention = "observation",
-        tags("file", "read", "image", "page"),
-        metadata(yaml_key = "file.read")
+        tags("file", "read", "image", "page")
     )]
     async fn read_file(
         self: &Arc<Self>,
@@ -139,8 +134,7 @@ impl FileService {
         normalize_input,
         capabilities(read),
         context_retention = "observation",
-        tags("file", "list", "find", "glob", "directory"),
-        metadata(yaml_key = "file.list")
+        tags("file", "list", "find", "glob", "directory")
     )]
     async fn list_files(
         self: &Arc<Self>,
@@ -170,8 +164,7 @@ impl FileService {
         normalize_input,
         capabilities(read),
         context_retention = "observation",
-        tags("file", "search", "grep", "regex", "text"),
-        metadata(yaml_key = "file.grep")
+        tags("file", "search", "grep", "regex", "text")
     )]
     async fn grep_search(
         self: &Arc<Self>,
@@ -202,8 +195,7 @@ impl FileService {
         normalize_input,
         capabilities(write),
         concurrency_safe = false,
-        tags("file", "write", "create", "overwrite"),
-        metadata(yaml_key = "file.write")
+        tags("file", "write", "create", "overwrite")
     )]
     async fn write_file(
         self: &Arc<Self>,
@@ -228,8 +220,7 @@ impl FileService {
         normalize_input,
         capabilities(write),
         concurrency_safe = false,
-        tags("file", "edit", "replace", "patch"),
-        metadata(yaml_key = "file.edit")
+        tags("file", "edit", "replace", "patch")
     )]
     async fn edit_file(
         self: &Arc<Self>,
@@ -259,8 +250,7 @@ impl FileService {
     #[tool(
         normalize_input,
         capabilities(write),
-        tags("file", "publish", "artifact", "download", "share"),
-        metadata(yaml_key = "file.publish")
+        tags("file", "publish", "artifact", "download", "share")
     )]
     async fn publish_artifact(
         self: &Arc<Self>,
@@ -293,10 +283,9 @@ impl FileService {
     }
 }
 
-/// Names the generated type of one tool method, keeps its `new` constructor, and adds
-/// the tool's by-key constructor (`file_read` for `file.read`, …).
+/// Names the generated type of one tool method and keeps its `new` constructor.
 macro_rules! tool_type {
-    ($(#[$doc:meta])* $alias:ident = $generated:ident, $make:ident, $by_key:ident, $key:literal) => {
+    ($(#[$doc:meta])* $alias:ident = $generated:ident, $make:ident) => {
         $(#[$doc])*
         pub type $alias = $generated;
 
@@ -305,11 +294,6 @@ macro_rules! tool_type {
             pub fn new(service: Arc<FileService>) -> Self {
                 service.$make()
             }
-        }
-
-        #[doc = concat!("`", $key, "`: the [`", stringify!($alias), "`] on `service`.")]
-        pub fn $by_key(service: &Arc<FileService>) -> Arc<dyn Tool> {
-            Arc::new(service.$make())
         }
     };
 }
@@ -320,7 +304,7 @@ tool_type! {
     /// `data.next_offset` / `data.next_column` to continue; imports PNG/JPEG/WebP files
     /// as image content (paging ignored); refuses binary files. Every successful read
     /// records this session's observation of the file.
-    ReadFileTool = FileServiceReadFileTool, read_file_tool, file_read, "file.read"
+    ReadFileTool = FileServiceReadFileTool, read_file_tool
 }
 
 tool_type! {
@@ -328,7 +312,7 @@ tool_type! {
     /// path, filtered by an optional glob `pattern`, at most `max_results` (0–1000,
     /// default 200) with the exact total. `.git` and `.iris` are never entered and
     /// gitignored files are skipped by default; symlinks are not followed.
-    ListFilesTool = FileServiceListFilesTool, list_files_tool, file_list, "file.list"
+    ListFilesTool = FileServiceListFilesTool, list_files_tool
 }
 
 tool_type! {
@@ -338,7 +322,7 @@ tool_type! {
     /// sorted by path then line, with exact totals. Long lines are clipped around the
     /// match; `.git`, `.iris`, gitignored and binary files are skipped, and so are files
     /// with a line over `grep_max_line_bytes` (`data.skipped_long_lines`).
-    GrepSearchTool = FileServiceGrepSearchTool, grep_search_tool, file_grep, "file.grep"
+    GrepSearchTool = FileServiceGrepSearchTool, grep_search_tool
 }
 
 tool_type! {
@@ -346,7 +330,7 @@ tool_type! {
     /// whole file, atomically. Replacing an existing file requires this session's read
     /// observation to still match it (`READ_REQUIRED` / `STALE_READ` otherwise);
     /// permissions are kept. A successful write becomes the session's new observation.
-    WriteFileTool = FileServiceWriteFileTool, write_file_tool, file_write, "file.write"
+    WriteFileTool = FileServiceWriteFileTool, write_file_tool
 }
 
 tool_type! {
@@ -354,7 +338,7 @@ tool_type! {
     /// `new_string`. The file must have been read in this session and be unchanged
     /// since (`READ_REQUIRED` / `STALE_READ`); zero matches is `EDIT_NO_MATCH`, several
     /// is `EDIT_AMBIGUOUS` with the count. The write is atomic and keeps permissions.
-    EditFileTool = FileServiceEditFileTool, edit_file_tool, file_edit, "file.edit"
+    EditFileTool = FileServiceEditFileTool, edit_file_tool
 }
 
 tool_type! {
@@ -365,7 +349,7 @@ tool_type! {
     /// are `FILE_TOO_LARGE`, holes stay holes, and a symlinked `.iris` is refused
     /// (`ARTIFACT_ERROR`). It does not refresh read observations: publishing is not
     /// reading.
-    PublishArtifactTool = FileServicePublishArtifactTool, publish_artifact_tool, file_publish, "file.publish"
+    PublishArtifactTool = FileServicePublishArtifactTool, publish_artifact_tool
 }
 
 /// The tool for one YAML key, or `None` for a key that is not a file tool.
@@ -378,16 +362,10 @@ tool_type! {
 /// assert!(builtin_tool("exec.command", &service).is_none());
 /// ```
 pub fn builtin_tool(key: &str, service: &Arc<FileService>) -> Option<Arc<dyn Tool>> {
-    let make: fn(&Arc<FileService>) -> Arc<dyn Tool> = match key {
-        keys::FILE_READ => file_read,
-        keys::FILE_LIST => file_list,
-        keys::FILE_GREP => file_grep,
-        keys::FILE_WRITE => file_write,
-        keys::FILE_EDIT => file_edit,
-        keys::FILE_PUBLISH => file_publish,
-        _ => return None,
-    };
-    Some(make(service))
+    CATALOG
+        .iter()
+        .find(|(k, _, _)| *k == key)
+        .map(|(_, _, make)| make(service))
 }
 
 /// All six file tools sharing `service` (and so its read observations), in catalog

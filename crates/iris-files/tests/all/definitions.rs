@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use iris_files::{FileService, builtin_tool, builtin_tools, keys};
+use iris_files::{CATALOG, FileService, builtin_tool, builtin_tools};
 use iris_tools_core::{ContextRetention, ToolCapability, ToolRegistry};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// A description is exactly three lines (What / When with alternatives / Precondition),
 /// 60–200 characters, English (ASCII) only.
@@ -131,7 +131,9 @@ fn keys_names_and_capabilities() {
             ContextRetention::Keep,
         ),
     ] {
-        assert_eq!(keys::model_name(key), Some(name));
+        let line = CATALOG.iter().find(|(k, _, _)| *k == key).unwrap();
+        assert_eq!(line.1, name);
+        assert_eq!((line.2)(&service).definition().name, name);
         let tool = builtin_tool(key, &service).unwrap();
         let def = tool.definition();
         assert_eq!(def.name, name);
@@ -150,10 +152,15 @@ fn keys_names_and_capabilities() {
             "{name}"
         );
         assert_eq!(def.context_retention, retention, "{name}");
-        assert_eq!(def.metadata["yaml_key"], json!(key));
     }
     assert!(builtin_tool("file.delete", &service).is_none());
-    assert_eq!(keys::ALL.len(), 6);
+    // The catalog lists every tool the service has, in the service's order.
+    let names: Vec<String> = builtin_tools()
+        .iter()
+        .map(|t| t.definition().name.clone())
+        .collect();
+    let listed: Vec<&str> = CATALOG.iter().map(|(_, name, _)| *name).collect();
+    assert_eq!(names, listed);
 }
 
 #[test]

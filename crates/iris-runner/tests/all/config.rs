@@ -71,12 +71,12 @@ fn missing_file_is_config_not_found() {
 
 #[test]
 fn every_builtin_key_parses_in_table_order() {
-    let keys: Vec<&str> = BuiltinKey::ALL.iter().map(|k| k.as_str()).collect();
+    let keys: Vec<&str> = BuiltinKey::all().iter().map(|k| k.as_str()).collect();
     let yaml = format!("tools:\n  builtin: [{}]\n", keys.join(", "));
     let fx = Fixture::new(&yaml, &[]);
     let loaded = AgentConfig::load_with_env(fx.file(), false).unwrap();
-    assert_eq!(loaded.config.tools.builtin, BuiltinKey::ALL.to_vec());
-    let names: Vec<&str> = BuiltinKey::ALL.iter().map(|k| k.tool_name()).collect();
+    assert_eq!(loaded.config.tools.builtin, BuiltinKey::all().to_vec());
+    let names: Vec<&str> = BuiltinKey::all().iter().map(|k| k.tool_name()).collect();
     assert_eq!(
         names,
         [
@@ -202,7 +202,7 @@ fn configuration_reference_matches_the_types() {
     let yaml = &doc[start..start + doc[start..].find("```").unwrap()];
     let fx = Fixture::new(yaml, &[]);
     let loaded = AgentConfig::load_with_env(fx.file(), false).unwrap();
-    assert_eq!(loaded.config.tools.builtin, BuiltinKey::ALL.to_vec());
+    assert_eq!(loaded.config.tools.builtin, BuiltinKey::all().to_vec());
     for key in iris_runner::config::TOP_LEVEL_KEYS {
         assert!(
             yaml.contains(&format!("\n{key}:")) || yaml.starts_with(&format!("{key}:")),
@@ -210,7 +210,7 @@ fn configuration_reference_matches_the_types() {
         );
         assert!(doc.contains(&format!("| `{key}")), "{key} has no table row");
     }
-    for key in BuiltinKey::ALL {
+    for key in BuiltinKey::all() {
         assert!(
             doc.contains(&format!("`{key}` (`{}`)", key.tool_name())),
             "{key}"

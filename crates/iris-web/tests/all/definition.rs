@@ -30,13 +30,21 @@ fn web_fetch_definition() {
 
 #[test]
 fn names_and_yaml_keys_match_the_seed_catalog() {
+    let client = Arc::new(TavilyClient::from_env());
+    let lines: Vec<(&str, &str, String)> = iris_web::CATALOG
+        .iter()
+        .map(|(key, name, make)| (*key, *name, make(&client).definition().name.clone()))
+        .collect();
     assert_eq!(
-        (WebSearchTool::YAML_KEY, WebSearchTool::NAME),
-        ("web.search", "web_search")
+        lines,
+        [
+            ("web.search", "web_search", "web_search".to_owned()),
+            ("web.fetch", "web_fetch", "web_fetch".to_owned())
+        ]
     );
     assert_eq!(
-        (WebFetchTool::YAML_KEY, WebFetchTool::NAME),
-        ("web.fetch", "web_fetch")
+        (WebSearchTool::NAME, WebFetchTool::NAME),
+        ("web_search", "web_fetch")
     );
     let names: Vec<String> = tools()
         .iter()
