@@ -15,7 +15,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use iris_command::{CommandBinding, CommandService};
+use iris_command::{CommandBinding, CommandConfig, CommandMode, CommandService, SandboxPolicy};
 use iris_decision::{DecisionConfig, EvaluatorHandle, JevClient, decision_tool_search};
 use iris_discovery::{BackendKind, BuiltBackend, DisclosureLayer, ToolSearchTool};
 use iris_executor::{DefaultPermissionPolicy, ToolExecutor, ToolMiddleware};
@@ -86,6 +86,9 @@ pub struct ToolEnvironment {
     pub secret_targets: Vec<Arc<dyn SecretTarget>>,
     /// The host keys the assembly used: a subagent's child is assembled with them.
     pub(crate) host: HostRegistry,
+    /// The command service command hooks run through: native always (in Docker mode
+    /// a service of its own, owned; natively `command`, borrowed).
+    pub(crate) hook_command: Option<CommandBinding>,
 }
 
 impl ToolEnvironment {
@@ -95,7 +98,8 @@ impl ToolEnvironment {
     }
 
     /// Closes everything the assembly started: the MCP servers, an owned decision
-    /// client, then the command service. Safe to call twice.
+    /// client, then the command services (the hooks' own, in Docker mode, and the
+    /// tools'). Safe to call twice.
     ///
     /// # Errors
     /// [`Error::Assembly`] when the command service fails to close.
@@ -106,11 +110,13 @@ impl ToolEnvironment {
         if let Some(evaluator) = &self.decision_evaluator {
             evaluator.close().await;
         }
-        if let Some(binding) = &self.command {
-            binding.close().await.map_err(|e| Error::Assembly {
-                key: "command".into(),
-                message: format!("{}: {e}", e.code()),
-            })?;
+        for (key, binding) in [("hooks", &self.hook_command), ("command", &self.command)] {
+            if let Some(binding) = binding {
+                binding.close().await.map_err(|e| Error::Assembly {
+                    key: key.into(),
+                    message: format!("{}: {e}", e.code()),
+                })?;
+            }
         }
         Ok(())
     }
@@ -209,27 +215,91 @@ async fn build(
         _ => None,
     };
     let child = matches!(role, Role::Child(_));
-    // Everything after this point must close the command service on failure.
-    match assemble(loaded, host, command.clone(), only_for, child).await {
+    // Everything after this point must close the command services on failure.
+    let hook_command = match hook_command(loaded, &workspace, command.as_ref()).await {
+        Ok(binding) => binding,
+        Err(err) => {
+            close_quietly([&command]).await;
+            return Err(err);
+        }
+    };
+    let commands = Commands {
+        tools: command,
+        hooks: hook_command,
+    };
+    match assemble(loaded, host, &commands, only_for, child).await {
         Ok(env) => Ok(env),
         Err(err) => {
-            if let Some(binding) = &command {
-                // The assembly error is the one worth reporting; a close failure on
-                // top of it would only hide it.
-                let _ = binding.close().await;
-            }
+            close_quietly([&commands.tools, &commands.hooks]).await;
             Err(err)
         }
     }
 }
 
+/// Closes what assembly started before it failed. The assembly error is the one
+/// worth reporting; a close failure on top of it would only hide it.
+async fn close_quietly<const N: usize>(bindings: [&Option<CommandBinding>; N]) {
+    for binding in bindings.into_iter().flatten() {
+        let _ = binding.close().await;
+    }
+}
+
+/// The command services of one assembly.
+struct Commands {
+    /// The one the model's command tools run through (native or Docker).
+    tools: Option<CommandBinding>,
+    /// The one command hooks run through: always on the host ([`hook_command`]).
+    hooks: Option<CommandBinding>,
+}
+
+/// The command service command hooks run through, when the YAML has command hooks:
+/// always a native one, on the host. A hook is the owner's policy; in Docker mode the
+/// tools' service runs its calls in the agent's long-lived container, which the
+/// model's own `exec_command` calls can change, so a `tool.before` hook there would
+/// run where the model can tamper with it. Natively the tools' service is reused
+/// (borrowed); in Docker mode a native service of the same timeout and environment
+/// settings is started, outside the command sandbox like every hook.
+async fn hook_command(
+    loaded: &LoadedConfig,
+    workspace: &Path,
+    tools: Option<&CommandBinding>,
+) -> Result<Option<CommandBinding>> {
+    let config = &loaded.config;
+    let has_command_hooks = config
+        .hooks
+        .iter()
+        .any(|h| matches!(h.handler, HandlerSpec::Command { .. }));
+    let Some(tools) = tools.filter(|_| has_command_hooks) else {
+        return Ok(None);
+    };
+    if tools.mode() == CommandMode::Native {
+        return Ok(Some(CommandBinding::borrowed(tools)));
+    }
+    let failed = |e: iris_command::CommandError| Error::Assembly {
+        key: "hooks".into(),
+        message: format!("{}: the hooks' native command service: {e}", e.code()),
+    };
+    let own = config.command.clone().unwrap_or_default();
+    let mut native = CommandConfig::native();
+    native.timeout_seconds = own.timeout_seconds;
+    native.env = own.env;
+    native.env_passthrough = own.env_passthrough;
+    // Hooks run outside the sandbox (`CommandRequest::owner`); with it off, the
+    // service needs no sandbox helper either.
+    native.sandbox = SandboxPolicy::off();
+    let service = CommandService::new(native, workspace).map_err(failed)?;
+    service.prepare().await.map_err(failed)?;
+    Ok(Some(CommandBinding::owned(service)))
+}
+
 async fn assemble(
     loaded: &LoadedConfig,
     host: &HostRegistry,
-    command: Option<CommandBinding>,
+    commands: &Commands,
     only_for: Option<&str>,
     child: bool,
 ) -> Result<ToolEnvironment> {
+    let command = commands.tools.clone();
     let config = &loaded.config;
     let workspace = loaded.workspace.clone();
     let registry = ToolRegistry::new();
@@ -369,7 +439,7 @@ async fn assemble(
         );
     }
 
-    let hooks = build_hooks(config, host, command.as_ref())?;
+    let hooks = build_hooks(config, host, commands.hooks.as_ref())?;
     let mut executor = ToolExecutor::new(registry.clone()).with_permission_policy(
         DefaultPermissionPolicy::new()
             .write_mode(config.permissions.write_mode)
@@ -504,6 +574,7 @@ async fn assemble(
         decision,
         decision_evaluator,
         command,
+        hook_command: commands.hooks.clone(),
         hooks,
         mcp,
         notes,

@@ -353,6 +353,36 @@ async fn command_hook_denies_before_the_body() {
     env.close().await.unwrap();
 }
 
+/// Command hooks are the owner's policy and run on the host, never in the agent's
+/// container: in Docker mode (a real engine) a `tool.before` hook, run in the
+/// workspace, writes its folder to a marker in a host folder the container does not
+/// mount — in the container it could not, and the call would be denied — while the
+/// call itself runs in the container, which does not see the marker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn command_hooks_run_on_the_host_in_docker_mode() {
+    let outside = tempfile::tempdir().unwrap();
+    let marker = outside.path().join("hook-ran");
+    let yaml = format!(
+        "tools:\n  builtin: [exec.command]\npermissions:\n  execute_mode: allow\n\
+         command:\n  mode: docker\nhooks:\n  - name: where\n    event: tool.before\n    \
+         handler: {{type: command, command: \"pwd > {} && test -f iris.yaml && echo '{{}}'\"}}\n",
+        marker.display()
+    );
+    let fx = Fixture::new(&yaml, &[]);
+    let env = build(&fx, &HostRegistry::new()).await.unwrap();
+    let probe = format!("test ! -e {} && echo in-container", marker.display());
+    let result = call(&env, "exec_command", json!({ "command": probe })).await;
+    assert!(!result.is_error(), "{result:?}");
+    assert!(result.model_content().contains("in-container"), "{result:?}");
+    let ran_in = std::fs::read_to_string(&marker).expect("the hook did not run on the host");
+    assert_eq!(
+        ran_in.trim(),
+        fx.root().canonicalize().unwrap().to_str().unwrap()
+    );
+    env.close().await.unwrap();
+    assert!(env.command.as_ref().unwrap().is_closed());
+}
+
 /// A decision config that enables no junction is loaded and checked, and the notes
 /// say that nothing asks the decision model; one that enables discovery has no such
 /// note.
