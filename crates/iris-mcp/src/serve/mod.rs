@@ -56,7 +56,8 @@ pub const STATELESS_SESSION: &str = "mcp-stateless";
 /// callable) and what a call's context carries.
 ///
 /// A scope lives as long as its session: the server drops it when the session ends
-/// (stdin closes, an HTTP session is deleted or the server stops), so per-session state
+/// (stdin closes, an HTTP session is deleted or idle for 5 minutes, the server stops), so
+/// per-session state
 /// kept in it (reveals, read observations) goes with the session.
 pub trait SessionScope: Send + Sync + fmt::Debug {
     /// The tools to list now, in registration order.
