@@ -57,8 +57,7 @@ pub const STATELESS_SESSION: &str = "mcp-stateless";
 ///
 /// A scope lives as long as its session: the server drops it when the session ends
 /// (stdin closes, an HTTP session is deleted or idle for 5 minutes, the server stops), so
-/// per-session state
-/// kept in it (reveals, read observations) goes with the session.
+/// per-session state kept in it (reveals, read observations) goes with the session.
 pub trait SessionScope: Send + Sync + fmt::Debug {
     /// The tools to list now, in registration order.
     fn listed(&self) -> Vec<Arc<dyn Tool>>;
