@@ -19,13 +19,14 @@
 //! list them, and code mode (`run_tool_script`) never offers them
 //! ([`ToolDefinition::script_callable`] is `false`).
 
+use std::any::TypeId;
 use std::fmt;
 use std::sync::Arc;
 
 use iris_providers::chat::ModelToolCall;
 use iris_tools_core::{
     BoxFuture, Tool, ToolDefinition, ToolErrorInfo, ToolExecutionContext, ToolInput, ToolOutput,
-    codes, typed::schema_for_input,
+    ToolRegistry, codes, typed::schema_for_input,
 };
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -150,6 +151,8 @@ pub struct RunLoopTool {
 
 /// What a [`RunLoopTool`] is made of, shared with the loop that answers its calls.
 pub(crate) struct LoopEntry {
+    /// Which `LoopTool` it is (its type), so the loop finds one of its own by type.
+    kind: TypeId,
     definition: ToolDefinition,
     /// The schema that input is checked against (the model's, or a looser one when
     /// the tool answers a value outside an `enum` itself, with a better error).
@@ -176,6 +179,18 @@ pub(crate) fn loop_tool_of(tool: &dyn Tool) -> Option<Arc<LoopEntry>> {
     input.take_parsed::<LoopMarker>().map(|marker| marker.0)
 }
 
+/// The registry's entry named `name` when it is the loop tool `T` (a host's own tool
+/// of that name is not).
+pub(crate) fn registered<T: LoopTool>(
+    registry: &ToolRegistry,
+    name: &str,
+) -> Option<Arc<dyn Tool>> {
+    let tool = registry.get(name).ok()?;
+    loop_tool_of(tool.as_ref())
+        .is_some_and(|entry| entry.kind == TypeId::of::<T>())
+        .then_some(tool)
+}
+
 impl RunLoopTool {
     /// The registry entry of `tool`, its schema derived from its input type.
     pub(crate) fn new<T: LoopTool>(tool: T) -> Self {
@@ -199,6 +214,7 @@ impl RunLoopTool {
         let validator = jsonschema::draft202012::new(checked).map_err(|e| e.to_string());
         Self {
             entry: Arc::new(LoopEntry {
+                kind: TypeId::of::<T>(),
                 definition,
                 validator,
                 body: Box::new(tool),

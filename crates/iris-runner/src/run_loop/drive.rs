@@ -2,6 +2,8 @@
 
 #[allow(clippy::wildcard_imports)] // The loop's shared types and imports, as in one file.
 use super::*;
+use crate::loop_tool::registered;
+use crate::loop_tools::store_secret::StoreSecret;
 
 /// The `chat` span of one model request (OpenTelemetry GenAI conventions).
 pub(super) fn chat_span(inner: &Inner, request: &CompletionRequest) -> tracing::Span {
@@ -108,11 +110,13 @@ impl AgentRunner {
                 .cloned()
                 .unwrap_or_default();
             let mut sent = disclosure.request_specs(&view, inner.config.schema_budget);
-            // After an auth failure that named a secret of this run, `store_secret`
-            // (a system-use tool, outside every view) is offered.
+            // After an auth failure that named a secret of this run, the loop's own
+            // `store_secret` (a system-use tool, outside every view; found by type) is
+            // offered.
             if !state.record.secrets_asked.is_empty()
                 && !sent.specs.iter().any(|s| s.name == STORE_SECRET)
-                && let Ok(tool) = inner.executor.registry().get(STORE_SECRET)
+                && let Some(tool) =
+                    registered::<StoreSecret>(inner.executor.registry(), STORE_SECRET)
             {
                 sent.specs.push(tool.definition().to_spec());
             }

@@ -1141,3 +1141,67 @@ fn host_tools_named_like_loop_tools_run_their_bodies() {
         );
     });
 }
+
+/// Declares the secret `HOST_KEY` and takes any value.
+#[derive(Debug)]
+struct HostKey;
+
+impl iris_runner::SecretTarget for HostKey {
+    fn secret_names(&self) -> Vec<String> {
+        vec!["HOST_KEY".into()]
+    }
+
+    fn set_secret(&self, _: &str, _: &iris_runner::SecretValue) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// After an auth failure naming a secret of the run, the loop offers its own
+/// `store_secret`, found by type: a host's own system tool of that name is not it, and
+/// is not offered (it stays outside the view like any system tool).
+#[test]
+fn the_loops_store_secret_is_found_by_type() {
+    runtime().block_on(async {
+        let registry = ToolRegistry::new();
+        let fetch = ToolDefinition::new(
+            "fetch_report",
+            "Fetches the report.",
+            json!({"type": "object"}),
+        );
+        registry
+            .register(FnTool::new(fetch, |_, _| async {
+                ToolOutput::error(
+                    iris_tools_core::ToolErrorInfo::new("AUTH_REQUIRED", "the key is missing")
+                        .with_detail("secret", "HOST_KEY"),
+                )
+            }))
+            .unwrap();
+        let own = ToolDefinition::new(
+            "store_secret",
+            "The host's own system tool of that name.",
+            json!({"type": "object"}),
+        )
+        .with_system_use(true);
+        registry
+            .register(FnTool::new(own, |_, _| async {
+                ToolOutput::text("the host's body ran")
+            }))
+            .unwrap();
+        let requests = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let provider = Recording {
+            inner: ScriptedProvider::from_yaml(
+                "- tool_calls: [{name: fetch_report}]\n- {expect_tool_results: 1, text: done}\n",
+            )
+            .unwrap(),
+            requests: Arc::clone(&requests),
+        };
+        let runner = AgentRunner::builder(provider, ToolExecutor::new(registry))
+            .secret_target(Arc::new(HostKey))
+            .build();
+        let all = events(&runner, "Go").await;
+        assert_eq!(outcome(&all).output(), Some("done"), "{all:#?}");
+        let requests = requests.lock().unwrap().clone();
+        let offered: Vec<&str> = requests[1].tools.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(offered, ["fetch_report"]);
+    });
+}
