@@ -151,17 +151,30 @@ impl From<String> for RunInput {
     }
 }
 
+/// The built runner: the builder's [`RunnerConfig`] and [`RunnerParts`] moved in
+/// whole, and what `build` derives from the rest (the retrying provider, the executor
+/// with its strict-mode layer, the secrets).
 pub(crate) struct Inner {
     /// The settings, as the builder held them.
     pub(crate) config: RunnerConfig,
+    /// What the run works with, as the builder held it.
+    pub(crate) parts: RunnerParts,
     pub(crate) provider: ModelClient,
     pub(crate) provider_name: String,
     pub(crate) executor: ToolExecutor,
+    pub(crate) secrets: Secrets,
+}
+
+/// What a runner works with besides its settings and its model and executor, one
+/// struct held by [`AgentRunnerBuilder`] and moved whole into the runner.
+#[derive(Default)]
+pub(crate) struct RunnerParts {
+    /// The hooks whose `run.started` / `run.finished` the loop fires.
     pub(crate) hooks: Option<HookDispatcher>,
     pub(crate) interactions: Option<Arc<dyn InteractionHandler>>,
     pub(crate) store: Option<Arc<dyn RunStore>>,
+    /// The tool environment the runner owns and closes (YAML route).
     pub(crate) env: Option<ToolEnvironment>,
-    pub(crate) secrets: Secrets,
     pub(crate) subagents: Option<Arc<Subagents>>,
     pub(crate) child_providers: Option<Arc<dyn ChildProviderFactory>>,
     pub(crate) is_child: bool,
@@ -301,7 +314,7 @@ impl AgentRunner {
             ToolSource::Assemble(host) => {
                 let env = build_tool_registry(loaded, host).await?;
                 let mut builder = AgentRunnerBuilder::from_yaml(loaded, &env, &model, provider);
-                builder.env = Some(env);
+                builder.parts.env = Some(env);
                 builder
             }
             ToolSource::Assembled(env) => {
@@ -354,7 +367,7 @@ impl AgentRunner {
     /// The environment [`AgentRunner::from_config_path`] assembled (`None` for a
     /// runner built with [`AgentRunner::builder`]).
     pub fn environment(&self) -> Option<&ToolEnvironment> {
-        self.inner.env.as_ref()
+        self.inner.parts.env.as_ref()
     }
 
     /// The provider's name (`openai`, `scripted`, …) and the model.
@@ -368,7 +381,7 @@ impl AgentRunner {
     /// # Errors
     /// As [`ToolEnvironment::close`].
     pub async fn close(&self) -> Result<()> {
-        match &self.inner.env {
+        match &self.inner.parts.env {
             Some(env) => env.close().await,
             None => Ok(()),
         }
@@ -481,7 +494,7 @@ impl AgentRunner {
     /// The run store, when the runner has one (the YAML's `run_store`, or
     /// [`AgentRunnerBuilder::run_store`]).
     pub fn run_store(&self) -> Option<&Arc<dyn RunStore>> {
-        self.inner.store.as_ref()
+        self.inner.parts.store.as_ref()
     }
 }
 
@@ -552,22 +565,14 @@ impl ResumeStream {
 /// Builds an [`AgentRunner`] from parts ([`AgentRunner::builder`]).
 pub struct AgentRunnerBuilder {
     config: RunnerConfig,
+    parts: RunnerParts,
     provider: ModelClient,
     provider_name: String,
     executor: ToolExecutor,
-    hooks: Option<HookDispatcher>,
-    interactions: Option<Arc<dyn InteractionHandler>>,
-    store: Option<Arc<dyn RunStore>>,
-    env: Option<ToolEnvironment>,
     secret_targets: Vec<Arc<dyn SecretTarget>>,
     /// A child's: the targets of the runs above it ([`Secrets::with_ancestors`]).
     ancestor_secret_targets: Vec<Arc<dyn SecretTarget>>,
     secret_store: Option<Arc<dyn SecretStore>>,
-    subagents: Option<Arc<Subagents>>,
-    child_providers: Option<Arc<dyn ChildProviderFactory>>,
-    is_child: bool,
-    mcp: Option<Arc<MCPManager>>,
-    model_config: Option<ModelConfig>,
     retry: RetryPolicy,
 }
 
@@ -663,7 +668,7 @@ impl AgentRunnerBuilder {
             builder = builder.agent_id(stem);
         }
         if let Some(catalog) = &env.subagents {
-            builder.subagents = Some(Arc::new(Subagents {
+            builder.parts.subagents = Some(Arc::new(Subagents {
                 catalog: catalog.clone(),
                 workspace: env.workspace.clone(),
                 permissions: *permissions,
@@ -671,29 +676,21 @@ impl AgentRunnerBuilder {
                 host: env.host.clone(),
             }));
         }
-        builder.mcp.clone_from(&env.mcp);
-        builder.model_config = Some(model.clone());
+        builder.parts.mcp.clone_from(&env.mcp);
+        builder.parts.model_config = Some(model.clone());
         builder
     }
 
     fn from_source(provider: ModelClient, executor: ToolExecutor) -> Self {
         Self {
             config: RunnerConfig::default(),
+            parts: RunnerParts::default(),
             provider,
             provider_name: String::new(),
             executor,
-            hooks: None,
-            interactions: None,
-            store: None,
-            env: None,
             secret_targets: Vec::new(),
             ancestor_secret_targets: Vec::new(),
             secret_store: None,
-            subagents: None,
-            child_providers: None,
-            is_child: false,
-            mcp: None,
-            model_config: None,
             retry: RetryPolicy::default(),
         }
     }
@@ -764,7 +761,7 @@ impl AgentRunnerBuilder {
     /// (Tool hooks are the executor's: give it the same dispatcher.)
     #[must_use]
     pub fn hooks(mut self, hooks: HookDispatcher) -> Self {
-        self.hooks = Some(hooks);
+        self.parts.hooks = Some(hooks);
         self
     }
 
@@ -773,7 +770,7 @@ impl AgentRunnerBuilder {
     /// Its tools must be in the executor's registry.
     #[must_use]
     pub fn mcp_manager(mut self, manager: Arc<MCPManager>) -> Self {
-        self.mcp = Some(manager);
+        self.parts.mcp = Some(manager);
         self
     }
 
@@ -784,7 +781,7 @@ impl AgentRunnerBuilder {
     /// [`ELICITATION_NO_HOST`] or [`ELICITATION_NOT_ANSWERED`]).
     #[must_use]
     pub fn interaction_handler(mut self, handler: impl InteractionHandler + 'static) -> Self {
-        self.interactions = Some(Arc::new(handler));
+        self.parts.interactions = Some(Arc::new(handler));
         self
     }
 
@@ -846,7 +843,7 @@ impl AgentRunnerBuilder {
     /// runs for this process.
     #[must_use]
     pub fn run_store(mut self, store: Arc<dyn RunStore>) -> Self {
-        self.store = Some(store);
+        self.parts.store = Some(store);
         self
     }
 
@@ -883,7 +880,7 @@ impl AgentRunnerBuilder {
     /// Without one, a child's provider is built from its YAML's `model`.
     #[must_use]
     pub fn child_provider_factory(mut self, factory: impl ChildProviderFactory + 'static) -> Self {
-        self.child_providers = Some(Arc::new(factory));
+        self.parts.child_providers = Some(Arc::new(factory));
         self
     }
 
@@ -891,18 +888,20 @@ impl AgentRunnerBuilder {
     /// store, interaction handler, secret store and lease time, no subagents of its own, and `env` (the
     /// child's tool layer, closed with the child).
     pub(crate) fn for_child(mut self, parent: &Inner, env: ToolEnvironment) -> Self {
-        self.store.clone_from(&parent.store);
-        self.interactions.clone_from(&parent.interactions);
+        self.parts.store.clone_from(&parent.parts.store);
+        self.parts
+            .interactions
+            .clone_from(&parent.parts.interactions);
         // One secret store: the child reads what a human gave the parent; a value given
         // inside the child reaches the store, the child's own targets and the parent's
         // (and theirs above), so the parent's clients use it without asking again.
         self.secret_store = Some(parent.secrets.store());
         self.ancestor_secret_targets = parent.secrets.lineage();
         self.config.lease_ttl = parent.config.lease_ttl;
-        self.subagents = None;
-        self.child_providers = None;
-        self.is_child = true;
-        self.env = Some(env);
+        self.parts.subagents = None;
+        self.parts.child_providers = None;
+        self.parts.is_child = true;
+        self.parts.env = Some(env);
         self
     }
 
@@ -943,19 +942,11 @@ impl AgentRunnerBuilder {
         AgentRunner {
             inner: Arc::new(Inner {
                 config: self.config,
+                parts: self.parts,
                 provider,
                 provider_name,
                 executor,
-                hooks: self.hooks,
-                interactions: self.interactions,
-                store: self.store,
-                env: self.env,
                 secrets,
-                subagents: self.subagents,
-                child_providers: self.child_providers,
-                is_child: self.is_child,
-                mcp: self.mcp,
-                model_config: self.model_config,
             }),
         }
     }

@@ -381,7 +381,7 @@ impl AgentRunner {
         // A child has no `subagent` tool; a call to one gets this answer rather than
         // TOOL_NOT_FOUND (a host tool of that name in the child is an ordinary tool).
         let missing = self.inner.executor.registry().get(&call.name).is_err();
-        (self.inner.is_child && missing && call.name == SUBAGENT).then(|| {
+        (self.inner.parts.is_child && missing && call.name == SUBAGENT).then(|| {
             ToolOutput::err(
                 codes::SUBAGENT_RECURSION,
                 "a subagent's child run cannot call `subagent`: children get no subagents; \
@@ -397,7 +397,7 @@ impl AgentRunner {
         &self,
         selector: &str,
     ) -> std::result::Result<AgentRunner, ToolErrorInfo> {
-        let Some(setup) = &self.inner.subagents else {
+        let Some(setup) = &self.inner.parts.subagents else {
             return Err(ToolErrorInfo::new(
                 core_codes::TOOL_FAILED,
                 "this runner has no subagent catalog",
@@ -413,7 +413,7 @@ impl AgentRunner {
         let loaded =
             load_child(&setup.workspace, setup.permissions, selector, &entry.path).map_err(fail)?;
         // The provider first: a child without a usable model starts nothing.
-        let (model, provider, name) = match &self.inner.child_providers {
+        let (model, provider, name) = match &self.inner.parts.child_providers {
             Some(factory) => {
                 let provider = factory
                     .provider(&loaded.config, &loaded.file)
@@ -477,7 +477,7 @@ impl AgentRunner {
     ) -> std::result::Result<LoopStep, Stop> {
         let fail = |info: ToolErrorInfo| LoopStep::Result(failure(&call.id, info).output);
         let (prompt, selector) = (input.prompt, input.agent);
-        let selector = match &self.inner.subagents {
+        let selector = match &self.inner.parts.subagents {
             Some(setup) => match setup.catalog.select(selector.as_deref()) {
                 Ok(entry) => entry.selector.clone(),
                 Err(e) => {
@@ -555,7 +555,7 @@ impl AgentRunner {
         &self,
         child_run_id: &str,
     ) -> std::result::Result<Option<RunOutcome>, RunError> {
-        let Some(store) = &self.inner.store else {
+        let Some(store) = &self.inner.parts.store else {
             return Ok(None);
         };
         let Some(record) = store.load(child_run_id).await? else {

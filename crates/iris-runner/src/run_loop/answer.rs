@@ -8,7 +8,7 @@ use super::*;
 impl AgentRunner {
     /// Asks the run's interaction handler; `None` when the run must wait.
     pub(crate) async fn ask(&self, interaction: &Interaction) -> Option<Accepted> {
-        crate::interaction::ask(self.inner.interactions.as_ref(), interaction).await
+        crate::interaction::ask(self.inner.parts.interactions.as_ref(), interaction).await
     }
 
     /// What a checked answer does to its call: the call runs (approved, with the

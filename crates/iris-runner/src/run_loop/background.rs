@@ -168,7 +168,7 @@ impl AgentRunner {
             ctx.tool_name.clone_from(&entry.tool_name);
             ctx.cancellation = Some(state.background_cancel.clone());
             let task = iris_mcp::McpTaskRef::from_reference(&entry.reference);
-            let tool = match (&task, self.inner.mcp.as_deref()) {
+            let tool = match (&task, self.inner.parts.mcp.as_deref()) {
                 (Some(task), Some(mcp)) => mcp.tool(&task.server, &task.tool).await,
                 _ => None,
             };

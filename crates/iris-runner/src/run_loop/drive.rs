@@ -103,7 +103,7 @@ impl AgentRunner {
             }
             state.record.turns += 1;
             let turn = state.record.turns;
-            crate::mcp_host::refresh_catalog(inner.mcp.as_deref()).await;
+            crate::mcp_host::refresh_catalog(inner.parts.mcp.as_deref()).await;
             let disclosure = state
                 .layers
                 .get::<DisclosureState>()

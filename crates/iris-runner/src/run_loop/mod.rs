@@ -136,7 +136,7 @@ fn failed(error: impl Into<RunError>) -> RunOutcome {
 
 impl AgentRunner {
     fn store(&self) -> Option<&Arc<dyn RunStore>> {
-        self.inner.store.as_ref()
+        self.inner.parts.store.as_ref()
     }
 
     /// Starts renewing the run's lease every third of its time to live. A store that
@@ -217,7 +217,7 @@ impl AgentRunner {
                 .unwrap_or_default(),
             goal_report: None,
             final_answer: None,
-            model: inner.model_config.clone(),
+            model: inner.parts.model_config.clone(),
             background_done: Vec::new(),
             background_running: Vec::new(),
             secrets_asked: BTreeMap::new(),

@@ -154,7 +154,7 @@ impl AgentRunner {
             .into());
         }
         if let Some(parent) = &loaded.parent
-            && !self.inner.is_child
+            && !self.inner.parts.is_child
         {
             let _ = store.release(run_id, &owner).await;
             return Err(crate::subagent::child_run_refused(run_id, parent));

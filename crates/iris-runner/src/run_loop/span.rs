@@ -46,7 +46,7 @@ impl AgentRunner {
     }
 
     pub(super) async fn fire_started(&self, state: &RunState, input: Value) {
-        let Some(hooks) = &self.inner.hooks else {
+        let Some(hooks) = &self.inner.parts.hooks else {
             return;
         };
         let run = json!({
@@ -61,7 +61,7 @@ impl AgentRunner {
     }
 
     pub(super) async fn fire_finished(&self, state: &RunState, outcome: &RunOutcome) {
-        let Some(hooks) = &self.inner.hooks else {
+        let Some(hooks) = &self.inner.parts.hooks else {
             return;
         };
         let status = match outcome {

@@ -458,6 +458,6 @@ impl AgentRunner {
             Sink::Channel(tx) => Some(tx),
             Sink::None => None,
         };
-        crate::mcp_host::attach(ctx, inner.interactions.as_ref(), events, turn)
+        crate::mcp_host::attach(ctx, inner.parts.interactions.as_ref(), events, turn)
     }
 }

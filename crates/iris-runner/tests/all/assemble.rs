@@ -373,7 +373,10 @@ async fn command_hooks_run_on_the_host_in_docker_mode() {
     let probe = format!("test ! -e {} && echo in-container", marker.display());
     let result = call(&env, "exec_command", json!({ "command": probe })).await;
     assert!(!result.is_error(), "{result:?}");
-    assert!(result.model_content().contains("in-container"), "{result:?}");
+    assert!(
+        result.model_content().contains("in-container"),
+        "{result:?}"
+    );
     let ran_in = std::fs::read_to_string(&marker).expect("the hook did not run on the host");
     assert_eq!(
         ran_in.trim(),
