@@ -22,6 +22,8 @@ pub(crate) async fn check(
     let mut notes: Vec<String> = Vec::new();
     // Which sandbox rules this kernel enforces, when the agent runs native commands.
     let mut sandbox = None;
+    // The admin policies the config runs under and what they tightened.
+    let mut policy = iris_runner::policy::AppliedPolicy::default();
     let loaded = match file {
         Ok(file) => interruptible(signals, load(cli, file)).await,
         Err(f) => Err(f),
@@ -30,6 +32,7 @@ pub(crate) async fn check(
         Err(failure) if failure.is_interrupted() => return Err(failure),
         Err(failure) => problems.push((failure.code, failure.message)),
         Ok(loaded) => {
+            policy.clone_from(&loaded.policy);
             // `backend: hybrid` without its model: the command that fetches it.
             #[cfg(feature = "embed")]
             let missing_model = crate::discovery_cmd::missing_model(&loaded);
@@ -76,8 +79,14 @@ pub(crate) async fn check(
         if let Some(sandbox) = &sandbox {
             report["sandbox"] = sandbox.json();
         }
+        if !policy.files.is_empty() {
+            report["policy"] = policy_json(&policy);
+        }
         print_json(&report);
     } else if problems.is_empty() {
+        for policy_line in policy.lines() {
+            line(&policy_line);
+        }
         for note in &notes {
             line(&format!("note: {note}"));
         }
@@ -89,9 +98,29 @@ pub(crate) async fn check(
         for (code, message) in &problems {
             line(&format!("error[{code}]: {message}"));
         }
+        for policy_line in policy.lines() {
+            line(&policy_line);
+        }
         for sandbox_line in sandbox.iter().flat_map(sandbox::SandboxCheck::lines) {
             line(&sandbox_line);
         }
     }
     Ok(if problems.is_empty() { 0 } else { 1 })
+}
+
+/// The policy part of `iris check --json`: the files read and each key they tightened.
+fn policy_json(policy: &iris_runner::policy::AppliedPolicy) -> Value {
+    let files: Vec<Value> = policy
+        .files
+        .iter()
+        .map(|f| json!({"path": f.path.display().to_string(), "rules": f.rules()}))
+        .collect();
+    let tightened: Vec<Value> = policy
+        .tightened
+        .iter()
+        .map(|t| {
+            json!({"key": t.key, "from": t.from, "to": t.to, "file": t.file.display().to_string()})
+        })
+        .collect();
+    json!({"files": files, "tightened": tightened})
 }

@@ -101,6 +101,18 @@ impl ProviderKind {
         }
     }
 
+    /// The endpoint used without a `base_url`: the provider's public API (`None` for
+    /// `scripted`, which has none).
+    pub fn default_base_url(self) -> Option<&'static str> {
+        match self {
+            ProviderKind::OpenAi => Some(openai_chat::Client::DEFAULT_BASE_URL),
+            ProviderKind::OpenAiResponses => Some(openai_responses::Client::DEFAULT_BASE_URL),
+            ProviderKind::Anthropic => Some(anthropic::Client::DEFAULT_BASE_URL),
+            ProviderKind::Gemini => Some(gemini::Client::DEFAULT_BASE_URL),
+            ProviderKind::Scripted => None,
+        }
+    }
+
     /// A model name of this provider, for messages that show how to name one
     /// (`iris run --model openai:gpt-4.1-mini`).
     pub fn example_model(self) -> &'static str {

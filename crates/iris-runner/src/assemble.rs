@@ -684,9 +684,10 @@ fn load_mcp(loaded: &LoadedConfig) -> Result<Option<MCPConfig>> {
     };
     let text = read_reference(&section.path, "an MCP config").map_err(reference)?;
     let path = std::path::absolute(&section.path).unwrap_or_else(|_| section.path.clone());
-    MCPConfig::from_str(&text, ConfigFormat::from_path(&path), path, &overrides)
-        .map(Some)
-        .map_err(|e| reference(format!("{}: {e}", e.code())))
+    let config = MCPConfig::from_str(&text, ConfigFormat::from_path(&path), path, &overrides)
+        .map_err(|e| reference(format!("{}: {e}", e.code())))?;
+    loaded.policy.check_mcp(&config)?;
+    Ok(Some(config))
 }
 
 /// Reads a file the agent YAML points to, bounded and checked on the handle, so a FIFO
@@ -718,6 +719,9 @@ pub(crate) fn check_config_as(
     let config = &loaded.config;
     let mut problems = Vec::new();
     if let Err(e) = load_mcp(loaded) {
+        problems.push(e);
+    }
+    if let Some(Err(e)) = config.model.as_ref().map(|m| loaded.policy.check_model(m)) {
         problems.push(e);
     }
     let unknown =

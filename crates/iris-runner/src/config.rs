@@ -45,6 +45,7 @@ use serde_json::Value;
 use crate::catalog::Make;
 use crate::error::{Error, Result};
 use crate::model::{ModelConfig, ScriptSource};
+use crate::policy::AppliedPolicy;
 
 /// The prefix of environment overrides.
 pub const ENV_PREFIX: &str = "IRIS_";
@@ -399,6 +400,9 @@ pub struct LoadedConfig {
     pub file: PathBuf,
     /// The absolute workspace (the `workspace` key, or the YAML file's folder).
     pub workspace: PathBuf,
+    /// The admin policies `config` was tightened by, and what they changed; the
+    /// assembly and the model check apply their allow-lists.
+    pub policy: AppliedPolicy,
 }
 
 impl AgentConfig {
@@ -440,7 +444,9 @@ impl AgentConfig {
             .map(Path::to_path_buf)
             .unwrap_or_else(|| PathBuf::from("/"));
         config.check(&file)?;
-        Ok(config.resolve(file, &folder))
+        let mut loaded = config.resolve(file, &folder);
+        loaded.policy = AppliedPolicy::load_and_apply(&mut loaded.config, env)?;
+        Ok(loaded)
     }
 
     /// Checks the rules serde cannot express.
@@ -546,6 +552,7 @@ impl AgentConfig {
             config: self,
             file,
             workspace,
+            policy: AppliedPolicy::default(),
         }
     }
 }

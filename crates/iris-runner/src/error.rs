@@ -54,6 +54,16 @@ pub mod codes {
     /// `resume` named a subagent's child run: it is resumed through its parent run's
     /// `subagent` interaction.
     pub const RUN_IS_SUBAGENT: &str = "RUN_IS_SUBAGENT";
+    /// A policy file (`/etc/iris/policy.yaml`, `IRIS_POLICY_FILE`) refuses what the
+    /// agent YAML or the command line asks for: an MCP server, a model provider or
+    /// endpoint, a hook name. The message names the policy file and its rule.
+    pub const POLICY_DENIED: &str = "POLICY_DENIED";
+    /// A policy file is not owned by root or is writable by group or others: it is
+    /// refused, and nothing runs.
+    pub const POLICY_FILE_UNSAFE: &str = "POLICY_FILE_UNSAFE";
+    /// A policy file cannot be read, is not a regular file, is too large, or does not
+    /// have the expected shape; nothing runs.
+    pub const POLICY_INVALID: &str = "POLICY_INVALID";
     pub use crate::store::codes::{RUN_BUSY, RUN_LEASE_LOST, RUN_NOT_FOUND, RUN_STORE_FAILED};
 }
 
@@ -181,6 +191,18 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// A policy file refuses the config, or cannot be used ([`crate::policy`]).
+    #[error("{}: policy rule `{rule}`: {message}", file.display())]
+    Policy {
+        /// The policy file.
+        file: PathBuf,
+        /// `POLICY_DENIED`, `POLICY_FILE_UNSAFE` or `POLICY_INVALID`.
+        code: &'static str,
+        /// The policy key whose rule refused (`mcp.allow`), or `<file>`.
+        rule: String,
+        /// What was refused and why.
+        message: String,
+    },
     /// A layer failed while assembling.
     #[error("`{key}`: {message}")]
     Assembly {
@@ -212,7 +234,8 @@ impl Error {
             Error::Assembly { .. } => codes::ASSEMBLY_FAILED,
             Error::Model { code, .. }
             | Error::Store { code, .. }
-            | Error::Subagent { code, .. } => code,
+            | Error::Subagent { code, .. }
+            | Error::Policy { code, .. } => code,
         }
     }
 }

@@ -15,6 +15,7 @@ pub use iris_providers::model;
 #[cfg(feature = "otel")]
 pub mod otel;
 pub mod outcome;
+pub mod policy;
 mod run_loop;
 pub mod runner;
 pub mod secret;

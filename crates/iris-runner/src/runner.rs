@@ -1017,6 +1017,7 @@ pub(crate) fn checked_model(
     model.check().map_err(|(key, message)| {
         model_error(codes::CONFIG_INVALID, format!("{key}: {message}"))
     })?;
+    loaded.policy.check_model(&model)?;
     let provider = model
         .connect()
         .map_err(|e| model_error(e.code(), e.to_string()))?;

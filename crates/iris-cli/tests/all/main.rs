@@ -14,6 +14,7 @@ mod durable;
 mod examples;
 mod mcp;
 mod output;
+mod policy;
 mod run;
 mod sandbox;
 mod sandbox_escalation;
