@@ -23,7 +23,7 @@ use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
 use iris_executor::{
-    BeforeOutcome, BodyStatus, CircuitBreaker, DefaultPermissionPolicy, ToolExecutor,
+    AfterOutcome, BeforeOutcome, BodyStatus, CircuitBreaker, DefaultPermissionPolicy, ToolExecutor,
     ToolHookDispatcher,
 };
 use iris_tools_core::{
@@ -77,15 +77,18 @@ impl ToolHookDispatcher for LoadHooks {
         arguments: &'a Value,
         result: &'a ToolOutput,
         _status: BodyStatus,
-    ) -> BoxFuture<'a, Vec<String>> {
+    ) -> BoxFuture<'a, AfterOutcome> {
         Box::pin(async move {
             tokio::task::yield_now().await;
             let n = self.0.after.fetch_add(1, Ordering::Relaxed);
             let _ = result.is_error();
-            if n.is_multiple_of(100) {
-                vec![format!("audited call {}", arguments["n"])]
-            } else {
-                Vec::new()
+            AfterOutcome {
+                feedback: if n.is_multiple_of(100) {
+                    vec![format!("audited call {}", arguments["n"])]
+                } else {
+                    Vec::new()
+                },
+                additional_context: Vec::new(),
             }
         })
     }

@@ -327,6 +327,7 @@ impl ToolArtifactStore {
             .collect();
         out.content = content;
         out.hook_feedback.clear();
+        out.hook_context.clear();
         out.artifact = Some(Box::new(match out.artifact.take() {
             Some(existing) => ToolArtifact {
                 text_path: Some(text_path),

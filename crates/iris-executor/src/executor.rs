@@ -9,14 +9,14 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use iris_tools_core::{
-    Approval, BoxFuture, Tool, ToolDefinition, ToolErrorInfo, ToolExecutionContext, ToolInput,
-    ToolOutput, ToolRegistry, ToolResult, ToolTimeoutOwner, ToolUse, codes,
+    Approval, BoxFuture, InputRewrite, Tool, ToolDefinition, ToolErrorInfo, ToolExecutionContext,
+    ToolInput, ToolOutput, ToolRegistry, ToolResult, ToolTimeoutOwner, ToolUse, codes,
 };
 
 use crate::artifact::ToolArtifactStore;
 use crate::breaker::CircuitBreaker;
 use crate::deadline::{self, DEFAULT_HEARTBEAT_INTERVAL, Deadline, TOOL_OWNED_DEADLINE_GRACE};
-use crate::hooks::{BeforeOutcome, BodyStatus, ToolHookDispatcher};
+use crate::hooks::{BeforeOutcome, BodyStatus, HookChanges, ToolHookDispatcher};
 use crate::middleware::{Endpoint, Next, ToolMiddleware, ToolRequest};
 use crate::panic::{CatchUnwind, PanicPayload, catch_sync, panic_message};
 use crate::permission::{PermissionEffect, PermissionPolicy};
@@ -47,7 +47,9 @@ pub const TRACING_TARGET: &str = "iris::executor";
 /// 6. **permission** with the current identity (`PERMISSION_DENIED`, or an
 ///    [`Approval`] output the runner turns into a WAITING run);
 /// 7. **circuit breaker** (`CIRCUIT_OPEN`);
-/// 8. **`tool.before` hooks** (`HOOK_DENIED`);
+/// 8. **`tool.before` hooks** (`HOOK_DENIED`); arguments a hook rewrote are
+///    validated (`HOOK_INPUT_INVALID`) and permission-checked again, and a hook's
+///    `ask` turns the call into an [`Approval`] output like the policy's;
 /// 9. **middleware** ([`ToolExecutor::with_middleware`]), first added outermost;
 ///    arguments rewritten here go through validation and permission again;
 /// 10. **body** under the deadline, racing cancellation, with heartbeats and panic
@@ -452,16 +454,33 @@ impl ToolExecutor {
         // race around a sub-future), so the call's future stays one flat state.
         let cancel = Cancel(req.ctx.cancellation.clone());
 
-        // Stage 8: before-hooks. The after-hooks see the same arguments and context.
+        // Stage 8: before-hooks. The after-hooks see the arguments the body runs with.
         let hooks = inner.hooks.as_deref();
         // Boxed: only calls with hooks pay for it, and the call's state stays small.
-        let hook_view = hooks.map(|_| Box::new((req.input.value().clone(), req.ctx.clone())));
-        if let (Some(hooks), Some((args, ctx))) = (hooks, hook_view.as_deref()) {
+        let mut hook_view = hooks.map(|_| Box::new((req.input.value().clone(), req.ctx.clone())));
+        let mut rewrite: Option<Box<InputRewrite>> = None;
+        if let (Some(hooks), Some(view)) = (hooks, hook_view.as_deref_mut()) {
+            let (args, ctx) = &*view;
             let call_id = ctx.call_id.as_str();
             let before = guarded(|| hooks.before_tool(ctx, call_id, name, args));
             match cancel.race(before).await {
                 None => return ToolOutput::error(cancelled("while it was running")),
                 Some(Ok(BeforeOutcome::Continue)) => {}
+                Some(Ok(BeforeOutcome::Changed(changes))) => {
+                    if let Err(output) = Box::pin(self.apply_hook_changes(
+                        &mut req,
+                        *changes,
+                        approval,
+                        &mut rewrite,
+                    ))
+                    .await
+                    {
+                        return with_rewrite(*output, rewrite);
+                    }
+                    if rewrite.is_some() {
+                        view.0 = req.input.value().clone();
+                    }
+                }
                 Some(Ok(BeforeOutcome::Deny(reason))) => {
                     return ToolOutput::error(
                         ToolErrorInfo::new(codes::HOOK_DENIED, reason.clone())
@@ -483,18 +502,123 @@ impl ToolExecutor {
                 }
             }
         }
+        let output = self
+            .after_before_hooks(
+                req,
+                deadline,
+                &verdict,
+                &cancel,
+                approval,
+                hooks,
+                hook_view.as_deref(),
+            )
+            .await;
+        with_rewrite(output, rewrite)
+    }
 
+    /// Stage 8's changes. Arguments a `tool.before` hook rewrote are validated and
+    /// permission-checked again, so a rewrite never skips the schema or the policy
+    /// (`HOOK_INPUT_INVALID` when they do not validate). A hook's `ask` turns the call
+    /// into an approval request. An approval covers the call as the model made it: the
+    /// request keeps the call's own arguments and its reason names the rewrite, and the
+    /// approved re-run runs the hooks again (so the policy still judges what runs, and a
+    /// denial is never approved away).
+    async fn apply_hook_changes(
+        &self,
+        req: &mut ToolRequest,
+        changes: HookChanges,
+        approval: &CallApproval,
+        rewrite: &mut Option<Box<InputRewrite>>,
+    ) -> Result<(), Box<ToolOutput>> {
+        let tool = Arc::clone(req.tool());
+        let name = tool.definition().name.as_str();
+        let original = req.input.value().clone();
+        let mut rewritten_note = String::new();
+        if let Some(update) = changes.updated_input {
+            let hooks = hook_names(&update.hooks);
+            tracing::info!(
+                target: TRACING_TARGET,
+                tool = name,
+                hooks = hooks.as_str(),
+                original = %original,
+                updated = %update.arguments,
+                "tool.before hooks rewrote the input"
+            );
+            *rewrite = Some(Box::new(InputRewrite::new(
+                update.hooks.iter().cloned(),
+                original.clone(),
+                update.arguments.clone(),
+            )));
+            req.input = match self.validate(&tool, update.arguments) {
+                Ok(input) => input,
+                Err(info) => {
+                    return Err(Box::new(ToolOutput::error(
+                        ToolErrorInfo::new(
+                            codes::HOOK_INPUT_INVALID,
+                            format!(
+                                "{hooks} rewrote the input of `{name}` to arguments that are \
+                                 not valid ({}): {}; the call did not run",
+                                info.code, info.message
+                            ),
+                        )
+                        .with_detail("hooks", update.hooks)
+                        .with_detail("validation_code", info.code)
+                        .with_detail("validation_message", info.message),
+                    )));
+                }
+            };
+            rewritten_note = format!(" ({hooks} rewrote the input to {})", req.input.value());
+            if let Err(output) = self.check_permission(req, approval).await {
+                return Err(match output.approval() {
+                    Some(asked) => Box::new(ToolOutput::awaiting_approval(Approval::new(
+                        format!("{}{rewritten_note}", asked.reason),
+                        original,
+                    ))),
+                    None => output,
+                });
+            }
+        }
+        if let Some(ask) = changes.ask {
+            if approval.granted {
+                approval.used.store(true, Ordering::Release);
+            } else {
+                return Err(Box::new(ToolOutput::awaiting_approval(Approval::new(
+                    format!(
+                        "hook `{}` asks before `{name}` runs: {}{rewritten_note}",
+                        ask.hook, ask.reason
+                    ),
+                    original,
+                ))));
+            }
+        }
+        Ok(())
+    }
+
+    /// Stages 9-11, once the before-hooks let the call through.
+    #[allow(clippy::too_many_arguments)] // One private stage of `checked`, kept flat.
+    async fn after_before_hooks(
+        &self,
+        req: ToolRequest,
+        deadline: Deadline,
+        verdict: &BodyVerdict<'_>,
+        cancel: &Cancel,
+        approval: &CallApproval,
+        hooks: Option<&dyn ToolHookDispatcher>,
+        hook_view: Option<&(Value, ToolExecutionContext)>,
+    ) -> ToolOutput {
+        let inner = &*self.inner;
+        let tool = Arc::clone(req.tool());
+        let name = tool.definition().name.as_str();
         // Stages 9-10: the middleware slot around the body.
         let ran = if inner.middleware.is_empty() {
             let (tool, input, ctx) = req.into_parts();
             cancel
-                .race(self.run_body(&tool, input, &ctx, deadline, &verdict))
+                .race(self.run_body(&tool, input, &ctx, deadline, verdict))
                 .await
         } else {
             // What the policy (and a human, for an approved call) judged: a rewrite is
             // judged again, and an approval covers only these arguments.
             let judged = req.input.value().clone();
-            let verdict = &verdict;
             let end: &Endpoint<'_> =
                 &|req| Box::pin(self.revalidated_body(req, deadline, verdict, approval, &judged));
             let chain = guarded(|| Next::new(&inner.middleware, end).run(req));
@@ -508,14 +632,16 @@ impl ToolExecutor {
         };
 
         // Stage 11: after-hooks, only when the body ran.
-        if let (Some(hooks), Some(status), Some((args, ctx))) =
-            (hooks, verdict.status(), hook_view.as_deref())
+        if let (Some(hooks), Some(status), Some((args, ctx))) = (hooks, verdict.status(), hook_view)
         {
             let after =
                 guarded(|| hooks.after_tool(ctx, &ctx.call_id, name, args, &output, status));
             match cancel.race(after).await {
                 None => return ToolOutput::error(cancelled("while it was running")),
-                Some(Ok(feedback)) => output.hook_feedback.extend(feedback),
+                Some(Ok(after)) => {
+                    output.hook_feedback.extend(after.feedback);
+                    output.hook_context.extend(after.additional_context);
+                }
                 // Failures of other hook events are logged and the run goes on.
                 Some(Err(p)) => tracing::warn!(
                     target: TRACING_TARGET,
@@ -734,6 +860,24 @@ impl ToolExecutor {
             Err(info) => keep_whole(output, def, info),
         }
     }
+}
+
+/// `hook `a`` or `hooks `a`, `b`` for messages.
+fn hook_names(hooks: &[String]) -> String {
+    let quoted: Vec<String> = hooks.iter().map(|h| format!("`{h}`")).collect();
+    match quoted.len() {
+        1 => format!("hook {}", quoted[0]),
+        _ => format!("hooks {}", quoted.join(", ")),
+    }
+}
+
+/// Records on an output that hooks rewrote the call's input (what the run record and
+/// events show beside the call's own arguments).
+fn with_rewrite(mut output: ToolOutput, rewrite: Option<Box<InputRewrite>>) -> ToolOutput {
+    if rewrite.is_some() {
+        output.input_rewrite = rewrite;
+    }
+    output
 }
 
 /// Keeps the whole body when saving it failed, noting why.
@@ -960,6 +1104,16 @@ fn model_chars_upper_bound(output: &ToolOutput) -> usize {
         .filter_map(|b| b.as_text())
         .map(str::len)
         .sum();
-    let feedback: usize = output.hook_feedback.iter().map(String::len).sum();
-    error + texts + feedback + output.content.len() + output.hook_feedback.len()
+    let feedback: usize = output
+        .hook_feedback
+        .iter()
+        .chain(&output.hook_context)
+        .map(String::len)
+        .sum();
+    error
+        + texts
+        + feedback
+        + output.content.len()
+        + output.hook_feedback.len()
+        + output.hook_context.len()
 }

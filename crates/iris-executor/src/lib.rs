@@ -25,7 +25,9 @@ pub use deadline::{
 };
 pub use error::{Error, Result};
 pub use executor::{TRACING_TARGET, ToolExecutor};
-pub use hooks::{BeforeOutcome, BodyStatus, ToolHookDispatcher};
+pub use hooks::{
+    AfterOutcome, BeforeOutcome, BodyStatus, HookAsk, HookChanges, ToolHookDispatcher, UpdatedInput,
+};
 pub use iris_fs::workspace::{PathError, WorkspacePolicy};
 pub use middleware::{Next, ToolMiddleware, ToolRequest};
 pub use panic::{CatchUnwind, panic_message};

@@ -4,8 +4,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use iris_executor::{
-    BeforeOutcome, BodyStatus, Next, PermissionDecision, PermissionPolicy, ToolExecutor,
-    ToolHookDispatcher, ToolMiddleware, ToolRequest,
+    AfterOutcome, BeforeOutcome, BodyStatus, Next, PermissionDecision, PermissionPolicy,
+    ToolExecutor, ToolHookDispatcher, ToolMiddleware, ToolRequest,
 };
 use iris_tools_core::{
     BoxFuture, Tool, ToolCapability as Cap, ToolDefinition, ToolErrorInfo, ToolExecutionContext,
@@ -407,14 +407,17 @@ impl ToolHookDispatcher for HookLog {
         _: &'a Value,
         result: &'a ToolOutput,
         status: BodyStatus,
-    ) -> BoxFuture<'a, Vec<String>> {
+    ) -> BoxFuture<'a, AfterOutcome> {
         Box::pin(async move {
             self.log.push(format!(
                 "after {} {}",
                 status.as_str(),
                 result.model_content()
             ));
-            vec!["feedback one".to_owned(), "feedback two".to_owned()]
+            AfterOutcome {
+                feedback: vec!["feedback one".to_owned(), "feedback two".to_owned()],
+                additional_context: Vec::new(),
+            }
         })
     }
 }

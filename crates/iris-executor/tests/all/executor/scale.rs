@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use iris_executor::{
-    BeforeOutcome, BodyStatus, CircuitBreaker, Next, ToolExecutor, ToolHookDispatcher,
-    ToolMiddleware, ToolRequest,
+    AfterOutcome, BeforeOutcome, BodyStatus, CircuitBreaker, Next, ToolExecutor,
+    ToolHookDispatcher, ToolMiddleware, ToolRequest,
 };
 use iris_tools_core::{
     BoxFuture, ToolCapability as Cap, ToolExecutionContext, ToolOutput, ToolRegistry, ToolResult,
@@ -49,8 +49,8 @@ impl ToolHookDispatcher for NoopHooks {
         _: &'a Value,
         _: &'a ToolOutput,
         _: BodyStatus,
-    ) -> BoxFuture<'a, Vec<String>> {
-        Box::pin(async { vec![] })
+    ) -> BoxFuture<'a, AfterOutcome> {
+        Box::pin(async { AfterOutcome::default() })
     }
 }
 
