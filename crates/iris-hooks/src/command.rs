@@ -3,9 +3,9 @@
 //!
 //! Protocol (documented in `docs/hooks.md`):
 //! - the event's JSON wire format ([`HookEvent::to_json`]) is written to stdin;
-//! - stdout must be exactly one JSON object: `{}` (no result), `{"deny_reason": "…"}`
-//!   (`tool.before` only) or `{"feedback": "…"}` (`tool.after` only); any other key,
-//!   a second object, non-JSON text or a truncated stdout is a protocol error;
+//! - stdout must be exactly one JSON object, the reply [`crate::reply`] describes (`{}`
+//!   for no result); a key the event does not allow, a second object, non-JSON text or
+//!   a truncated stdout is a protocol error;
 //! - stderr is diagnostics: it is logged and quoted in error messages, never parsed;
 //! - a non-zero exit is a hook error; the hook's deadline kills the whole process tree
 //!   (the dispatcher drops the call and iris-command kills the process group);
@@ -22,12 +22,12 @@
 
 use iris_command::{CommandBinding, CommandRequest, CommandScope, CommandStatus};
 use iris_tools_core::BoxFuture;
-use serde_json::{Map, Value};
 
 use crate::config::CommandHandlerFactory;
 use crate::error::{HookError, HookErrorKind};
-use crate::event::{EventPayload, HookEvent, HookEventKind, RunStatus};
-use crate::registration::{HookHandler, HookResult, ToolAfterResult, ToolBeforeResult};
+use crate::event::{EventPayload, HookEvent, RunStatus};
+use crate::registration::{HookHandler, HookResult};
+pub use crate::reply::parse_answer;
 
 /// Characters of stderr quoted in an error message.
 const STDERR_EXCERPT_CHARS: usize = 500;
@@ -152,8 +152,9 @@ impl CommandHook {
                 ),
             ));
         }
-        parse_answer(kind, &outcome.stdout)
-            .map_err(|message| HookError::new(HookErrorKind::Protocol, message))
+        parse_answer(kind, &outcome.stdout).map_err(|message| {
+            HookError::new(HookErrorKind::Protocol, format!("stdout: {message}"))
+        })
     }
 }
 
@@ -183,69 +184,4 @@ fn excerpt(stderr: &str) -> String {
         ""
     };
     format!("; stderr: {}{more}", short.replace('\n', " | "))
-}
-
-/// Parses a hook's stdout: exactly one JSON object with the keys the event allows.
-pub fn parse_answer(kind: HookEventKind, stdout: &str) -> Result<HookResult, String> {
-    let text = stdout.trim();
-    if text.is_empty() {
-        return Err("stdout was empty; print `{}` for no result".into());
-    }
-    let value: Value = serde_json::from_str(text)
-        .map_err(|e| format!("stdout is not exactly one JSON object: {e}"))?;
-    let Value::Object(map) = value else {
-        return Err(format!(
-            "stdout must be a JSON object, got {}",
-            kind_of(&value)
-        ));
-    };
-    let allowed = match kind {
-        HookEventKind::ToolBefore => Some("deny_reason"),
-        HookEventKind::ToolAfter => Some("feedback"),
-        HookEventKind::RunStarted | HookEventKind::RunFinished => None,
-    };
-    if let Some(extra) = map.keys().find(|k| Some(k.as_str()) != allowed) {
-        return Err(match allowed {
-            Some(key) => {
-                format!("unexpected key `{extra}` for a {kind} hook; only `{key}` is allowed")
-            }
-            None => format!("unexpected key `{extra}`; a {kind} hook must print `{{}}`"),
-        });
-    }
-    let text_of = |map: &Map<String, Value>, key: &str| -> Result<Option<String>, String> {
-        match map.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) if s.trim().is_empty() => {
-                Err(format!("`{key}` must not be empty"))
-            }
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(other) => Err(format!("`{key}` must be a string, got {}", kind_of(other))),
-        }
-    };
-    Ok(match kind {
-        HookEventKind::ToolBefore => match text_of(&map, "deny_reason")? {
-            Some(reason) => HookResult::ToolBefore(ToolBeforeResult {
-                deny_reason: Some(reason),
-            }),
-            None => HookResult::None,
-        },
-        HookEventKind::ToolAfter => match text_of(&map, "feedback")? {
-            Some(text) => HookResult::ToolAfter(ToolAfterResult {
-                feedback: Some(text),
-            }),
-            None => HookResult::None,
-        },
-        HookEventKind::RunStarted | HookEventKind::RunFinished => HookResult::None,
-    })
-}
-
-fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }

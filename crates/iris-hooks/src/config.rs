@@ -61,6 +61,18 @@ pub enum HandlerSpec {
         /// The command line, run with `/bin/sh -c`.
         command: String,
     },
+    /// An HTTP endpoint the event is POSTed to ([`crate::http::HttpHook`]).
+    Http {
+        /// `https://…`, or `http://` to this machine only.
+        url: String,
+        /// Request headers; values may name environment variables as `${NAME}`.
+        #[serde(default)]
+        headers: BTreeMap<String, String>,
+        /// The request's own timeout in seconds (the hook's `timeout_seconds` applies
+        /// too; the shorter wins).
+        #[serde(default)]
+        timeout_seconds: Option<f64>,
+    },
     /// A handler built by a factory the host registered by name.
     #[serde(alias = "python")]
     Factory {
@@ -205,6 +217,14 @@ impl HookFactoryRegistry {
                     .ok_or_else(|| at("command hooks are not available in this host".into()))?;
                 make(command).map_err(|e| at(e.message))?
             }
+            HandlerSpec::Http {
+                url,
+                headers,
+                timeout_seconds,
+            } => Arc::new(
+                crate::http::HttpHook::new(url, headers, *timeout_seconds)
+                    .map_err(|e| at(e.message))?,
+            ),
             HandlerSpec::Factory { factory, options } => {
                 let make = self.factories.get(factory).ok_or_else(|| {
                     HookError::new(

@@ -6,18 +6,38 @@
 //!   denies the call. A hook that fails, panics, times out or answers with the wrong
 //!   result type also denies (fail closed), with a reason naming the hook. The model
 //!   always receives a tool result for a denied call (the executor builds it).
+//! - `tool.before` replies may also rewrite the input (`updated_input`, seen by every
+//!   later hook, validated and permission-checked again by the executor) or ask for a
+//!   human approval (`ask`); a deny wins over both.
 //! - `tool.after`, `run.started`, `run.finished`: failures are logged with `tracing` and
-//!   returned to the caller as diagnostics; the run goes on. Feedback is collected in
-//!   declared order.
+//!   returned to the caller as diagnostics; the run goes on. Feedback and additional
+//!   context are collected in declared order; additional context is bounded by
+//!   [`MAX_ADDITIONAL_CONTEXT_CHARS`].
 //! - Cancellation is never turned into allow or deny: it surfaces as cancellation.
 
-use iris_executor::{BeforeOutcome, BodyStatus, CatchUnwind, ToolHookDispatcher, panic_message};
+use iris_executor::{
+    AfterOutcome, BeforeOutcome, BodyStatus, CatchUnwind, HookAsk, HookChanges, ToolHookDispatcher,
+    UpdatedInput, panic_message,
+};
 use iris_tools_core::{BoxFuture, CancellationSignal, ToolExecutionContext, ToolOutput};
 use serde_json::Value;
 
 use crate::error::{HookError, HookErrorKind};
 use crate::event::{EventCommon, EventPayload, HookEvent, HookEventKind, RunStatus};
-use crate::registration::{HookRegistration, HookResult, ToolAfterResult, ToolBeforeResult};
+use crate::registration::{
+    HookRegistration, HookResult, MAX_ADDITIONAL_CONTEXT_CHARS, RunStartedResult, ToolAfterResult,
+    ToolBeforeResult,
+};
+
+/// What the `run.started` hooks said.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RunStartedOutcome {
+    /// Additional context for the run's first model request, in declared order and
+    /// bounded together by [`MAX_ADDITIONAL_CONTEXT_CHARS`].
+    pub additional_context: Vec<String>,
+    /// Hooks that failed (logged; the run goes on).
+    pub failures: Vec<HookFailure>,
+}
 
 /// One failed hook invocation, reported by the run-level dispatch methods.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,16 +134,46 @@ impl HookDispatcher {
         }
     }
 
-    /// Runs the `run.started` hooks; failures are logged and returned.
+    /// Runs the `run.started` hooks: their additional context in declared order
+    /// (bounded by [`MAX_ADDITIONAL_CONTEXT_CHARS`] together) for the run's first model
+    /// request, and the failures, which are logged and never stop the run.
     pub async fn run_started(
         &self,
         common: EventCommon,
         run: Value,
         input: Value,
-    ) -> Vec<HookFailure> {
-        let payload = EventPayload::RunStarted { run, input };
-        self.dispatch_observer(HookEvent { common, payload }, None)
-            .await
+    ) -> RunStartedOutcome {
+        let event = HookEvent {
+            common,
+            payload: EventPayload::RunStarted { run, input },
+        };
+        let kind = HookEventKind::RunStarted;
+        let mut outcome = RunStartedOutcome::default();
+        let mut context = Vec::new();
+        for reg in self
+            .registrations
+            .iter()
+            .filter(|r| r.applies_to(kind, None))
+        {
+            let error = match self.invoke(reg, event.clone(), None).await {
+                Ok(HookResult::None) => continue,
+                Ok(HookResult::RunStarted(RunStartedResult { additional_context })) => {
+                    context.extend(additional_context);
+                    continue;
+                }
+                Ok(other) => wrong_result(kind, &other),
+                Err(e) if e.kind == HookErrorKind::Cancelled => break,
+                Err(e) => e,
+            };
+            tracing::warn!(target: "iris::hooks", hook = %reg.name, event = %kind, code = error.code(), "hook failed: {error}");
+            outcome.failures.push(HookFailure {
+                hook: reg.name.clone(),
+                event: kind,
+                error,
+            });
+        }
+        outcome.additional_context = bound_context(context);
+        outcome
     }
 
     /// Runs the `run.finished` hooks; failures are logged and returned.
@@ -152,10 +202,7 @@ impl HookDispatcher {
         {
             let error = match self.invoke(reg, event.clone(), cancellation).await {
                 Ok(HookResult::None) => continue,
-                Ok(_) => HookError::new(
-                    HookErrorKind::Protocol,
-                    format!("a {kind} hook may not return a tool result"),
-                ),
+                Ok(other) => wrong_result(kind, &other),
                 Err(e) if e.kind == HookErrorKind::Cancelled => break,
                 Err(e) => e,
             };
@@ -171,6 +218,10 @@ impl HookDispatcher {
 }
 
 impl ToolHookDispatcher for HookDispatcher {
+    /// Hooks run in declared order. The first deny stops the chain. An
+    /// `updated_input` replaces the arguments every later hook sees (the executor
+    /// validates and permission-checks the last one); the first `ask` is kept, and a
+    /// later hook may still deny.
     fn before_tool<'a>(
         &'a self,
         ctx: &'a ToolExecutionContext,
@@ -179,14 +230,10 @@ impl ToolHookDispatcher for HookDispatcher {
         arguments: &'a Value,
     ) -> BoxFuture<'a, BeforeOutcome> {
         Box::pin(async move {
-            let event = HookEvent {
-                common: EventCommon::from_context(ctx),
-                payload: EventPayload::ToolBefore {
-                    call_id: call_id.to_owned(),
-                    tool_name: tool_name.to_owned(),
-                    arguments: arguments.clone(),
-                },
-            };
+            let common = EventCommon::from_context(ctx);
+            let mut current = arguments.clone();
+            let mut rewriters: Vec<String> = Vec::new();
+            let mut ask: Option<HookAsk> = None;
             for reg in self
                 .registrations
                 .iter()
@@ -195,30 +242,52 @@ impl ToolHookDispatcher for HookDispatcher {
                 if ctx.cancel_requested() {
                     return BeforeOutcome::Cancelled;
                 }
-                match self
-                    .invoke(reg, event.clone(), ctx.cancellation.as_ref())
-                    .await
-                {
-                    Ok(
-                        HookResult::None
-                        | HookResult::ToolBefore(ToolBeforeResult { deny_reason: None }),
-                    ) => {}
+                let event = HookEvent {
+                    common: common.clone(),
+                    payload: EventPayload::ToolBefore {
+                        call_id: call_id.to_owned(),
+                        tool_name: tool_name.to_owned(),
+                        arguments: current.clone(),
+                    },
+                };
+                match self.invoke(reg, event, ctx.cancellation.as_ref()).await {
+                    Ok(HookResult::None) => {}
                     Ok(HookResult::ToolBefore(ToolBeforeResult {
                         deny_reason: Some(reason),
+                        ..
                     })) => {
                         return BeforeOutcome::Deny(format!(
                             "hook `{}` denied the call: {reason}",
                             reg.name
                         ));
                     }
-                    Ok(HookResult::ToolAfter(_)) => {
-                        return fail_closed(
-                            reg,
-                            &HookError::new(
-                                HookErrorKind::Protocol,
-                                "a tool.before hook returned a tool.after result",
-                            ),
-                        );
+                    Ok(HookResult::ToolBefore(ToolBeforeResult {
+                        deny_reason: None,
+                        updated_input,
+                        ask: asked,
+                    })) => {
+                        if let Some(new) = updated_input {
+                            if !new.is_object() {
+                                return fail_closed(
+                                    reg,
+                                    &HookError::new(
+                                        HookErrorKind::Protocol,
+                                        "`updated_input` must be a JSON object",
+                                    ),
+                                );
+                            }
+                            current = new;
+                            rewriters.push(reg.name.clone());
+                        }
+                        if let (None, Some(reason)) = (&ask, asked) {
+                            ask = Some(HookAsk {
+                                hook: reg.name.clone(),
+                                reason,
+                            });
+                        }
+                    }
+                    Ok(other) => {
+                        return fail_closed(reg, &wrong_result(HookEventKind::ToolBefore, &other));
                     }
                     Err(e) if e.kind == HookErrorKind::Cancelled => {
                         return BeforeOutcome::Cancelled;
@@ -226,7 +295,14 @@ impl ToolHookDispatcher for HookDispatcher {
                     Err(e) => return fail_closed(reg, &e),
                 }
             }
-            BeforeOutcome::Continue
+            let updated_input = (!rewriters.is_empty()).then_some(UpdatedInput {
+                hooks: rewriters,
+                arguments: current,
+            });
+            if updated_input.is_none() && ask.is_none() {
+                return BeforeOutcome::Continue;
+            }
+            BeforeOutcome::Changed(Box::new(HookChanges { updated_input, ask }))
         })
     }
 
@@ -238,7 +314,7 @@ impl ToolHookDispatcher for HookDispatcher {
         arguments: &'a Value,
         result: &'a ToolOutput,
         status: BodyStatus,
-    ) -> BoxFuture<'a, Vec<String>> {
+    ) -> BoxFuture<'a, AfterOutcome> {
         Box::pin(async move {
             let event = HookEvent {
                 common: EventCommon::from_context(ctx),
@@ -250,7 +326,7 @@ impl ToolHookDispatcher for HookDispatcher {
                     body_status: status.as_str().to_owned(),
                 },
             };
-            let mut feedback = Vec::new();
+            let mut outcome = AfterOutcome::default();
             for reg in self
                 .registrations
                 .iter()
@@ -261,27 +337,66 @@ impl ToolHookDispatcher for HookDispatcher {
                     .await
                 {
                     Ok(HookResult::ToolAfter(ToolAfterResult {
-                        feedback: Some(text),
+                        feedback,
+                        additional_context,
                     })) => {
-                        feedback.push(text);
+                        outcome.feedback.extend(feedback);
+                        outcome.additional_context.extend(additional_context);
                         continue;
                     }
-                    Ok(
-                        HookResult::None
-                        | HookResult::ToolAfter(ToolAfterResult { feedback: None }),
-                    ) => continue,
-                    Ok(HookResult::ToolBefore(_)) => HookError::new(
-                        HookErrorKind::Protocol,
-                        "a tool.after hook returned a tool.before result",
-                    ),
+                    Ok(HookResult::None) => continue,
+                    Ok(other) => wrong_result(HookEventKind::ToolAfter, &other),
                     Err(e) if e.kind == HookErrorKind::Cancelled => break,
                     Err(e) => e,
                 };
                 tracing::warn!(target: "iris::hooks", hook = %reg.name, event = "tool.after", tool = tool_name, code = error.code(), "hook failed: {error}");
             }
-            feedback
+            outcome.additional_context =
+                bound_context(std::mem::take(&mut outcome.additional_context));
+            outcome
         })
     }
+}
+
+/// The protocol error for a handler that answered another event's result.
+fn wrong_result(kind: HookEventKind, result: &HookResult) -> HookError {
+    let other = result.event().map_or("no", HookEventKind::as_str);
+    HookError::new(
+        HookErrorKind::Protocol,
+        format!("a {kind} hook returned a {other} result"),
+    )
+}
+
+/// Keeps at most [`MAX_ADDITIONAL_CONTEXT_CHARS`] characters of additional context, in
+/// order; the text past the limit is cut, and the cut is named in the last text kept.
+pub fn bound_context(texts: Vec<String>) -> Vec<String> {
+    let total: usize = texts.iter().map(|t| t.chars().count()).sum();
+    if total <= MAX_ADDITIONAL_CONTEXT_CHARS {
+        return texts;
+    }
+    let mut left = MAX_ADDITIONAL_CONTEXT_CHARS;
+    let mut kept = Vec::new();
+    for text in texts {
+        if left == 0 {
+            break;
+        }
+        let n = text.chars().count();
+        if n <= left {
+            left -= n;
+            kept.push(text);
+        } else {
+            kept.push(text.chars().take(left).collect());
+            left = 0;
+        }
+    }
+    let cut = total - MAX_ADDITIONAL_CONTEXT_CHARS;
+    tracing::warn!(target: "iris::hooks", cut, "hook additional context over {MAX_ADDITIONAL_CONTEXT_CHARS} characters; the rest was cut");
+    if let Some(last) = kept.last_mut() {
+        last.push_str(&format!(
+            "\n[{cut} more characters of hook context cut: the limit is {MAX_ADDITIONAL_CONTEXT_CHARS}]"
+        ));
+    }
+    kept
 }
 
 fn fail_closed(reg: &HookRegistration, error: &HookError) -> BeforeOutcome {

@@ -16,6 +16,8 @@ pub enum HookErrorKind {
     Protocol,
     /// A command hook exited non-zero.
     CommandFailed,
+    /// An HTTP hook's request failed or its server answered a non-2xx status.
+    HttpFailed,
     /// A factory name is not registered.
     UnknownFactory,
     /// Cancellation arrived while the hook ran.
@@ -32,6 +34,7 @@ impl HookErrorKind {
             HookErrorKind::Timeout => "HOOK_TIMEOUT",
             HookErrorKind::Protocol => "HOOK_PROTOCOL_ERROR",
             HookErrorKind::CommandFailed => "HOOK_COMMAND_FAILED",
+            HookErrorKind::HttpFailed => "HOOK_HTTP_FAILED",
             HookErrorKind::UnknownFactory => "HOOK_UNKNOWN_FACTORY",
             HookErrorKind::Cancelled => "CANCELLED",
         }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use iris_tools_core::BoxFuture;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::error::{HookError, HookErrorKind};
 use crate::event::{HookEvent, HookEventKind};
@@ -18,23 +19,56 @@ pub const DEFAULT_HOOK_TIMEOUT_SECONDS: f64 = 10.0;
 /// and values past `Duration`'s range (1.8e19 s) cannot be represented at all.
 pub const MAX_HOOK_TIMEOUT_SECONDS: f64 = 1e9;
 
-/// What a `tool.before` hook may return.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// The most characters of additional context one call (all its `tool.after` hooks
+/// together) or one run start (all its `run.started` hooks) adds for the model. Text
+/// past it is cut and the cut is named, so a chatty hook cannot flood the context
+/// window.
+pub const MAX_ADDITIONAL_CONTEXT_CHARS: usize = 10_000;
+
+/// What a `tool.before` hook may return. Every key is optional; `deny_reason` wins over
+/// the others.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolBeforeResult {
     /// When set, the call is denied with this reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deny_reason: Option<String>,
+    /// When set, the call runs with these arguments instead (a JSON object). They are
+    /// validated against the tool's schema and checked by the permission policy
+    /// again; later hooks see them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_input: Option<Value>,
+    /// When set, the call waits for a human approval first, with this reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ask: Option<String>,
 }
 
 /// What a `tool.after` hook may return.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolAfterResult {
-    /// Text appended to the result the model sees.
+    /// A remark on the result, appended to what the model sees
+    /// (`ToolOutput::hook_feedback`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub feedback: Option<String>,
+    /// Context for the model, appended after the feedback (`ToolOutput::hook_context`,
+    /// at most [`MAX_ADDITIONAL_CONTEXT_CHARS`] per call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub additional_context: Option<String>,
 }
 
-/// A hook's answer.
+/// What a `run.started` hook may return.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunStartedResult {
+    /// Context for the model, added to the run's first request (at most
+    /// [`MAX_ADDITIONAL_CONTEXT_CHARS`] for all hooks together).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub additional_context: Option<String>,
+}
+
+/// A hook's answer. The same type answers for every handler: a closure, a factory's
+/// handler, a command hook's stdout and an HTTP hook's response body all become one.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum HookResult {
     /// Nothing to say.
@@ -44,6 +78,8 @@ pub enum HookResult {
     ToolBefore(ToolBeforeResult),
     /// A `tool.after` answer.
     ToolAfter(ToolAfterResult),
+    /// A `run.started` answer.
+    RunStarted(RunStartedResult),
 }
 
 impl HookResult {
@@ -51,6 +87,29 @@ impl HookResult {
     pub fn deny(reason: impl Into<String>) -> Self {
         HookResult::ToolBefore(ToolBeforeResult {
             deny_reason: Some(reason.into()),
+            ..ToolBeforeResult::default()
+        })
+    }
+
+    /// Run the call with these arguments instead (for `tool.before`).
+    ///
+    /// ```
+    /// use iris_hooks::HookResult;
+    /// let r = HookResult::updated_input(serde_json::json!({"path": "src/a.rs"}));
+    /// assert!(matches!(r, HookResult::ToolBefore(b) if b.updated_input.is_some()));
+    /// ```
+    pub fn updated_input(arguments: Value) -> Self {
+        HookResult::ToolBefore(ToolBeforeResult {
+            updated_input: Some(arguments),
+            ..ToolBeforeResult::default()
+        })
+    }
+
+    /// Ask a human to approve the call first (for `tool.before`).
+    pub fn ask(reason: impl Into<String>) -> Self {
+        HookResult::ToolBefore(ToolBeforeResult {
+            ask: Some(reason.into()),
+            ..ToolBeforeResult::default()
         })
     }
 
@@ -58,7 +117,33 @@ impl HookResult {
     pub fn feedback(text: impl Into<String>) -> Self {
         HookResult::ToolAfter(ToolAfterResult {
             feedback: Some(text.into()),
+            ..ToolAfterResult::default()
         })
+    }
+
+    /// Add context after the result the model sees (for `tool.after`).
+    pub fn after_context(text: impl Into<String>) -> Self {
+        HookResult::ToolAfter(ToolAfterResult {
+            additional_context: Some(text.into()),
+            ..ToolAfterResult::default()
+        })
+    }
+
+    /// Add context to the run's first model request (for `run.started`).
+    pub fn run_context(text: impl Into<String>) -> Self {
+        HookResult::RunStarted(RunStartedResult {
+            additional_context: Some(text.into()),
+        })
+    }
+
+    /// The event kind whose answer this is (`None` for [`HookResult::None`]).
+    pub fn event(&self) -> Option<HookEventKind> {
+        match self {
+            HookResult::None => None,
+            HookResult::ToolBefore(_) => Some(HookEventKind::ToolBefore),
+            HookResult::ToolAfter(_) => Some(HookEventKind::ToolAfter),
+            HookResult::RunStarted(_) => Some(HookEventKind::RunStarted),
+        }
     }
 }
 

@@ -93,21 +93,30 @@ async fn command_hook_protocol_table() {
         ("printf '{\"deny_reason\": \"no\"}'", Ok(Some("no"))),
         (
             "printf 'hello'",
-            Err("HOOK_PROTOCOL_ERROR): stdout is not exactly one JSON object"),
+            Err("HOOK_PROTOCOL_ERROR): stdout: the reply is not exactly one JSON object"),
         ),
         (
             "printf '{}{}'",
-            Err("HOOK_PROTOCOL_ERROR): stdout is not exactly one JSON object: trailing characters"),
+            Err(
+                "HOOK_PROTOCOL_ERROR): stdout: the reply is not exactly one JSON object: trailing characters",
+            ),
         ),
         (
             "printf '[]'",
-            Err("stdout must be a JSON object, got an array"),
+            Err("stdout: the reply must be a JSON object, got an array"),
         ),
-        ("true", Err("stdout was empty")),
+        ("true", Err("stdout: the reply was empty")),
         (
             "printf '{\"feedback\": \"x\"}'",
-            Err("unexpected key `feedback` for a tool.before hook; only `deny_reason` is allowed"),
+            Err(
+                "unexpected key `feedback` for a tool.before hook; allowed: `deny_reason`, `updated_input`, `ask`",
+            ),
         ),
+        (
+            "printf '{\"updated_input\": \"ls -l\"}'",
+            Err("`updated_input` must be a JSON object (the tool's whole input), got a string"),
+        ),
+        ("printf '{\"ask\": \" \"}'", Err("`ask` must not be empty")),
         (
             "printf '{\"deny_reason\": \"\"}'",
             Err("`deny_reason` must not be empty"),
@@ -180,7 +189,7 @@ async fn fixture_scripts_deny_and_give_feedback() {
             BodyStatus::Success,
         )
         .await;
-    assert_eq!(got, ["exec_command finished with success"]);
+    assert_eq!(got.feedback, ["exec_command finished with success"]);
     binding.close().await.unwrap();
 }
 

@@ -80,6 +80,7 @@ async fn after(d: &HookDispatcher) -> Vec<String> {
         BodyStatus::Success,
     )
     .await
+    .feedback
 }
 
 #[tokio::test]
@@ -242,7 +243,10 @@ async fn run_hooks_report_failures_and_go_on() {
         ),
     ]);
     let common = EventCommon::from_context(&ctx());
-    let failures = d.run_started(common.clone(), json!({}), json!("hi")).await;
+    let failures = d
+        .run_started(common.clone(), json!({}), json!("hi"))
+        .await
+        .failures;
     assert_eq!(failures.len(), 1);
     assert_eq!(failures[0].hook, "broken");
     assert_eq!(failures[0].error.code(), "HOOK_FAILED");
@@ -319,7 +323,9 @@ async fn a_panicking_hook_is_isolated_whether_it_panics_before_or_inside_its_fut
             }]
         };
         assert_eq!(
-            d.run_started(common.clone(), json!({}), json!("hi")).await,
+            d.run_started(common.clone(), json!({}), json!("hi"))
+                .await
+                .failures,
             panicked(RunStarted),
             "synchronous: {synchronous}"
         );

@@ -7,3 +7,4 @@ mod config;
 mod dispatcher;
 mod event;
 mod registration;
+mod v2;
