@@ -25,6 +25,7 @@
 //!
 //! Text output escapes terminal controls ([`output::escape`]); `--json` is exact JSON.
 
+mod budget_flags;
 mod call_cmd;
 mod check_cmd;
 #[cfg(feature = "embed")]
@@ -211,6 +212,8 @@ enum Command {
         #[arg(long, value_name = "URL")]
         base_url: Option<String>,
     },
+        #[command(flatten)]
+        limits: budget_flags::LimitFlags,
     /// List the tools: name, group, capabilities, deferred.
     Tools {
         /// Also list system tools.
@@ -302,6 +305,12 @@ enum Command {
         #[arg(long)]
         switch_model: bool,
     },
+        /// Raise one limit of the budget as KEY=VALUE (max_input_tokens,
+        /// max_output_tokens, max_tool_calls, max_tool_calls_per_tool.TOOL,
+        /// max_wall_seconds, max_cost_usd; repeatable): a run that stopped at a limit
+        /// (RUN_BUDGET_EXCEEDED) goes on.
+        #[arg(long, value_name = "KEY=VALUE")]
+        raise_limit: Vec<String>,
     /// MCP servers.
     Mcp {
         #[command(subcommand)]
@@ -661,6 +670,17 @@ async fn run(cli: &Cli, signals: &mut Signals) -> Result<u8, Failure> {
     let mut answer = match &cli.command {
         Command::Resume { .. } => interruptible(signals, resume_answer(&cli.command)).await?,
         _ => None,
+    // The budget: the YAML's limits, the command line's over them, the policy's cap.
+    let mut loaded = loaded;
+    if let Some(model) = &model {
+        let assignments = match &cli.command {
+            Command::Run { limits, .. } => limits.assignments(),
+            Command::Resume { raise_limit, .. } => raise_limit.clone(),
+            _ => Vec::new(),
+        };
+        budget_flags::apply(&mut loaded, &assignments, model)?;
+    }
+    let loaded = loaded;
     };
     let env = interruptible(signals, assemble(cli, &loaded)).await?;
     let cancel = CancellationSignal::new();

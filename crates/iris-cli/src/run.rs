@@ -369,6 +369,15 @@ pub(crate) async fn resume(
             };
             Events::Resume(runner.resume_streamed(run_id, &pending.id, answer))
         }
+        // A run that stopped at a budget limit goes on under the raised limits.
+        (RunStatus::Failed, None)
+            if record
+                .error
+                .as_ref()
+                .is_some_and(|e| e.code == iris_runner::codes::RUN_BUDGET_EXCEEDED) =>
+        {
+            Events::Resume(runner.resume_exceeded_streamed(run_id))
+        }
         (RunStatus::Running, None) => {
             let outcome = tokio::select! {
                 outcome = runner.recover(run_id) => outcome.map_err(refusal)?,
@@ -527,6 +536,9 @@ struct View<'a> {
     iris: &'a str,
     screen: Screen,
     printed: Printed,
+    /// The run's id, from its `run_started` event (for the resume command of a run
+    /// stopped at a budget limit).
+    run_id: Option<String>,
 }
 
 impl<'a> View<'a> {
@@ -536,6 +548,7 @@ impl<'a> View<'a> {
             iris,
             screen: Screen::new(!json && std::io::stderr().is_terminal()),
             printed: Printed::default(),
+            run_id: None,
         }
     }
 
@@ -558,6 +571,9 @@ impl<'a> View<'a> {
                 biased;
                 event = events.next() => {
                     let Some(event) = event else { break None };
+                    if let RunEvent::RunStarted { run_id, .. } = &event {
+                        self.run_id = Some(run_id.clone());
+                    }
                     if self.json {
                         output::json_line(&serde_json::to_value(&event).unwrap_or_default());
                     } else {
@@ -634,6 +650,16 @@ impl<'a> View<'a> {
                 self.screen.clear();
                 if !self.json {
                     err_line(&format!("error[{}]: {}", error.code, error.message));
+                    if let (iris_runner::codes::RUN_BUDGET_EXCEEDED, Some(run_id)) =
+                        (error.code.as_str(), &self.run_id)
+                    {
+                        err_line(&format!(
+                            "iris: the run is saved; raise the limit and go on with\n  {} \
+                             resume {} --raise-limit KEY=VALUE",
+                            self.iris,
+                            shell_word(run_id)
+                        ));
+                    }
                 }
                 Ok(code)
             }

@@ -6,6 +6,7 @@
 //! escaped like all other output ([`crate::output`]); `--json` is exact JSON.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use iris_providers::chat::{Message, Part, Role};
 use iris_runner::config::RunStoreConfig;
@@ -160,6 +161,24 @@ fn print_record(record: &RunRecord, commands: &[String]) {
         "turns:    {} ({} input, {} output tokens)",
         record.turns, record.usage.input_tokens, record.usage.output_tokens
     ));
+    let spent = &record.spent;
+    let calls: u32 = spent.tool_calls.values().sum();
+    let per_tool: Vec<String> = spent
+        .tool_calls
+        .iter()
+        .map(|(tool, n)| format!("{tool} {n}"))
+        .collect();
+    let child = spent.child_usage;
+    // The budget's counts (`limits`): shown once there is something to show.
+    if calls > 0 || child.input_tokens + child.output_tokens > 0 {
+        line(&format!(
+            "spent:    {calls} tool calls ({}), {:.1} s driven, subagents {} input, {} output tokens",
+            per_tool.join(", "),
+            Duration::from_millis(spent.driven_ms).as_secs_f64(),
+            child.input_tokens,
+            child.output_tokens
+        ));
+    }
     line(&format!("created:  {}", utc(record.created_at_ms)));
     line(&format!("updated:  {}", utc(record.updated_at_ms)));
     line("");

@@ -42,6 +42,7 @@ use iris_skill::SkillsConfig;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::budget::Limits;
 use crate::catalog::Make;
 use crate::error::{Error, Result};
 use crate::model::{ModelConfig, ScriptSource};
@@ -51,7 +52,7 @@ use crate::policy::AppliedPolicy;
 pub const ENV_PREFIX: &str = "IRIS_";
 
 /// The top-level keys of the agent YAML, in documentation order.
-pub const TOP_LEVEL_KEYS: [&str; 19] = [
+pub const TOP_LEVEL_KEYS: [&str; 20] = [
     "workspace",
     "tools",
     "mcp",
@@ -66,6 +67,7 @@ pub const TOP_LEVEL_KEYS: [&str; 19] = [
     "model",
     "instructions",
     "max_turns",
+    "limits",
     "run_store",
     "goal",
     "background_calls",
@@ -114,6 +116,9 @@ pub struct AgentConfig {
     /// Model requests one run may make before it fails with `RUN_MAX_TURNS`
     /// (default [`DEFAULT_MAX_TURNS`]).
     pub max_turns: u32,
+    /// The run's budget beyond `max_turns`: tokens, tool calls, time, cost
+    /// ([`crate::budget`]).
+    pub limits: Limits,
     /// Where runs are persisted ([`RunStoreConfig`]; default SQLite at
     /// `<workspace>/.iris/runs.db`).
     pub run_store: RunStoreConfig,
@@ -206,6 +211,7 @@ impl Default for AgentConfig {
             model: None,
             instructions: None,
             max_turns: DEFAULT_MAX_TURNS,
+            limits: Limits::default(),
             run_store: RunStoreConfig::default(),
             goal: None,
             background_calls: BackgroundCalls::Wait,
@@ -520,6 +526,9 @@ impl AgentConfig {
                 .check()
                 .map_err(|(key, message)| invalid(&key, &message))?;
         }
+        self.limits
+            .check(self.model.as_ref().map(ModelConfig::model_name))
+            .map_err(|(key, message)| invalid(&key, &message))?;
         for (i, item) in self.middleware.tools.iter().enumerate() {
             if item.factory.trim().is_empty() {
                 return Err(invalid(

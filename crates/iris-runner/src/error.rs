@@ -54,6 +54,9 @@ pub mod codes {
     /// `resume` named a subagent's child run: it is resumed through its parent run's
     /// `subagent` interaction.
     pub const RUN_IS_SUBAGENT: &str = "RUN_IS_SUBAGENT";
+    /// A run reached a limit of its budget (`limits:`); the message names the limit
+    /// and the amount used. Resumed with a raised limit, the run goes on.
+    pub const RUN_BUDGET_EXCEEDED: &str = "RUN_BUDGET_EXCEEDED";
     /// A policy file (`/etc/iris/policy.yaml`, `IRIS_POLICY_FILE`) refuses what the
     /// agent YAML or the command line asks for: an MCP server, a model provider or
     /// endpoint, a hook name. The message names the policy file and its rule.

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod assemble;
+pub mod budget;
 pub mod catalog;
 pub mod config;
 pub mod context;

@@ -41,6 +41,7 @@ use iris_hooks::config::HookSpec;
 use iris_mcp::{MCPConfig, ServerTransport};
 use serde::Deserialize;
 
+use crate::budget::Limits;
 use crate::config::AgentConfig;
 use crate::error::{Error, Result, codes};
 use crate::model::{ModelConfig, ProviderKind};
@@ -59,6 +60,9 @@ pub struct ManagedPolicy {
     pub permissions: PermissionCeiling,
     /// The most model requests a run may make.
     pub max_turns: Option<u32>,
+    /// The largest budget a run may have (each limit at most the policy's; prices
+    /// at least the policy's).
+    pub limits: Limits,
     /// Ceilings on the command sandbox.
     pub command: CommandCeiling,
     /// The MCP servers a project may start; `None` allows every server.
@@ -247,6 +251,7 @@ impl AppliedPolicy {
                 note("max_turns", config.max_turns.to_string(), max.to_string());
                 config.max_turns = max;
             }
+            tighten_limits(&mut config.limits, &p.limits, &mut note);
             let mut command = config.command.clone().unwrap_or_default();
             if tighten_sandbox(&mut command.sandbox, &p.command.sandbox, &mut note) {
                 config.command = Some(command);
@@ -354,6 +359,23 @@ impl AppliedPolicy {
             }
         }
         Ok(())
+    }
+
+    /// Tightens `limits` (set after loading: `iris run --max-…`, `iris resume
+    /// --raise-limit`) to every policy's; returns what changed.
+    pub fn cap_limits(&self, limits: &mut Limits) -> Vec<Tightening> {
+        let mut changed = Vec::new();
+        for file in &self.files {
+            tighten_limits(limits, &file.policy.limits, &mut |key, from, to| {
+                changed.push(Tightening {
+                    key: key.to_owned(),
+                    from,
+                    to,
+                    file: file.path.clone(),
+                });
+            });
+        }
+        changed
     }
 
     /// What `iris check` prints: each policy file with its rules, then each key it
@@ -486,6 +508,84 @@ fn tighten_sandbox(
     *sandbox != before
 }
 
+/// Each limit at most the ceiling's (a limit the YAML does not set takes the
+/// ceiling's), each price at least the ceiling's.
+fn tighten_limits(
+    limits: &mut Limits,
+    ceiling: &Limits,
+    note: &mut impl FnMut(&str, String, String),
+) {
+    fn cap<T: PartialOrd + Copy + ToString>(
+        key: &str,
+        value: &mut Option<T>,
+        ceiling: Option<T>,
+        note: &mut impl FnMut(&str, String, String),
+    ) {
+        if let Some(max) = ceiling
+            && value.is_none_or(|v| v > max)
+        {
+            let from = value.map_or_else(|| "none".to_owned(), |v| v.to_string());
+            note(key, from, max.to_string());
+            *value = Some(max);
+        }
+    }
+    cap(
+        "limits.max_input_tokens",
+        &mut limits.max_input_tokens,
+        ceiling.max_input_tokens,
+        note,
+    );
+    cap(
+        "limits.max_output_tokens",
+        &mut limits.max_output_tokens,
+        ceiling.max_output_tokens,
+        note,
+    );
+    cap(
+        "limits.max_tool_calls",
+        &mut limits.max_tool_calls,
+        ceiling.max_tool_calls,
+        note,
+    );
+    cap(
+        "limits.max_wall_seconds",
+        &mut limits.max_wall_seconds,
+        ceiling.max_wall_seconds,
+        note,
+    );
+    cap(
+        "limits.max_cost_usd",
+        &mut limits.max_cost_usd,
+        ceiling.max_cost_usd,
+        note,
+    );
+    for (tool, max) in &ceiling.max_tool_calls_per_tool {
+        let mut value = limits.max_tool_calls_per_tool.get(tool).copied();
+        cap(
+            &format!("limits.max_tool_calls_per_tool.{tool}"),
+            &mut value,
+            Some(*max),
+            note,
+        );
+        if let Some(value) = value {
+            limits.max_tool_calls_per_tool.insert(tool.clone(), value);
+        }
+    }
+    for (model, floor) in &ceiling.prices {
+        let price = limits.prices.entry(model.clone()).or_default();
+        let before = *price;
+        price.input_per_mtok = price.input_per_mtok.max(floor.input_per_mtok);
+        price.output_per_mtok = price.output_per_mtok.max(floor.output_per_mtok);
+        if *price != before {
+            note(
+                &format!("limits.prices.{model}"),
+                format!("{}/{}", before.input_per_mtok, before.output_per_mtok),
+                format!("{}/{}", price.input_per_mtok, price.output_per_mtok),
+            );
+        }
+    }
+}
+
 /// `allow` < `confirm` < `deny`.
 fn mode_rank(mode: ApprovalMode) -> u8 {
     match mode {
@@ -559,6 +659,19 @@ fn describe(policy: &ManagedPolicy) -> String {
     }
     if let Some(max) = policy.max_turns {
         parts.push(format!("max_turns at most {max}"));
+    }
+    if let Ok(serde_json::Value::Object(limits)) = serde_json::to_value(&policy.limits) {
+        for (key, value) in limits {
+            let empty = value.is_null() || value.as_object().is_some_and(serde_json::Map::is_empty);
+            if !empty {
+                let word = if key == "prices" {
+                    "at least"
+                } else {
+                    "at most"
+                };
+                parts.push(format!("limits.{key} {word} {value}"));
+            }
+        }
     }
     let s = &policy.command.sandbox;
     if let Some(fs) = s.filesystem {

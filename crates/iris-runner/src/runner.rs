@@ -46,6 +46,7 @@ use iris_tools_core::{CancellationSignal, ViewFilter};
 use tokio::sync::mpsc;
 
 use crate::assemble::{ToolEnvironment, build_tool_registry};
+use crate::budget::Limits;
 use crate::config::{
     AgentConfig, BackgroundCalls, DEFAULT_MAX_TURNS, LoadedConfig, RunStoreConfig,
 };
@@ -204,6 +205,7 @@ pub(crate) struct RunnerConfig {
     pub(crate) retention: Option<RetentionConfig>,
     pub(crate) background_calls: BackgroundCalls,
     pub(crate) lease_ttl: Duration,
+    pub(crate) limits: Limits,
 }
 
 impl Default for RunnerConfig {
@@ -223,6 +225,7 @@ impl Default for RunnerConfig {
             retention: None,
             background_calls: BackgroundCalls::Wait,
             lease_ttl: DEFAULT_LEASE_TTL,
+            limits: Limits::default(),
         }
     }
 }
@@ -475,6 +478,43 @@ impl AgentRunner {
         }
     }
 
+    /// Continues a run that stopped at a limit of its budget (`failed` with
+    /// `RUN_BUDGET_EXCEEDED`), under this runner's limits — raise the one it reached
+    /// ([`AgentRunnerBuilder::limits`]) or it stops again at once. The calls its turn
+    /// held back run first, then the next model request.
+    ///
+    /// # Errors
+    /// As [`AgentRunner::resume`]; `RUN_NOT_WAITING` for a run that did not stop at a
+    /// budget.
+    pub async fn resume_exceeded(&self, run_id: &str) -> std::result::Result<RunOutcome, RunError> {
+        let mut sink = Sink::None;
+        self.drive_exceeded(run_id, CancellationSignal::new(), &mut sink)
+            .await
+    }
+
+    /// [`AgentRunner::resume_exceeded`], streaming the continued run's events.
+    pub fn resume_exceeded_streamed(&self, run_id: &str) -> ResumeStream {
+        let cancel = CancellationSignal::new();
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (err_tx, err_rx) = tokio::sync::oneshot::channel();
+        let runner = self.clone();
+        let run_id = run_id.to_owned();
+        let task_cancel = cancel.clone();
+        tokio::spawn(async move {
+            let mut sink = Sink::Channel(tx);
+            match runner.drive_exceeded(&run_id, task_cancel, &mut sink).await {
+                Ok(outcome) => sink.emit(RunEvent::Finished { outcome }),
+                Err(e) => {
+                    let _ = err_tx.send(e);
+                }
+            }
+        });
+        ResumeStream {
+            events: RunStream { rx, cancel },
+            error: Some(err_rx),
+        }
+    }
+
     /// Takes over a run whose process died while it was `running` (its lease
     /// expired) and drives it on. The journal decides each call of the turn in
     /// progress: finished calls keep their recorded results, calls that never started
@@ -616,6 +656,7 @@ impl AgentRunnerBuilder {
             context_policy,
             instructions,
             max_turns,
+            limits,
             goal,
             background_calls,
             // `model` became `model` and `provider` (checked_model); the store was opened
@@ -641,6 +682,7 @@ impl AgentRunnerBuilder {
             .model(model.model_name())
             .workspace(env.workspace.clone())
             .max_turns(*max_turns)
+            .limits(limits.clone())
             .strict(model.strict_mode())
             .background_calls(*background_calls);
         if let Some(text) = instructions {
@@ -718,6 +760,14 @@ impl AgentRunnerBuilder {
     #[must_use]
     pub fn max_turns(mut self, turns: u32) -> Self {
         self.config.max_turns = turns.max(1);
+        self
+    }
+
+    /// The run's budget ([`Limits`]: tokens, tool calls, time, cost), checked before
+    /// each model request and each tool call; default none.
+    #[must_use]
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.config.limits = limits;
         self
     }
 
@@ -1065,6 +1115,7 @@ mod tests {
                 "other.yaml",
                 "workspace: sub\ninstructions: Be brief.\nmax_turns: 7\ngoal: Ship it.\n\
                  background_calls: drop\nrun_store: {kind: memory}\n\
+                 limits: {max_tool_calls: 3}\n\
                  context_policy: {retention: {recent_turns: 1, preview_chars: 40}}\n\
                  model: {provider: openai, model: m-1, max_output_tokens: 99, \
                  temperature: 0.5, strict: true, base_url: 'http://127.0.0.1:9/v1', \
@@ -1087,6 +1138,7 @@ mod tests {
                 goal,
                 retention,
                 background_calls,
+                limits,
             } = &full.inner.config;
             let base = &minimal.inner.config;
             let rows: Vec<(&str, String, String)> = vec![
@@ -1140,6 +1192,11 @@ mod tests {
                     "background_calls",
                     format!("{background_calls:?}"),
                     format!("{:?}", base.background_calls),
+                ),
+                (
+                    "limits",
+                    format!("{limits:?}"),
+                    format!("{:?}", base.limits),
                 ),
             ];
             for (key, set, default) in rows {

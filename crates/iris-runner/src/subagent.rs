@@ -39,7 +39,7 @@ use std::sync::Arc;
 use iris_command::CommandBinding;
 use iris_executor::ApprovalMode;
 use iris_providers::CompletionProvider;
-use iris_providers::chat::ModelToolCall;
+use iris_providers::chat::{ModelToolCall, Usage};
 use iris_skill::SubagentCatalog;
 use iris_tools_core::{BoxFuture, ToolErrorInfo, ToolOutput, ToolResult, codes as core_codes};
 use serde_json::json;
@@ -515,6 +515,7 @@ impl AgentRunner {
         )
         .await;
         Self::close_child(&child).await;
+        self.count_child_usage(state, &child_run_id, &outcome).await;
         sink.emit(wrap(
             &call.id,
             &selector,
@@ -547,6 +548,33 @@ impl AgentRunner {
             child_run_id: child_run_id.to_owned(),
             inner: Box::new(inner),
         })
+    }
+
+    /// Adds an ended child run's tokens (its own children's included) to the parent's
+    /// budget; a child that waits adds nothing yet.
+    async fn count_child_usage(
+        &self,
+        state: &mut RunState,
+        child_run_id: &str,
+        outcome: &RunOutcome,
+    ) {
+        if matches!(outcome, RunOutcome::Waiting { .. }) {
+            return;
+        }
+        let stored = match &self.inner.parts.store {
+            Some(store) => store.load(child_run_id).await.ok().flatten(),
+            None => None,
+        };
+        let usage = match (stored, outcome) {
+            (Some(record), _) => {
+                let mut usage = record.usage;
+                usage += record.spent.child_usage;
+                usage
+            }
+            (None, RunOutcome::Completed { usage, .. }) => *usage,
+            (None, _) => Usage::default(),
+        };
+        state.record.spent.child_usage += usage;
     }
 
     /// The recorded end of a child run that completed, failed or was cancelled;
@@ -614,6 +642,7 @@ impl AgentRunner {
         // A child that already ended (its parent's process died after the child's
         // end was saved, before its own): its recorded end is the call's result.
         if let Some(outcome) = self.ended_child(child_run_id).await? {
+            self.count_child_usage(state, child_run_id, &outcome).await;
             return Ok(match settle(outcome, &call.id, selector, child_run_id) {
                 Settled::Result(result) => Ok(result),
                 // `ended_child` returns no waiting outcome.
@@ -641,6 +670,7 @@ impl AgentRunner {
         .await;
         Self::close_child(&child).await;
         let outcome = resumed?;
+        self.count_child_usage(state, child_run_id, &outcome).await;
         sink.emit(wrap(
             &call.id,
             selector,

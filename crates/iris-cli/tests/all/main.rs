@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
+mod budget;
 mod code_mode;
 #[cfg(feature = "embed")]
 mod discovery;

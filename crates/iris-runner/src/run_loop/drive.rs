@@ -101,6 +101,15 @@ impl AgentRunner {
                 };
                 return failed(RunError::new(codes::RUN_MAX_TURNS, message));
             }
+            let driven = state.driven();
+            if let Err(e) = inner.config.limits.before_request(
+                state.record.usage,
+                &state.record.spent,
+                &inner.config.model,
+                driven,
+            ) {
+                return failed(e);
+            }
             state.record.turns += 1;
             let turn = state.record.turns;
             crate::mcp_host::refresh_catalog(inner.parts.mcp.as_deref()).await;

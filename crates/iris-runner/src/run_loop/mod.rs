@@ -21,7 +21,7 @@ use span::Recorded;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use iris_discovery::DisclosureState;
 use iris_executor::HeartbeatListener;
@@ -40,6 +40,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
+use crate::budget::Spent;
 use crate::config::BackgroundCalls;
 use crate::context::request_history;
 use crate::error::codes;
@@ -81,6 +82,29 @@ pub(crate) struct RunState {
     /// The background work noted in `record.background_running`, by call id: what a
     /// waiting run stops following (without cancelling it) to follow again on resume.
     followed: BTreeMap<String, tokio::task::AbortHandle>,
+    /// Since when this process drives the run without having added the time to
+    /// `record.spent.driven_ms` (the budget's `max_wall_seconds`).
+    driven_from: Instant,
+}
+
+impl RunState {
+    /// Moves the time driven since the last call into the record.
+    fn clock_driven(&mut self) {
+        let now = Instant::now();
+        let ms = now.duration_since(self.driven_from).as_millis();
+        self.record.spent.driven_ms = self
+            .record
+            .spent
+            .driven_ms
+            .saturating_add(u64::try_from(ms).unwrap_or(u64::MAX));
+        self.driven_from = now;
+    }
+
+    /// The time the run was driven, in every process, up to now.
+    pub(crate) fn driven(&mut self) -> Duration {
+        self.clock_driven();
+        Duration::from_millis(self.record.spent.driven_ms)
+    }
 }
 
 impl Drop for RunState {
@@ -168,6 +192,7 @@ impl AgentRunner {
 
     /// Saves the record (a no-op without a store).
     async fn save(&self, state: &mut RunState) -> Result<(), Stop> {
+        state.clock_driven();
         let Some(store) = self.store() else {
             return Ok(());
         };
@@ -223,6 +248,7 @@ impl AgentRunner {
             secrets_asked: BTreeMap::new(),
             secret_rounds: BTreeMap::new(),
             parent: input.child.as_ref().map(|c| c.parent.clone()),
+            spent: Spent::default(),
         };
         RunState {
             layers: LayerStates::restore(&record),
@@ -235,6 +261,7 @@ impl AgentRunner {
             handoff_tx,
             handoff_rx,
             followed: BTreeMap::new(),
+            driven_from: Instant::now(),
         }
     }
 
@@ -257,6 +284,7 @@ impl AgentRunner {
             handoff_tx,
             handoff_rx,
             followed: BTreeMap::new(),
+            driven_from: Instant::now(),
         }
     }
 

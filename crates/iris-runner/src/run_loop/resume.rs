@@ -108,6 +108,44 @@ impl AgentRunner {
         Ok(outcome.recorded(&span, &state))
     }
 
+    /// Continues a run that stopped at a budget limit (`failed`,
+    /// `RUN_BUDGET_EXCEEDED`) under this runner's limits: the turn's held calls run,
+    /// then the loop goes on.
+    pub(crate) async fn drive_exceeded(
+        &self,
+        run_id: &str,
+        cancel: CancellationSignal,
+        sink: &mut Sink,
+    ) -> Result<RunOutcome, RunError> {
+        let mut state = self.take_over(run_id, cancel, RunStatus::Failed).await?;
+        let code = state.record.error.as_ref().map(|e| e.code.clone());
+        if code.as_deref() != Some(codes::RUN_BUDGET_EXCEEDED) {
+            self.release(&state).await;
+            return Err(RunError::new(
+                codes::RUN_NOT_WAITING,
+                format!(
+                    "run `{run_id}` failed with {}, not at a budget limit; only a run that \
+                     stopped at one (RUN_BUDGET_EXCEEDED) continues",
+                    code.as_deref().unwrap_or("no error")
+                ),
+            ));
+        }
+        state.record.error = None;
+        let span = self.run_span(&state);
+        let outcome = async {
+            sink.emit(RunEvent::RunStarted {
+                run_id: state.record.run_id.clone(),
+                provider: self.inner.provider_name.clone(),
+                model: self.inner.config.model.clone(),
+            });
+            let outcome = self.drive(&mut state, sink).await;
+            self.end(&mut state, &outcome).await
+        }
+        .instrument(span.clone())
+        .await;
+        Ok(outcome.recorded(&span, &state))
+    }
+
     /// Loads a stored run in `status` and takes its lease.
     pub(super) async fn take_over(
         &self,

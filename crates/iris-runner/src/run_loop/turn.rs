@@ -21,8 +21,10 @@ impl AgentRunner {
         let ctx = self.turn_context(state, turn.turn, sink);
         // Calls that cannot run are answered first, in order; the rest run by plan.
         let mut runnable: Vec<(usize, ToolUse)> = Vec::new();
+        // The budget's first refusal: that call and every later one stay planned.
+        let mut held: Option<RunError> = None;
         for (i, call) in turn.calls.iter().enumerate() {
-            if turn.results[i].is_some() {
+            if turn.results[i].is_some() || held.is_some() {
                 continue;
             }
             let refused = if let Some(result) = call.problem_result() {
@@ -88,6 +90,10 @@ impl AgentRunner {
                     let Some(tool_use) = call.to_tool_use() else {
                         continue;
                     };
+                    if let Err(e) = count_call(&inner.config.limits, state, call) {
+                        held = Some(e);
+                        continue;
+                    }
                     if registry
                         .get(&call.name)
                         .is_ok_and(|t| t.definition().background)
@@ -204,9 +210,15 @@ impl AgentRunner {
             }
         }
 
+        if let Some(error) = held {
+            // The calls that fit ran; the rest wait for a raised limit.
+            self.save(state).await?;
+            return Err(failed(error));
+        }
         let Some(done) = state.record.pending.take() else {
             return Ok(());
         };
+        state.record.spent.counted_calls.clear();
         let results: Vec<ToolResult> = done
             .results
             .into_iter()
@@ -460,4 +472,21 @@ impl AgentRunner {
         };
         crate::mcp_host::attach(ctx, inner.parts.interactions.as_ref(), events, turn)
     }
+}
+
+/// Counts a call of the pending turn against the budget's tool-call limits, once: a
+/// call already counted (before a wait) passes.
+fn count_call(
+    limits: &crate::budget::Limits,
+    state: &mut RunState,
+    call: &ModelToolCall,
+) -> Result<(), RunError> {
+    let spent = &mut state.record.spent;
+    if spent.counted_calls.contains(&call.id) {
+        return Ok(());
+    }
+    limits.before_call(&spent.tool_calls, &call.name)?;
+    *spent.tool_calls.entry(call.name.clone()).or_insert(0) += 1;
+    spent.counted_calls.push(call.id.clone());
+    Ok(())
 }

@@ -269,6 +269,10 @@ pub struct RunRecord {
     pub parent: Option<ParentRun>,
 }
 
+    /// What the run spent besides its own tokens (tool calls, time driven, ended
+    /// subagents' tokens), for its budget ([`crate::budget`]).
+    #[serde(default)]
+    pub spent: crate::budget::Spent,
 /// The parent of a child run ([`RunRecord::parent`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ParentRun {

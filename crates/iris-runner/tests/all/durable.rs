@@ -137,6 +137,7 @@ pub(crate) fn record(run_id: &str, status: RunStatus) -> RunRecord {
         secrets_asked: Default::default(),
         secret_rounds: Default::default(),
         parent: None,
+        spent: Default::default(),
     }
 }
 
@@ -832,6 +833,68 @@ async fn racing_resumes_drive_the_run_once(kind: Kind) {
     assert_eq!(count.load(Ordering::SeqCst), 1, "the deploy ran once");
 }
 
+const TWO_READS_THEN_ANSWER: &str = r#"
+- tool_calls:
+    - {name: read_file, arguments: {file_path: notes.txt}}
+    - {name: read_file, arguments: {file_path: notes.txt}}
+  usage: {input_tokens: 10, output_tokens: 1}
+- {expect_tool_results: 2, text: Read twice., usage: {input_tokens: 10, output_tokens: 1}}
+"#;
+
+/// A run stops at its tool-call budget in the middle of a turn (the second read is
+/// held) and another "process" with a raised limit goes on from the held call: what
+/// the run spent is kept in the store across processes.
+async fn a_budget_stop_is_resumed_with_a_raised_limit(kind: Kind) {
+    let place = Place::new(kind).await;
+    let ws = tempfile::tempdir().unwrap();
+    let root = ws.path().canonicalize().unwrap();
+    std::fs::write(root.join("notes.txt"), "buy milk\n").unwrap();
+    let limits = |n| iris_runner::budget::Limits {
+        max_tool_calls: Some(n),
+        ..Default::default()
+    };
+    let first = AgentRunner::builder(
+        ScriptedProvider::from_yaml(TWO_READS_THEN_ANSWER).unwrap(),
+        executor(&root, ApprovalMode::Allow, vec![]),
+    )
+    .workspace(&root)
+    .run_store(place.open().await)
+    .limits(limits(1))
+    .build();
+    let RunOutcome::Failed { error } = first.run("Read it").await else {
+        panic!("expected the budget to stop the run")
+    };
+    assert_eq!(
+        error.code,
+        iris_runner::codes::RUN_BUDGET_EXCEEDED,
+        "{error}"
+    );
+    let store = place.open().await;
+    let runs = store.list(None, 10).await.unwrap();
+    let run_id = runs[0].run_id.clone();
+    let record = store.load(&run_id).await.unwrap().unwrap();
+    assert_eq!(record.spent.tool_calls["read_file"], 1);
+    let pending = record.pending.unwrap();
+    assert!(pending.results[0].is_some() && pending.results[1].is_none());
+
+    let second = AgentRunner::builder(
+        ScriptedProvider::from_yaml(TWO_READS_THEN_ANSWER).unwrap(),
+        executor(&root, ApprovalMode::Allow, vec![]),
+    )
+    .workspace(&root)
+    .run_store(place.open().await)
+    .limits(limits(2))
+    .build();
+    let outcome = second.resume_exceeded(&run_id).await.unwrap();
+    assert_eq!(outcome.output(), Some("Read twice."), "{outcome:?}");
+    let record = place.open().await.load(&run_id).await.unwrap().unwrap();
+    assert_eq!(record.spent.tool_calls["read_file"], 2);
+    assert!(record.spent.counted_calls.is_empty());
+    // A completed run is no budget stop: it does not continue.
+    let err = second.resume_exceeded(&run_id).await.unwrap_err();
+    assert_eq!(err.code, iris_runner::codes::RUN_NOT_WAITING, "{err}");
+}
+
 macro_rules! on_every_store {
     ($($name:ident),* $(,)?) => {
         mod memory {
@@ -864,6 +927,7 @@ on_every_store!(
     a_crash_mid_call_is_recovered_without_a_blind_rerun,
     a_crash_during_an_approved_call_is_in_doubt_not_approved_again,
     racing_resumes_drive_the_run_once,
+    a_budget_stop_is_resumed_with_a_raised_limit,
 );
 
 /// The default store of a YAML agent is SQLite under the workspace; a second
