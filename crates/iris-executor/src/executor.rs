@@ -1110,9 +1110,14 @@ fn model_chars_upper_bound(output: &ToolOutput) -> usize {
         .chain(&output.hook_context)
         .map(String::len)
         .sum();
+    let rewrite = output
+        .input_rewrite
+        .as_ref()
+        .map_or(0, |r| r.model_note().len() + 1);
     error
         + texts
         + feedback
+        + rewrite
         + output.content.len()
         + output.hook_feedback.len()
         + output.hook_context.len()

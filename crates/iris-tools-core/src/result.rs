@@ -77,6 +77,7 @@ pub struct ToolArtifact {
 /// use serde_json::json;
 /// let r = InputRewrite::new(["pin-path"], json!({"path": "a"}), json!({"path": "src/a"}));
 /// assert_eq!(r.hooks, ["pin-path"]);
+/// assert_eq!(r.model_note(), r#"[hook `pin-path` rewrote this call's input to {"path":"src/a"}]"#);
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -89,7 +90,30 @@ pub struct InputRewrite {
     pub updated: Value,
 }
 
+/// The most characters of the rewritten input [`InputRewrite::model_note`] quotes.
+pub const REWRITE_NOTE_INPUT_CHARS: usize = 1_000;
+
 impl InputRewrite {
+    /// The line the model's view of the result carries ([`ToolOutput::model_blocks`]),
+    /// so the model (and the run's history) knows the call ran with other arguments:
+    /// the hooks and the rewritten input, cut at [`REWRITE_NOTE_INPUT_CHARS`].
+    pub fn model_note(&self) -> String {
+        let hooks: Vec<String> = self.hooks.iter().map(|h| format!("`{h}`")).collect();
+        let who = match hooks.len() {
+            1 => format!("hook {}", hooks[0]),
+            _ => format!("hooks {}", hooks.join(", ")),
+        };
+        let input = self.updated.to_string();
+        let input = if input.chars().count() > REWRITE_NOTE_INPUT_CHARS {
+            let mut cut: String = input.chars().take(REWRITE_NOTE_INPUT_CHARS).collect();
+            cut.push('…');
+            cut
+        } else {
+            input
+        };
+        format!("[{who} rewrote this call's input to {input}]")
+    }
+
     /// A rewrite record.
     pub fn new<S: Into<String>>(
         hooks: impl IntoIterator<Item = S>,
@@ -394,11 +418,12 @@ impl ToolOutput {
         }
     }
 
-    /// The model's view: errors as `Error[CODE]: message` text, images kept, hook
-    /// feedback, then hook context, appended last.
+    /// The model's view: errors as `Error[CODE]: message` text, images kept, the note
+    /// of a hook's input rewrite ([`InputRewrite::model_note`]), hook feedback, then
+    /// hook context, appended last.
     pub fn model_blocks(&self) -> Vec<ContentBlock> {
         let mut blocks = Vec::with_capacity(
-            self.content.len() + 1 + self.hook_feedback.len() + self.hook_context.len(),
+            self.content.len() + 2 + self.hook_feedback.len() + self.hook_context.len(),
         );
         match &self.outcome {
             Outcome::Ok => {}
@@ -415,6 +440,9 @@ impl ToolOutput {
             ))),
         }
         blocks.extend(self.content.iter().cloned());
+        if let Some(rewrite) = &self.input_rewrite {
+            blocks.push(ContentBlock::text(rewrite.model_note()));
+        }
         blocks.extend(
             self.hook_feedback
                 .iter()

@@ -141,9 +141,11 @@ async fn updated_input_runs_the_rewritten_call_and_records_both_inputs() {
             "{handler:?}: {}",
             result.model_content()
         );
+        // The model's view names the rewrite, so the run's history shows it too.
         assert_eq!(
             result.model_content(),
-            "saved notes/draft.txt",
+            "saved notes/draft.txt\n[hook `policy` rewrote this call's input to \
+             {\"path\":\"notes/draft.txt\",\"text\":\"hi\"}]",
             "{handler:?}"
         );
         assert!(ws.path().join("notes/draft.txt").exists(), "{handler:?}");

@@ -421,6 +421,13 @@ mod result {
         let mut with_context = blocks(vec![text("body")]);
         with_context.output.hook_context = vec!["repo uses tabs".into()];
         with_context.output.hook_feedback = vec!["hint".into()];
+        let mut rewritten = blocks(vec![text("body")]);
+        rewritten.output.hook_feedback = vec!["hint".into()];
+        rewritten.output.input_rewrite = Some(Box::new(iris_tools_core::InputRewrite::new(
+            ["pin", "scope"],
+            json!({"path": "a"}),
+            json!({"path": "src/a"}),
+        )));
 
         let mut error_with_content = failed(codes::TOOL_FAILED, "exit 2");
         error_with_content.output.content = vec![text("stderr: boom")];
@@ -474,6 +481,16 @@ mod result {
                 with_context,
                 vec![text("body"), text("hint"), text("repo uses tabs")],
                 "body\nhint\nrepo uses tabs",
+            ),
+            (
+                "a hook's input rewrite noted after the body, before the feedback",
+                rewritten,
+                vec![
+                    text("body"),
+                    text(r#"[hooks `pin`, `scope` rewrote this call's input to {"path":"src/a"}]"#),
+                    text("hint"),
+                ],
+                "body\n[hooks `pin`, `scope` rewrote this call's input to {\"path\":\"src/a\"}]\nhint",
             ),
             (
                 "error text format",
