@@ -318,7 +318,17 @@ impl AgentRunner {
                 }
                 self.start_renewer(&mut state);
             }
-            self.fire_started(&state, input_json).await;
+            let context = self.fire_started(&state, input_json).await;
+            if !context.is_empty() {
+                // `run.started` hooks' additional context: one user message after the
+                // input, so the first request (and every later one) carries it, and a
+                // resumed run keeps it.
+                let parts = context.into_iter().map(Part::text).collect();
+                state.record.history.push(Message::new(Role::User, parts));
+                if let Err(stop) = self.save(&mut state).await {
+                    return self.end(&mut state, &stop).await;
+                }
+            }
             let outcome = self.drive(&mut state, sink).await;
             self.end(&mut state, &outcome).await
         }

@@ -45,9 +45,11 @@ impl AgentRunner {
         )
     }
 
-    pub(super) async fn fire_started(&self, state: &RunState, input: Value) {
+    /// Fires `run.started`; returns the hooks' additional context for the run's first
+    /// model request (bounded by the dispatcher), in declared order.
+    pub(super) async fn fire_started(&self, state: &RunState, input: Value) -> Vec<String> {
         let Some(hooks) = &self.inner.parts.hooks else {
-            return;
+            return Vec::new();
         };
         let run = json!({
             "run_id": state.record.run_id,
@@ -57,7 +59,10 @@ impl AgentRunner {
             "model": self.inner.config.model,
             "max_turns": self.inner.config.max_turns,
         });
-        hooks.run_started(self.common(state), run, input).await;
+        hooks
+            .run_started(self.common(state), run, input)
+            .await
+            .additional_context
     }
 
     pub(super) async fn fire_finished(&self, state: &RunState, outcome: &RunOutcome) {
