@@ -267,3 +267,25 @@ fn the_policy_caps_the_budget() {
     );
     assert_eq!(log(dir.path()), "1\n");
 }
+
+/// The loop's own tools count too: the lead's second `subagent` call is held.
+#[test]
+fn loop_tool_calls_count_against_the_budget() {
+    let dir = crate::subagent::example();
+    let run = at(
+        dir.path(),
+        &[
+            "run",
+            "--max-tool-calls-per-tool",
+            "subagent=1",
+            "Summarize the notes",
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        budget_error(&run).contains("`max_tool_calls_per_tool.subagent` (1): 1 calls"),
+        "{run:?}"
+    );
+    assert!(!dir.path().join("notes/summary.md").exists());
+}

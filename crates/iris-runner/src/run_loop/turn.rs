@@ -53,6 +53,10 @@ impl AgentRunner {
                         .into_result(&call.id, &def.name),
                     )
                 } else if let Some(loop_tool) = loop_tool_of(tool.as_ref()) {
+                    if let Err(e) = count_call(&inner.config.limits, state, call) {
+                        held = Some(e);
+                        continue;
+                    }
                     // The loop answers its own tools, outside the executor's chain.
                     let result = self
                         .answer_loop_call(state, turn.turn, i, call, sink, &loop_tool)
