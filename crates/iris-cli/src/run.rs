@@ -1224,7 +1224,7 @@ impl Screen {
         let position = self.calls.iter().position(|c| c.id == result.tool_use_id);
         let call = position.map(|i| self.calls.remove(i));
         let name = call.as_ref().map_or(result.tool_name.as_str(), |c| &c.name);
-        let status = match result.error_code() {
+        let mut status = match result.error_code() {
             None if result.output.data.contains_key("background") => {
                 self.background.push(BackgroundCall {
                     id: result.tool_use_id.clone(),
@@ -1237,6 +1237,14 @@ impl Screen {
             None => "ok".to_owned(),
             Some(code) => format!("error[{code}]"),
         };
+        // A `tool.before` hook's rewrite: the call ran (or was refused) with other
+        // arguments than the model's; `--json` has both under `input_rewrite`.
+        if let Some(rewrite) = &result.output.input_rewrite {
+            status.push_str(&format!(
+                " (input rewritten by {})",
+                rewrite.hooks.join(", ")
+            ));
+        }
         let elapsed = call.as_ref().map(|c| c.started.elapsed());
         self.line(name, &result.tool_use_id, &status, elapsed);
     }
