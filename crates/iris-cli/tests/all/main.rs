@@ -13,6 +13,7 @@ mod code_mode;
 mod discovery;
 mod durable;
 mod examples;
+mod hooks_v2;
 mod mcp;
 mod output;
 mod policy;
