@@ -596,9 +596,10 @@ fn a_failing_http_hook_denies_the_call() {
     }
 }
 
-/// `iris mcp serve`: a hook's `ask` goes to the client as an approval (elicitation),
-/// like the policy's; a client that cannot be asked gets MCP_APPROVAL_UNAVAILABLE,
-/// never a hang.
+/// `iris mcp serve`: a hook's `ask` goes to the client as an approval, like the
+/// policy's — `input_required` in the 2026-07-28 era (`auto`), `elicitation/create` in
+/// the older one (`legacy`); a client that cannot be asked gets
+/// MCP_APPROVAL_UNAVAILABLE, never a hang.
 #[test]
 fn an_ask_over_mcp_serve_is_asked_of_the_client_or_refused() {
     let log: Arc<Mutex<Vec<Value>>> = Arc::default();
@@ -613,11 +614,14 @@ fn an_ask_over_mcp_serve_is_asked_of_the_client_or_refused() {
         json!([{"name": "review", "event": "tool.before",
             "handler": {"type": "http", "url": format!("{}/hook", hooks.url())}}]),
     );
-    for (elicit, written, code) in [
-        (Some("approve"), true, None),
-        (None, false, Some("MCP_APPROVAL_UNAVAILABLE")),
-    ] {
-        let file = format!("draft-{}.txt", elicit.unwrap_or("none"));
+    let cases = [
+        ("auto", Some("approve"), true, None),
+        ("legacy", Some("approve"), true, None),
+        ("auto", Some("deny"), false, Some("APPROVAL_DENIED")),
+        ("auto", None, false, Some("MCP_APPROVAL_UNAVAILABLE")),
+    ];
+    for (mode, elicit, written, code) in cases {
+        let file = format!("draft-{mode}-{}.txt", elicit.unwrap_or("none"));
         let script = json!({
             "stdio": {
                 "command": env!("CARGO_BIN_EXE_iris"),
@@ -626,7 +630,7 @@ fn an_ask_over_mcp_serve_is_asked_of_the_client_or_refused() {
                 "env": {"HOME": super::user_home(),
                     "XDG_CONFIG_HOME": super::user_home().join("config")},
             },
-            "mode": "auto",
+            "mode": mode,
             "elicit": elicit,
             "steps": [{"op": "call", "name": "write_file",
                 "args": {"file_path": file, "content": "hi\n"}}],
@@ -659,22 +663,57 @@ fn an_ask_over_mcp_serve_is_asked_of_the_client_or_refused() {
             }
             Some(code) => {
                 assert_eq!(result["meta"]["iris/result"]["code"], code, "{out}");
-                assert!(
-                    result["texts"][0]
-                        .as_str()
-                        .unwrap()
-                        .contains("drafts are reviewed"),
-                    "{out}"
-                );
+                let text = result["texts"][0].as_str().unwrap();
+                assert!(text.starts_with(&format!("Error[{code}]")), "{out}");
+                if elicit.is_none() {
+                    assert!(text.contains("drafts are reviewed"), "{out}");
+                }
             }
         }
     }
+    // Each call ran the hook once, and an approved call once more.
+    let events = log.lock().unwrap().clone();
+    assert_eq!(events.len(), 6, "{events:#?}");
     assert!(
-        log.lock()
-            .unwrap()
+        events
             .iter()
             .all(|e| e["event"] == "tool.before" && e["tool_name"] == "write_file")
     );
+}
+
+/// `iris call`: a hook's `ask` is APPROVAL_REQUIRED (exit 4) naming the hook, nothing
+/// runs; `--yes` approves it and the call runs.
+#[test]
+fn an_ask_on_iris_call_needs_yes() {
+    let model = serve_model(vec![]);
+    let dir = tempfile::tempdir().unwrap();
+    let (spec, peer) = hook(
+        Handler::Command,
+        dir.path(),
+        "review",
+        &json!({"ask": "drafts are reviewed"}),
+    );
+    write_yaml(
+        dir.path(),
+        &model,
+        json!([{"name": "review", "event": "tool.before", "handler": spec}]),
+    );
+    let input = json!({"file_path": "draft.txt", "content": "hi\n"}).to_string();
+    let refused = at(dir.path(), &["call", "write_file", &input]);
+    assert_eq!(refused.code, 4, "{refused:?}");
+    assert!(
+        refused.stderr.contains("APPROVAL_REQUIRED")
+            && refused
+                .stderr
+                .contains("hook `review` asks before `write_file` runs: drafts are reviewed"),
+        "{refused:?}"
+    );
+    assert!(!dir.path().join("draft.txt").exists());
+    let granted = at(dir.path(), &["call", "write_file", &input, "--yes"]);
+    assert_eq!(granted.code, 0, "{granted:?}");
+    assert!(dir.path().join("draft.txt").exists());
+    assert_eq!(peer.events().len(), 3, "ask, then ask and approved");
+    assert!(model.requests().is_empty());
 }
 
 /// Code mode: a hook's `ask` on a call a `run_tool_script` program makes waits like any
