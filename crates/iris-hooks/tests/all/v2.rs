@@ -263,7 +263,9 @@ async fn ask_turns_an_allowed_call_into_an_approval_that_the_approved_rerun_sati
 
 #[tokio::test]
 async fn a_rewrite_that_needs_a_human_asks_with_the_calls_own_arguments() {
-    // Writes need a human here; the hook's rewrite is named in the request.
+    // Writes need a human here (`write_mode: confirm`): the policy asks before the
+    // hooks run, about the call as the model made it, and the approved run's rewrite
+    // is covered by that approval (docs/hooks.md, "Rewrites").
     let ws = tempfile::tempdir().unwrap();
     let reply = json!({"updated_input": {"path": "notes/draft.txt", "text": "hi"}});
     let b = built(Handler::Factory, "tool.before", &reply, ws.path()).await;
@@ -277,9 +279,70 @@ async fn a_rewrite_that_needs_a_human_asks_with_the_calls_own_arguments() {
         approval.arguments,
         json!({"path": "draft.txt", "text": "hi"})
     );
+    assert!(
+        approval.reason.contains("write_mode"),
+        "{}",
+        approval.reason
+    );
     let approved = save(&executor, ws.path(), true).await;
     assert!(!approved.is_error(), "{}", approved.model_content());
     assert!(ws.path().join("notes/draft.txt").exists());
+}
+
+/// Allows every call but one writing under `notes/`, which needs a human.
+struct NotesNeedAHuman;
+
+impl iris_executor::PermissionPolicy for NotesNeedAHuman {
+    fn check<'a>(
+        &'a self,
+        _: &'a dyn iris_tools_core::Tool,
+        params: &'a Value,
+        _: &'a ToolExecutionContext,
+    ) -> iris_tools_core::BoxFuture<'a, iris_executor::PermissionDecision> {
+        let notes = params["path"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("notes/"));
+        Box::pin(std::future::ready(if notes {
+            iris_executor::PermissionDecision::require_human("notes are reviewed")
+        } else {
+            iris_executor::PermissionDecision::allow()
+        }))
+    }
+}
+
+#[tokio::test]
+async fn a_rewrite_into_a_call_that_needs_a_human_asks_naming_the_rewrite() {
+    for handler in HANDLERS {
+        let ws = tempfile::tempdir().unwrap();
+        let reply = json!({"updated_input": {"path": "notes/draft.txt", "text": "hi"}});
+        let b = built(handler, "tool.before", &reply, ws.path()).await;
+        let registry = executor(HookDispatcher::new(Vec::new())).registry().clone();
+        let executor = ToolExecutor::new(registry)
+            .with_permission_policy(NotesNeedAHuman)
+            .with_hook_dispatcher(HookDispatcher::new(b.registrations));
+        let waiting = save(&executor, ws.path(), false).await;
+        let approval = waiting.output.approval().unwrap();
+        assert_eq!(
+            approval.reason,
+            "notes are reviewed (hook `policy` rewrote the input to \
+             {\"path\":\"notes/draft.txt\",\"text\":\"hi\"})",
+            "{handler:?}"
+        );
+        // The request names the call as the model made it: that is what a grant
+        // (code mode's, an MCP client's) is matched against.
+        assert_eq!(
+            approval.arguments,
+            json!({"path": "draft.txt", "text": "hi"})
+        );
+        assert!(!ws.path().join("notes/draft.txt").exists());
+        let approved = save(&executor, ws.path(), true).await;
+        assert!(
+            approved.approved,
+            "{handler:?}: {}",
+            approved.model_content()
+        );
+        assert!(ws.path().join("notes/draft.txt").exists(), "{handler:?}");
+    }
 }
 
 #[tokio::test]
