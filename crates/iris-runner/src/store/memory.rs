@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use iris_tools_core::BoxFuture;
 
+use super::events::Notifier;
 use super::{
-    JournalEntry, LeaseMode, RunRecord, RunStatus, RunStore, RunSummary, StoreError, StoreResult,
-    now_ms, ttl_ms,
+    EventWakeups, JournalEntry, LeaseMode, MAX_EVENTS_PER_READ, RunPage, RunQuery, RunRecord,
+    RunStatus, RunStore, RunSummary, StoreError, StoreResult, StoredEvent, now_ms, ttl_ms,
 };
 
 #[derive(Debug)]
@@ -24,6 +25,10 @@ struct Row {
 #[derive(Debug, Default)]
 pub struct MemoryRunStore {
     rows: Mutex<HashMap<String, Row>>,
+    /// Each run's event log (kept apart from `rows`: a run's first event may come
+    /// before its row).
+    events: Mutex<HashMap<String, Vec<StoredEvent>>>,
+    notifier: Notifier,
 }
 
 impl MemoryRunStore {
@@ -223,5 +228,81 @@ impl RunStore for MemoryRunStore {
             .unwrap_or_default();
         rows.sort_by_key(|e| e.index);
         Box::pin(async move { Ok(rows) })
+    }
+
+    fn list_page<'a>(&'a self, query: &'a RunQuery) -> BoxFuture<'a, StoreResult<RunPage>> {
+        let limit = query.limit.max(1);
+        let mut all: Vec<RunSummary> = self
+            .lock()
+            .values()
+            .filter(|r| query.status.is_none_or(|s| r.record.status == s))
+            .filter(|r| {
+                query
+                    .agent_id
+                    .as_ref()
+                    .is_none_or(|a| &r.record.agent_id == a)
+            })
+            .filter(|r| {
+                query.after.as_ref().is_none_or(|c| {
+                    (r.record.created_at_ms, r.record.run_id.as_str())
+                        < (c.created_at_ms, c.run_id.as_str())
+                })
+            })
+            .map(|r| RunSummary::of(&r.record))
+            .collect();
+        all.sort_by(|a, b| (b.created_at_ms, &b.run_id).cmp(&(a.created_at_ms, &a.run_id)));
+        all.truncate(limit + 1);
+        Box::pin(async move { Ok(RunPage::from_rows(all, limit)) })
+    }
+
+    fn append_events<'a>(
+        &'a self,
+        run_id: &'a str,
+        events: &'a [String],
+    ) -> BoxFuture<'a, StoreResult<u64>> {
+        let last = {
+            let mut all = self.events.lock().unwrap_or_else(PoisonError::into_inner);
+            let log = all.entry(run_id.to_owned()).or_default();
+            let at_ms = now_ms();
+            for event in events {
+                let seq = log.last().map_or(1, |e| e.seq + 1);
+                log.push(StoredEvent {
+                    seq,
+                    at_ms,
+                    event: event.clone(),
+                });
+            }
+            log.last().map_or(0, |e| e.seq)
+        };
+        if !events.is_empty() {
+            self.notifier.notify(run_id);
+        }
+        Box::pin(async move { Ok(last) })
+    }
+
+    fn events_after<'a>(
+        &'a self,
+        run_id: &'a str,
+        after: u64,
+        limit: usize,
+    ) -> BoxFuture<'a, StoreResult<Vec<StoredEvent>>> {
+        let found: Vec<StoredEvent> = self
+            .events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(run_id)
+            .map(|log| {
+                log.iter()
+                    .filter(|e| e.seq > after)
+                    .take(limit.min(MAX_EVENTS_PER_READ))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        Box::pin(async move { Ok(found) })
+    }
+
+    fn event_wakeups(&self) -> EventWakeups {
+        self.notifier.subscribe()
     }
 }

@@ -36,11 +36,13 @@ use serde_json::Value;
 use crate::goal::GoalReport;
 use crate::outcome::{Interaction, RunError};
 
+mod events;
 mod memory;
 mod persisted;
 mod postgres;
 mod sqlite;
 
+pub use events::{EventWakeups, RunCursor, RunPage, RunQuery, StoredEvent};
 pub use memory::MemoryRunStore;
 pub use postgres::PostgresRunStore;
 pub use sqlite::SqliteRunStore;
@@ -267,12 +269,12 @@ pub struct RunRecord {
     /// on its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<ParentRun>,
-}
-
     /// What the run spent besides its own tokens (tool calls, time driven, ended
     /// subagents' tokens), for its budget ([`crate::budget`]).
     #[serde(default)]
     pub spent: crate::budget::Spent,
+}
+
 /// The parent of a child run ([`RunRecord::parent`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ParentRun {
@@ -320,6 +322,10 @@ pub struct RunSummary {
     pub agent_id: String,
     /// Model requests made.
     pub turns: u32,
+    /// Tokens so far.
+    pub usage: Usage,
+    /// Created, milliseconds since the Unix epoch.
+    pub created_at_ms: u64,
     /// Last saved, milliseconds since the Unix epoch.
     pub updated_at_ms: u64,
     /// What a waiting run asks, in one line.
@@ -337,6 +343,8 @@ impl RunSummary {
             status: record.status,
             agent_id: record.agent_id.clone(),
             turns: record.turns,
+            usage: record.usage,
+            created_at_ms: record.created_at_ms,
             updated_at_ms: record.updated_at_ms,
             waiting_for: record.interaction.as_ref().map(|i| i.interaction.summary()),
             parent_run_id: record.parent.as_ref().map(|p| p.run_id.clone()),
@@ -461,6 +469,31 @@ pub trait RunStore: Send + Sync {
         run_id: &'a str,
         turn: u32,
     ) -> BoxFuture<'a, StoreResult<Vec<JournalEntry>>>;
+
+    /// A page of runs, newest first by creation time ([`RunQuery`]).
+    fn list_page<'a>(&'a self, query: &'a RunQuery) -> BoxFuture<'a, StoreResult<RunPage>>;
+
+    /// Appends `events` (JSON text each) to the run's event log, numbered after its
+    /// last one, and wakes the readers ([`RunStore::event_wakeups`]). Returns the number
+    /// of the last event appended (the log's last number when `events` is empty). Not
+    /// fenced by the lease: the host that drives the run appends what it observed.
+    fn append_events<'a>(
+        &'a self,
+        run_id: &'a str,
+        events: &'a [String],
+    ) -> BoxFuture<'a, StoreResult<u64>>;
+
+    /// The run's events numbered after `after`, in order, at most `limit`.
+    fn events_after<'a>(
+        &'a self,
+        run_id: &'a str,
+        after: u64,
+        limit: usize,
+    ) -> BoxFuture<'a, StoreResult<Vec<StoredEvent>>>;
+
+    /// Wakeups for new events ([`EventWakeups`]): this process's appends, and with
+    /// PostgreSQL every process's.
+    fn event_wakeups(&self) -> EventWakeups;
 }
 
 /// Milliseconds since the Unix epoch, now.
@@ -558,7 +591,27 @@ pub(crate) const MIGRATIONS: &[(i64, &str)] = &[
         6,
         "ALTER TABLE iris_runs ADD COLUMN history_generation BIGINT NOT NULL DEFAULT 0",
     ),
+    // A run's event log (`iris serve`'s `GET /v1/runs/{id}/events`). No foreign key:
+    // a run's first event is observed before the run's row is written.
+    (
+        7,
+        "CREATE TABLE iris_events (
+            run_id TEXT NOT NULL,
+            seq BIGINT NOT NULL,
+            at_ms BIGINT NOT NULL,
+            event TEXT NOT NULL,
+            PRIMARY KEY (run_id, seq)
+        )",
+    ),
+    // Pages of runs newest first by creation time ([`RunStore::list_page`]).
+    (
+        8,
+        "CREATE INDEX iris_runs_created ON iris_runs (created_at_ms, run_id)",
+    ),
 ];
+
+/// The most events one [`RunStore::events_after`] returns, whatever it is asked.
+pub const MAX_EVENTS_PER_READ: usize = 1000;
 
 /// The `record` column of a run: the record without its history, which lives in
 /// `iris_messages`. (A record of an earlier release holds its history here.)

@@ -7,10 +7,12 @@ use iris_tools_core::BoxFuture;
 use tokio_postgres::config::{Host, SslMode};
 use tokio_postgres::{Client, Config, NoTls};
 
+use super::events::{EVENTS_CHANNEL, Notifier};
 use super::persisted::{HistoryWrite, Persisted, PersistedRuns};
 use super::{
-    JournalEntry, LeaseMode, MIGRATIONS, RunRecord, RunStatus, RunStore, RunSummary, StoreError,
-    StoreResult, decode, decode_record, encode, encode_head, encode_messages, now_ms, ttl_ms,
+    EventWakeups, JournalEntry, LeaseMode, MAX_EVENTS_PER_READ, MIGRATIONS, RunPage, RunQuery,
+    RunRecord, RunStatus, RunStore, RunSummary, StoreError, StoreResult, StoredEvent, decode,
+    decode_record, encode, encode_head, encode_messages, now_ms, ttl_ms,
 };
 
 /// The advisory lock key that serializes schema migrations across processes.
@@ -28,6 +30,24 @@ pub struct PostgresRunStore {
     client: Mutex<Option<Arc<Client>>>,
     /// What this store persisted of the runs it drives (see `persisted.rs`).
     persisted: PersistedRuns,
+    /// Wakes this process's event readers: on this store's appends, and on every
+    /// process's through the `LISTEN` connection.
+    notifier: Notifier,
+    /// The task holding the `LISTEN` connection, started by the first reader.
+    listener: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Drop for PostgresRunStore {
+    fn drop(&mut self) {
+        if let Some(task) = self
+            .listener
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            task.abort();
+        }
+    }
 }
 
 impl std::fmt::Debug for PostgresRunStore {
@@ -134,6 +154,8 @@ impl PostgresRunStore {
             config,
             client: Mutex::new(None),
             persisted: PersistedRuns::default(),
+            notifier: Notifier::default(),
+            listener: Mutex::new(None),
         };
         let client = store.client().await?;
         migrate(&client).await?;
@@ -284,6 +306,62 @@ const SAVE_REWRITE: &str = "WITH run AS (
         FROM run, unnest($8::BIGINT[], $9::TEXT[]) AS m (seq, message)
     )
     SELECT history_generation FROM run";
+
+/// Appends events numbered after the run's last one, in one statement; returns the
+/// last number (the log's last when nothing is appended).
+const APPEND_EVENTS: &str = "WITH base AS (
+        SELECT COALESCE(MAX(seq), 0)::BIGINT AS last FROM iris_events WHERE run_id = $1
+    ), added AS (
+        INSERT INTO iris_events (run_id, seq, at_ms, event)
+        SELECT $1, base.last + e.ord, $2, e.event
+        FROM base, unnest($3::TEXT[]) WITH ORDINALITY AS e (event, ord)
+        RETURNING seq
+    )
+    SELECT COALESCE((SELECT MAX(seq) FROM added), (SELECT last FROM base))::BIGINT";
+
+/// Holds a `LISTEN` connection and hands each notification's run id to `notifier`;
+/// connects again a second after the connection fails or ends. (Notifications sent
+/// while it is down are lost: readers look again on a timer.)
+async fn listen(config: Config, notifier: Notifier) {
+    use tokio_postgres::AsyncMessage;
+    loop {
+        match config.connect(NoTls).await {
+            Ok((client, mut connection)) => {
+                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+                // The connection is driven here, so its notifications can be read.
+                let driver = tokio::spawn(async move {
+                    while let Some(Ok(message)) =
+                        std::future::poll_fn(|cx| connection.poll_message(cx)).await
+                    {
+                        if let AsyncMessage::Notification(n) = message
+                            && tx.send(n.payload().to_owned()).is_err()
+                        {
+                            return;
+                        }
+                    }
+                });
+                match client
+                    .batch_execute(&format!("LISTEN {EVENTS_CHANNEL}"))
+                    .await
+                {
+                    Ok(()) => {
+                        while let Some(run_id) = rx.recv().await {
+                            notifier.notify(&run_id);
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot LISTEN for run events");
+                    }
+                }
+                driver.abort();
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "the run-event LISTEN connection failed");
+            }
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
 
 async fn migrate(client: &Client) -> StoreResult<()> {
     // One transaction under an advisory lock: two processes starting at once never
@@ -593,5 +671,114 @@ impl RunStore for PostgresRunStore {
                 })
                 .collect()
         })
+    }
+
+    fn list_page<'a>(&'a self, query: &'a RunQuery) -> BoxFuture<'a, StoreResult<RunPage>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let limit = query.limit.max(1);
+            let status = query.status.map(RunStatus::as_str);
+            let after_ms = query.after.as_ref().map(|c| to_i64(c.created_at_ms));
+            let after_id = query.after.as_ref().map(|c| c.run_id.as_str());
+            let rows = client
+                .query(
+                    "SELECT record FROM iris_runs WHERE ($1::TEXT IS NULL OR status = $1)
+                        AND ($2::TEXT IS NULL OR agent_id = $2)
+                        AND ($3::BIGINT IS NULL OR created_at_ms < $3
+                             OR (created_at_ms = $3 AND run_id < $4::TEXT))
+                     ORDER BY created_at_ms DESC, run_id DESC LIMIT $5",
+                    &[
+                        &status,
+                        &query.agent_id,
+                        &after_ms,
+                        &after_id,
+                        &to_i64(limit as u64 + 1),
+                    ],
+                )
+                .await
+                .map_err(|e| pg(&e))?;
+            let runs = rows
+                .iter()
+                .map(|r| {
+                    let record: RunRecord = decode(r.get::<_, &str>(0), "run record")?;
+                    Ok(RunSummary::of(&record))
+                })
+                .collect::<StoreResult<Vec<_>>>()?;
+            Ok(RunPage::from_rows(runs, limit))
+        })
+    }
+
+    fn append_events<'a>(
+        &'a self,
+        run_id: &'a str,
+        events: &'a [String],
+    ) -> BoxFuture<'a, StoreResult<u64>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let mut attempt = 0;
+            let last: i64 = loop {
+                attempt += 1;
+                match client
+                    .query_one(APPEND_EVENTS, &[&run_id, &to_i64(now_ms()), &events])
+                    .await
+                {
+                    Ok(row) => break row.get(0),
+                    // Another process appended to the same run at the same moment:
+                    // number after its events instead.
+                    Err(e)
+                        if attempt < 5
+                            && e.code()
+                                == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) => {}
+                    Err(e) => return Err(pg(&e)),
+                }
+            };
+            if !events.is_empty() {
+                client
+                    .execute("SELECT pg_notify($1, $2)", &[&EVENTS_CHANNEL, &run_id])
+                    .await
+                    .map_err(|e| pg(&e))?;
+                self.notifier.notify(run_id);
+            }
+            Ok(u64::try_from(last).unwrap_or(0))
+        })
+    }
+
+    fn events_after<'a>(
+        &'a self,
+        run_id: &'a str,
+        after: u64,
+        limit: usize,
+    ) -> BoxFuture<'a, StoreResult<Vec<StoredEvent>>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let limit = to_i64(limit.min(MAX_EVENTS_PER_READ) as u64);
+            let rows = client
+                .query(
+                    "SELECT seq, at_ms, event FROM iris_events WHERE run_id = $1 AND seq > $2
+                     ORDER BY seq LIMIT $3",
+                    &[&run_id, &to_i64(after), &limit],
+                )
+                .await
+                .map_err(|e| pg(&e))?;
+            Ok(rows
+                .iter()
+                .map(|r| StoredEvent {
+                    seq: u64::try_from(r.get::<_, i64>(0)).unwrap_or(0),
+                    at_ms: u64::try_from(r.get::<_, i64>(1)).unwrap_or(0),
+                    event: r.get(2),
+                })
+                .collect())
+        })
+    }
+
+    fn event_wakeups(&self) -> EventWakeups {
+        let wakeups = self.notifier.subscribe();
+        let mut listener = self.listener.lock().unwrap_or_else(PoisonError::into_inner);
+        if listener.is_none()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            *listener = Some(runtime.spawn(listen(self.config.clone(), self.notifier.clone())));
+        }
+        wakeups
     }
 }

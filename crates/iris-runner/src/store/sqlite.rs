@@ -8,10 +8,12 @@ use iris_providers::chat::History;
 use iris_tools_core::BoxFuture;
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
+use super::events::Notifier;
 use super::persisted::{HistoryWrite, Persisted, PersistedRuns};
 use super::{
-    JournalEntry, LeaseMode, MIGRATIONS, RunRecord, RunStatus, RunStore, RunSummary, StoreError,
-    StoreResult, decode, decode_record, encode, encode_head, encode_messages, now_ms, ttl_ms,
+    EventWakeups, JournalEntry, LeaseMode, MAX_EVENTS_PER_READ, MIGRATIONS, RunPage, RunQuery,
+    RunRecord, RunStatus, RunStore, RunSummary, StoreError, StoreResult, StoredEvent, decode,
+    decode_record, encode, encode_head, encode_messages, now_ms, ttl_ms,
 };
 
 /// Runs in one SQLite file (default `<workspace>/.iris/runs.db`), in WAL mode so
@@ -36,6 +38,8 @@ pub struct SqliteRunStore {
     conn: Arc<Mutex<Connection>>,
     /// What this store persisted of the runs it drives (see `persisted.rs`).
     persisted: Arc<PersistedRuns>,
+    /// Wakes this process's event readers (SQLite has no cross-process notification).
+    notifier: Notifier,
 }
 
 fn sql(e: rusqlite::Error) -> StoreError {
@@ -129,6 +133,7 @@ impl SqliteRunStore {
             path,
             conn: Arc::new(Mutex::new(conn)),
             persisted: Arc::default(),
+            notifier: Notifier::default(),
         })
     }
 
@@ -625,5 +630,114 @@ impl RunStore for SqliteRunStore {
             }
             Ok(out)
         })
+    }
+
+    fn list_page<'a>(&'a self, query: &'a RunQuery) -> BoxFuture<'a, StoreResult<RunPage>> {
+        let limit = query.limit.max(1);
+        let status = query.status.map(RunStatus::as_str);
+        let agent = query.agent_id.clone();
+        let (after_ms, after_id) = match &query.after {
+            Some(c) => (Some(to_i64(c.created_at_ms)), Some(c.run_id.clone())),
+            None => (None, None),
+        };
+        self.with(move |conn| {
+            let mut stmt = conn
+                .prepare(
+                    "SELECT record FROM iris_runs WHERE (?1 IS NULL OR status = ?1)
+                        AND (?2 IS NULL OR agent_id = ?2)
+                        AND (?3 IS NULL OR created_at_ms < ?3
+                             OR (created_at_ms = ?3 AND run_id < ?4))
+                     ORDER BY created_at_ms DESC, run_id DESC LIMIT ?5",
+                )
+                .map_err(sql)?;
+            let rows = stmt
+                .query_map(
+                    params![status, agent, after_ms, after_id, to_i64(limit as u64 + 1)],
+                    |r| r.get::<_, String>(0),
+                )
+                .map_err(sql)?;
+            let mut out = Vec::new();
+            for row in rows {
+                let record: RunRecord = decode(&row.map_err(sql)?, "run record")?;
+                out.push(RunSummary::of(&record));
+            }
+            Ok(RunPage::from_rows(out, limit))
+        })
+    }
+
+    fn append_events<'a>(
+        &'a self,
+        run_id: &'a str,
+        events: &'a [String],
+    ) -> BoxFuture<'a, StoreResult<u64>> {
+        let (id, events) = (run_id.to_owned(), events.to_vec());
+        let any = !events.is_empty();
+        Box::pin(async move {
+            let last = self
+                .with(move |conn| {
+                    let tx = conn
+                        .transaction_with_behavior(TransactionBehavior::Immediate)
+                        .map_err(sql)?;
+                    let mut last: i64 = tx
+                        .query_row(
+                            "SELECT COALESCE(MAX(seq), 0) FROM iris_events WHERE run_id = ?1",
+                            [&id],
+                            |r| r.get(0),
+                        )
+                        .map_err(sql)?;
+                    let at = to_i64(now_ms());
+                    {
+                        let mut insert = tx
+                            .prepare_cached(
+                                "INSERT INTO iris_events (run_id, seq, at_ms, event)
+                                 VALUES (?1, ?2, ?3, ?4)",
+                            )
+                            .map_err(sql)?;
+                        for event in &events {
+                            last += 1;
+                            insert.execute(params![id, last, at, event]).map_err(sql)?;
+                        }
+                    }
+                    tx.commit().map_err(sql)?;
+                    Ok(to_u64(last))
+                })
+                .await?;
+            if any {
+                self.notifier.notify(run_id);
+            }
+            Ok(last)
+        })
+    }
+
+    fn events_after<'a>(
+        &'a self,
+        run_id: &'a str,
+        after: u64,
+        limit: usize,
+    ) -> BoxFuture<'a, StoreResult<Vec<StoredEvent>>> {
+        let id = run_id.to_owned();
+        let limit = to_i64(limit.min(MAX_EVENTS_PER_READ) as u64);
+        self.with(move |conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT seq, at_ms, event FROM iris_events WHERE run_id = ?1 AND seq > ?2
+                     ORDER BY seq LIMIT ?3",
+                )
+                .map_err(sql)?;
+            let rows = stmt
+                .query_map(params![id, to_i64(after), limit], |r| {
+                    Ok(StoredEvent {
+                        seq: to_u64(r.get(0)?),
+                        at_ms: to_u64(r.get(1)?),
+                        event: r.get(2)?,
+                    })
+                })
+                .map_err(sql)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(sql)
+        })
+    }
+
+    fn event_wakeups(&self) -> EventWakeups {
+        self.notifier.subscribe()
     }
 }

@@ -13,6 +13,7 @@ mod retry;
 mod run;
 mod script;
 mod secret;
+mod store_events;
 mod store_history;
 mod subagent;
 mod support;

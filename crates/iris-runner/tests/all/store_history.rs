@@ -13,7 +13,7 @@ use iris_runner::{MemoryRunStore, PostgresRunStore, SqliteRunStore};
 use crate::durable::{fresh_database, record};
 
 /// A SQL database the test also reads directly.
-enum Db {
+pub(crate) enum Db {
     Sqlite(tempfile::TempDir),
     Postgres(String),
 }
@@ -30,7 +30,7 @@ struct Rows {
 }
 
 /// The schema of the previous release, exactly as it created it.
-const PREVIOUS_RELEASE: &[&str] = &[
+pub(crate) const PREVIOUS_RELEASE: &[&str] = &[
     "CREATE TABLE iris_schema_migrations (
         version BIGINT PRIMARY KEY, applied_at_ms BIGINT NOT NULL)",
     "CREATE TABLE iris_runs (
@@ -58,7 +58,7 @@ const PREVIOUS_RELEASE: &[&str] = &[
 ];
 
 impl Db {
-    async fn new(postgres: bool) -> Self {
+    pub(crate) async fn new(postgres: bool) -> Self {
         if postgres {
             Db::Postgres(fresh_database().await)
         } else {
@@ -71,7 +71,7 @@ impl Db {
     }
 
     /// A store over the database, as another process would open it.
-    async fn open(&self) -> Arc<dyn RunStore> {
+    pub(crate) async fn open(&self) -> Arc<dyn RunStore> {
         match self {
             Db::Sqlite(dir) => {
                 Arc::new(SqliteRunStore::open(Self::sqlite_path(dir)).await.unwrap())
@@ -81,7 +81,7 @@ impl Db {
     }
 
     /// Runs statements directly (no store involved).
-    async fn execute(&self, statements: &[&str]) {
+    pub(crate) async fn execute(&self, statements: &[&str]) {
         match self {
             Db::Sqlite(dir) => {
                 let conn = rusqlite::Connection::open(Self::sqlite_path(dir)).unwrap();
