@@ -176,6 +176,20 @@ fn token_and_cost_limits_stop_before_the_next_request() {
     );
     assert_eq!(log(dir.path()), "1\n2\n");
 
+    // Output tokens the same way: 5 a turn reach 10 after two turns.
+    let dir = workspace(&logging_agent(
+        "limits: {max_output_tokens: 10}\n",
+        3,
+        "{input_tokens: 1, output_tokens: 5}",
+    ));
+    let run = at(dir.path(), &["run", "go"], &[]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        budget_error(&run).contains("`max_output_tokens` (10): 10 output tokens"),
+        "{run:?}"
+    );
+    assert_eq!(log(dir.path()), "1\n2\n");
+
     // $10 per million output tokens, 400k a turn: $4, $8, then $12 >= $10.
     let dir = workspace(&logging_agent(
         "limits:\n  max_cost_usd: 10\n  prices: {scripted: {input_per_mtok: 0, output_per_mtok: 10}}\n",
