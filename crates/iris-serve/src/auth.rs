@@ -1,0 +1,121 @@
+//! Who may call: the listening rule ([`ServeOptions::check`](crate::ServeOptions::check))
+//! and the per-request check — a bearer token when one is set (compared in constant
+//! time, never echoed), and on a loopback server without `allow_remote` a `Host`
+//! header that names the loopback, so a web page's DNS-rebinding trick cannot reach
+//! the port from a browser.
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::header;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::error::{ApiError, codes};
+
+/// What each request is checked against.
+#[derive(Debug, Clone)]
+pub(crate) struct Gate {
+    /// The bearer token requests must carry.
+    pub(crate) token: Option<Arc<[u8]>>,
+    /// Whether the `Host` header must name the loopback.
+    pub(crate) loopback_host: bool,
+}
+
+/// Compares without stopping at the first differing byte.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Whether a `Host` header names the loopback (`localhost`, `127.0.0.1`, `[::1]`, with
+/// or without a port).
+fn loopback_host(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The middleware: refuses a request that fails the gate.
+pub(crate) async fn check(State(gate): State<Gate>, request: Request, next: Next) -> Response {
+    if gate.loopback_host {
+        let host = request
+            .headers()
+            .get(header::HOST)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        if !loopback_host(host) {
+            return ApiError::new(
+                codes::SERVE_HOST_REFUSED,
+                "this server answers requests for localhost only",
+            )
+            .into_response();
+        }
+    }
+    if let Some(expected) = &gate.token {
+        let given = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .map(|v| v.as_bytes())
+            .and_then(|v| {
+                v.strip_prefix(b"Bearer ")
+                    .or_else(|| v.strip_prefix(b"bearer "))
+            });
+        match given {
+            Some(given) if constant_time_eq(given, expected) => {}
+            Some(_) => {
+                return ApiError::new(codes::SERVE_UNAUTHORIZED, "the bearer token is wrong")
+                    .into_response();
+            }
+            None => {
+                return ApiError::new(
+                    codes::SERVE_UNAUTHORIZED,
+                    "this server needs `Authorization: Bearer <token>`",
+                )
+                .into_response();
+            }
+        }
+    }
+    next.run(request).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"abcd"));
+    }
+
+    #[test]
+    fn loopback_hosts() {
+        for host in [
+            "localhost",
+            "localhost:8800",
+            "127.0.0.1:1",
+            "[::1]:80",
+            "[::1]",
+        ] {
+            assert!(loopback_host(host), "{host}");
+        }
+        for host in [
+            "",
+            "evil.example",
+            "evil.example:8800",
+            "10.0.0.1:80",
+            "127.0.0.1.evil:80",
+        ] {
+            assert!(!loopback_host(host), "{host}");
+        }
+    }
+}

@@ -1,0 +1,20 @@
+#![doc = include_str!("../README.md")]
+
+pub mod agents;
+pub mod api;
+mod auth;
+pub mod error;
+mod host;
+mod ledger;
+mod mask;
+pub mod openapi;
+mod routes;
+pub mod server;
+mod sse;
+
+pub use agents::{Agents, DEFAULT_AGENT};
+pub use error::{ServeError, codes, status_of};
+pub use host::{MAX_EVENT_BYTES, MAX_EVENTS_PER_RUN, SHUTDOWN_GRACE};
+pub use routes::MAX_BODY_BYTES;
+pub use server::{Bound, CLOSE_TIMEOUT, CONNECTION_GRACE, ServeOptions, Server, Stopped};
+pub use sse::KEEP_ALIVE;

@@ -1,0 +1,261 @@
+//! [`ServeOptions`] (where to listen, who may call) and [`Server`] (bound, then run
+//! until a signal).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use iris_tools_core::CancellationSignal;
+use tokio::net::TcpListener;
+
+use crate::agents::Agents;
+use crate::auth::Gate;
+use crate::error::ServeError;
+use crate::host::Host;
+use crate::routes;
+
+/// How long open connections get to finish once the server stops accepting.
+pub const CONNECTION_GRACE: Duration = Duration::from_secs(2);
+
+/// How long closing the agents' tools (MCP servers, command services) may take.
+pub const CLOSE_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// How a server stopped ([`Server::run`]).
+#[derive(Debug)]
+pub struct Stopped {
+    /// The runs this process was still driving, left (leases released) for any host
+    /// to recover.
+    pub given_up: Vec<String>,
+    /// Whether the agents' tools closed.
+    pub closed: Result<(), ServeError>,
+}
+
+/// Where a server listens and who may call it.
+///
+/// ```
+/// use iris_serve::ServeOptions;
+/// let local = ServeOptions::new("127.0.0.1:8800".parse().unwrap());
+/// assert!(local.check().is_ok());
+/// let lan = ServeOptions::new("0.0.0.0:8800".parse().unwrap());
+/// assert_eq!(lan.check().unwrap_err().code(), "SERVE_ADDRESS_REFUSED");
+/// assert!(lan.allow_remote(true).bearer_token("s3cret").check().is_ok());
+/// ```
+#[derive(Clone)]
+pub struct ServeOptions {
+    /// The address (port 0 picks a free port).
+    pub addr: SocketAddr,
+    /// The bearer token every request must carry (`Authorization: Bearer <token>`).
+    pub bearer_token: Option<String>,
+    /// Whether a non-loopback address is allowed (it also needs a token).
+    pub allow_remote: bool,
+    /// Variables whose values the server must never show (the token's variable is
+    /// added by the CLI); the served agents' own credential variables are added by
+    /// [`Agents`].
+    pub secret_vars: Vec<String>,
+}
+
+impl std::fmt::Debug for ServeOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServeOptions")
+            .field("addr", &self.addr)
+            .field(
+                "bearer_token",
+                &self.bearer_token.as_ref().map(|_| "<redacted>"),
+            )
+            .field("allow_remote", &self.allow_remote)
+            .field("secret_vars", &self.secret_vars)
+            .finish()
+    }
+}
+
+impl ServeOptions {
+    /// Listens on `addr`, no token, loopback only.
+    pub fn new(addr: SocketAddr) -> Self {
+        Self {
+            addr,
+            bearer_token: None,
+            allow_remote: false,
+            secret_vars: Vec::new(),
+        }
+    }
+
+    /// Requires this bearer token.
+    #[must_use]
+    pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
+        self.bearer_token = Some(token.into());
+        self
+    }
+
+    /// Allows a non-loopback address (with a token).
+    #[must_use]
+    pub fn allow_remote(mut self, allow: bool) -> Self {
+        self.allow_remote = allow;
+        self
+    }
+
+    /// Never shows the values of these variables.
+    #[must_use]
+    pub fn secret_vars(mut self, vars: impl IntoIterator<Item = String>) -> Self {
+        self.secret_vars.extend(vars);
+        self
+    }
+
+    /// The listening rule, as `iris mcp serve` has it: a loopback address is always
+    /// allowed; any other needs `allow_remote` and a non-blank bearer token.
+    ///
+    /// # Errors
+    /// `SERVE_ADDRESS_REFUSED` saying which rule.
+    pub fn check(&self) -> Result<(), ServeError> {
+        let ip = self.addr.ip();
+        if ip.is_loopback() {
+            return Ok(());
+        }
+        if !self.allow_remote {
+            return Err(ServeError::AddressRefused {
+                message: format!(
+                    "{ip} is not a loopback address: anything that reaches it could start runs \
+                     and answer approvals; bind 127.0.0.1, or allow it explicitly \
+                     (--allow-remote) with a bearer token (--token-env)"
+                ),
+            });
+        }
+        if self
+            .bearer_token
+            .as_deref()
+            .is_none_or(|t| t.trim().is_empty())
+        {
+            return Err(ServeError::AddressRefused {
+                message: format!(
+                    "{ip} is not a loopback address and no bearer token is set, or it is empty \
+                     (--token-env VAR)"
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A bound address, checked against the listening rule ([`ServeOptions::bind`]):
+/// bound before the agents start, so an address in use is reported first.
+#[derive(Debug)]
+pub struct Bound {
+    listener: TcpListener,
+    options: ServeOptions,
+}
+
+impl Bound {
+    /// The bound address (the port chosen for port 0).
+    ///
+    /// # Errors
+    /// `SERVE_BIND_FAILED` when the socket cannot say.
+    pub fn local_addr(&self) -> Result<SocketAddr, ServeError> {
+        self.listener.local_addr().map_err(|e| ServeError::Bind {
+            addr: self.options.addr,
+            message: e.to_string(),
+        })
+    }
+}
+
+impl ServeOptions {
+    /// Checks the listening rule ([`ServeOptions::check`]) and binds.
+    ///
+    /// # Errors
+    /// `SERVE_ADDRESS_REFUSED`, `SERVE_BIND_FAILED`.
+    pub async fn bind(self) -> Result<Bound, ServeError> {
+        self.check()?;
+        let listener = TcpListener::bind(self.addr)
+            .await
+            .map_err(|e| ServeError::Bind {
+                addr: self.addr,
+                message: e.to_string(),
+            })?;
+        Ok(Bound {
+            listener,
+            options: self,
+        })
+    }
+}
+
+/// A server: the agents on a bound address, not yet serving.
+#[derive(Debug)]
+pub struct Server {
+    host: Arc<Host>,
+    listener: TcpListener,
+    gate: Gate,
+}
+
+impl Server {
+    /// Serves `agents` on `bound`.
+    pub fn new(agents: Agents, bound: Bound) -> Self {
+        let Bound { listener, options } = bound;
+        let gate = Gate {
+            token: options
+                .bearer_token
+                .as_deref()
+                .map(|t| Arc::from(t.as_bytes())),
+            loopback_host: !options.allow_remote,
+        };
+        Self {
+            host: Arc::new(Host::new(agents, &options.secret_vars)),
+            listener,
+            gate,
+        }
+    }
+
+    /// The bound address (the port chosen for port 0).
+    ///
+    /// # Errors
+    /// `SERVE_BIND_FAILED` when the socket cannot say.
+    pub fn local_addr(&self) -> Result<SocketAddr, ServeError> {
+        self.listener.local_addr().map_err(|e| ServeError::Bind {
+            addr: SocketAddr::from(([0, 0, 0, 0], 0)),
+            message: e.to_string(),
+        })
+    }
+
+    /// The served agents.
+    pub fn agents(&self) -> &Agents {
+        self.host.agents()
+    }
+
+    /// Serves until `stop` is raised, then stops: no new connections; event streams
+    /// end; open requests get [`CONNECTION_GRACE`]; the runs this process drives get
+    /// [`SHUTDOWN_GRACE`](crate::SHUTDOWN_GRACE) to stop on their own, then their
+    /// leases are released and they are left as last saved, for any host to recover.
+    /// Then the agents' tools are closed ([`Agents::close`], at most
+    /// [`CLOSE_TIMEOUT`]).
+    pub async fn run(self, stop: &CancellationSignal) -> Stopped {
+        let Self {
+            host,
+            listener,
+            gate,
+        } = self;
+        let app = routes::router(Arc::clone(&host), gate);
+        let stopping = host.stopping.clone();
+        let signal = stop.clone();
+        let serving = axum::serve(listener, app).with_graceful_shutdown(async move {
+            signal.cancelled().await;
+            // Event streams end now, so their connections can close.
+            stopping.cancel();
+        });
+        let mut serving = tokio::spawn(serving.into_future());
+        stop.cancelled().await;
+        if tokio::time::timeout(CONNECTION_GRACE, &mut serving)
+            .await
+            .is_err()
+        {
+            serving.abort();
+        }
+        let given_up = host.stop().await;
+        let closed = match tokio::time::timeout(CLOSE_TIMEOUT, host.agents().close()).await {
+            Ok(closed) => closed,
+            Err(_) => Err(ServeError::Agent {
+                message: format!(
+                    "closing the agents' tools did not finish within {} s",
+                    CLOSE_TIMEOUT.as_secs()
+                ),
+            }),
+        };
+        Stopped { given_up, closed }
+    }
+}
