@@ -164,6 +164,7 @@ impl ToolUse {
 ///
 /// let mut input = ToolInput::with_parsed(json!({"n": 2}), 2_u32);
 /// assert_eq!(input.value()["n"], 2);
+/// assert_eq!(input.parsed_type_id(), Some(std::any::TypeId::of::<u32>()));
 /// assert_eq!(input.take_parsed::<u32>(), Some(2));
 /// assert_eq!(input.take_parsed::<u32>(), None);
 /// ```
@@ -211,6 +212,13 @@ impl ToolInput {
                 None
             }
         }
+    }
+
+    /// The type of the parsed value, when there is one: which typed tool parsed the
+    /// input (each `#[tool]`'s input type is its own), so a host can recognise a tool
+    /// by type rather than by its name.
+    pub fn parsed_type_id(&self) -> Option<std::any::TypeId> {
+        self.parsed.as_deref().map(|p| p.type_id())
     }
 
     /// Replaces the arguments (a middleware rewriting a call). The parsed value is
