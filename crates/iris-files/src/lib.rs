@@ -6,6 +6,7 @@ mod error;
 mod load;
 mod media;
 mod params;
+mod preview;
 mod read_state;
 mod rules;
 mod service;
@@ -19,6 +20,7 @@ pub use config::{
     FileToolsConfig, MIN_GREP_LINE_CHARS, MIN_GREP_MAX_LINE_BYTES, MIN_READ_CHAR_BUDGET,
 };
 pub use error::Error;
+pub use preview::{MAX_PREVIEW_BYTES, change_diff};
 pub use read_state::{ContentHash, Observation, ReadState};
 pub use service::{FileService, PUBLISHED_DIR};
 pub use tools::{

@@ -18,6 +18,7 @@ mod images;
 mod inputs;
 mod list;
 mod paging;
+mod preview;
 mod publish;
 #[cfg(unix)] // Symlink swaps and FIFOs.
 mod race;
