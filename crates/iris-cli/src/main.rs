@@ -37,6 +37,7 @@ mod output;
 mod run;
 mod runs;
 mod schema_cmd;
+mod serve_cmd;
 mod session;
 mod signals;
 mod skills_cmd;
@@ -211,9 +212,9 @@ enum Command {
         /// proxy); replaces `model.base_url`.
         #[arg(long, value_name = "URL")]
         base_url: Option<String>,
-    },
         #[command(flatten)]
         limits: budget_flags::LimitFlags,
+    },
     /// List the tools: name, group, capabilities, deferred.
     Tools {
         /// Also list system tools.
@@ -304,13 +305,16 @@ enum Command {
         /// with: its whole stored conversation goes there.
         #[arg(long)]
         switch_model: bool,
-    },
         /// Raise one limit of the budget as KEY=VALUE (max_input_tokens,
         /// max_output_tokens, max_tool_calls, max_tool_calls_per_tool.TOOL,
         /// max_wall_seconds, max_cost_usd; repeatable): a run that stopped at a limit
         /// (RUN_BUDGET_EXCEEDED) goes on.
         #[arg(long, value_name = "KEY=VALUE")]
         raise_limit: Vec<String>,
+    },
+    /// Serve the agent (as `default`) and any --agent over HTTP: start runs, stream
+    /// their events, answer and cancel them (docs/serve.md).
+    Serve(serve_cmd::ServeArgs),
     /// MCP servers.
     Mcp {
         #[command(subcommand)]
@@ -616,6 +620,9 @@ async fn run(cli: &Cli, signals: &mut Signals) -> Result<u8, Failure> {
         return check(cli, signals, file).await;
     }
     let loaded = interruptible(signals, load(cli, file?)).await?;
+    if let Command::Serve(args) = &cli.command {
+        return serve_cmd::serve(loaded, args, signals).await;
+    }
     // The run store is read without assembling (and starting) anything.
     if let Command::Runs {
         command,
@@ -663,13 +670,6 @@ async fn run(cli: &Cli, signals: &mut Signals) -> Result<u8, Failure> {
         }
         _ => None,
     };
-    // `mcp serve`'s flags are checked before anything starts.
-    let serving = serve_plan(&cli.command)?;
-    // `resume --secret-stdin` reads its line before anything starts: no MCP server or
-    // command service runs while a person types.
-    let mut answer = match &cli.command {
-        Command::Resume { .. } => interruptible(signals, resume_answer(&cli.command)).await?,
-        _ => None,
     // The budget: the YAML's limits, the command line's over them, the policy's cap.
     let mut loaded = loaded;
     if let Some(model) = &model {
@@ -681,6 +681,13 @@ async fn run(cli: &Cli, signals: &mut Signals) -> Result<u8, Failure> {
         budget_flags::apply(&mut loaded, &assignments, model)?;
     }
     let loaded = loaded;
+    // `mcp serve`'s flags are checked before anything starts.
+    let serving = serve_plan(&cli.command)?;
+    // `resume --secret-stdin` reads its line before anything starts: no MCP server or
+    // command service runs while a person types.
+    let mut answer = match &cli.command {
+        Command::Resume { .. } => interruptible(signals, resume_answer(&cli.command)).await?,
+        _ => None,
     };
     let env = interruptible(signals, assemble(cli, &loaded)).await?;
     let cancel = CancellationSignal::new();
@@ -756,6 +763,7 @@ async fn dispatch(
         | Command::Resume { .. }
         | Command::Runs { .. }
         | Command::Check
+        | Command::Serve(_)
         | Command::Trust { .. } => Ok(0),
         #[cfg(feature = "embed")]
         Command::Discovery { .. } => Ok(0),

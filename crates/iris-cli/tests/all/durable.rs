@@ -397,7 +397,7 @@ fn postgres_url() -> &'static str {
 }
 
 /// A new, empty database on the test cluster, so the test sees only its own runs.
-fn fresh_database() -> String {
+pub(crate) fn fresh_database() -> String {
     static N: AtomicUsize = AtomicUsize::new(0);
     let base = postgres_url();
     let name = format!(

@@ -14,6 +14,7 @@ mod discovery;
 mod durable;
 mod examples;
 mod hooks_v2;
+mod http_serve;
 mod mcp;
 mod output;
 mod policy;

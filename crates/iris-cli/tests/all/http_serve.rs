@@ -1,0 +1,215 @@
+//! `iris serve` as a real process: the --config agent and an --agent served over HTTP
+//! (a run waits, is approved over HTTP and finishes; SIGTERM stops it, exit 143); two
+//! processes on one PostgreSQL database (started on one, answered on the other, the
+//! call run once); the listening rules before anything starts.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use rustix::process::Signal;
+use serde_json::{Value, json};
+
+use super::durable::fresh_database;
+use super::iris;
+use super::signals::{Spawned, spawn};
+
+/// A scripted agent whose one call writes `hello.txt` (writes wait for approval),
+/// then answers.
+const WRITE_YAML: &str = "tools:\n  builtin: [file.write]\nmodel:\n  provider: scripted\n  \
+    script:\n    - text: Writing the file.\n      tool_calls: [{name: write_file, arguments: \
+    {file_path: hello.txt, content: \"hi\\n\"}}]\n    - {expect_tool_results: 1, text: Wrote \
+    hello.txt.}\n";
+
+/// A scripted agent that answers at once.
+const HELLO_YAML: &str = "model:\n  provider: scripted\n  script:\n    - text: Hello.\n";
+
+/// `iris serve` started in `dir` with `args` after `serve`; its base URL.
+fn start(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (Spawned, String) {
+    let mut all = vec!["--config", "iris.yaml", "serve", "--listen", "127.0.0.1:0"];
+    all.extend_from_slice(args);
+    let served = spawn(dir, &all, env);
+    let lines = served.stderr_until("iris: serving ");
+    let line = lines.last().unwrap();
+    let url = line
+        .split("on ")
+        .nth(1)
+        .and_then(|rest| rest.split("/v1").next())
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_owned();
+    (served, url)
+}
+
+fn client() -> reqwest::blocking::Client {
+    reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
+}
+
+fn read(response: reqwest::blocking::Response) -> (u16, Value) {
+    let status = response.status().as_u16();
+    let text = response.text().unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+fn get(url: &str) -> (u16, Value) {
+    read(client().get(url).send().unwrap())
+}
+
+fn post(url: &str, body: &Value) -> (u16, Value) {
+    read(client().post(url).body(body.to_string()).send().unwrap())
+}
+
+/// Polls the run until it has `status`.
+fn wait_for(base: &str, run_id: &str, status: &str) -> Value {
+    let start = Instant::now();
+    loop {
+        let (code, run) = get(&format!("{base}/v1/runs/{run_id}"));
+        assert_eq!(code, 200, "{run}");
+        if run["status"] == status {
+            return run;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "still {run}");
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
+fn start_run(base: &str, agent: &str) -> String {
+    let (status, body) = post(
+        &format!("{base}/v1/runs"),
+        &json!({"agent": agent, "input": "go"}),
+    );
+    assert_eq!(status, 201, "{body}");
+    body["run_id"].as_str().unwrap().to_owned()
+}
+
+/// Approves what the run waits for, through `base`.
+fn approve(base: &str, run_id: &str, run: &Value) {
+    let interaction = run["interaction"]["id"].as_str().unwrap();
+    let (status, body) = post(
+        &format!("{base}/v1/runs/{run_id}/answer"),
+        &json!({"interaction_id": interaction, "answer": "approve"}),
+    );
+    assert_eq!(status, 202, "{body}");
+}
+
+#[test]
+fn iris_serve_serves_the_config_and_another_agent_until_a_signal() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("iris.yaml"), WRITE_YAML).unwrap();
+    std::fs::write(dir.path().join("other.yaml"), HELLO_YAML).unwrap();
+    let (mut served, base) = start(dir.path(), &["--agent", "greeter=other.yaml"], &[]);
+
+    let run_id = start_run(&base, "default");
+    let run = wait_for(&base, &run_id, "waiting");
+    assert_eq!(run["interaction"]["tool_name"], "write_file");
+    approve(&base, &run_id, &run);
+    let run = wait_for(&base, &run_id, "completed");
+    assert_eq!(run["output"], "Wrote hello.txt.");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("hello.txt")).unwrap(),
+        "hi\n"
+    );
+    let greeting = start_run(&base, "greeter");
+    assert_eq!(wait_for(&base, &greeting, "completed")["output"], "Hello.");
+    let (_, list) = get(&format!("{base}/v1/runs?agent=greeter"));
+    assert_eq!(list["runs"].as_array().unwrap().len(), 1, "{list}");
+
+    served.signal(Signal::TERM);
+    let status = served.exit();
+    assert_eq!(status.code(), Some(143), "{}", served.stderr_rest());
+    // The runs are in the YAML's store: `iris runs` sees them.
+    let runs = iris(
+        dir.path(),
+        &["--config", "iris.yaml", "--json", "runs"],
+        &[],
+        "",
+    );
+    assert_eq!(runs.code, 0, "{runs:?}");
+    let listed: Value = serde_json::from_str(&runs.stdout).unwrap();
+    assert_eq!(listed["runs"].as_array().unwrap().len(), 2, "{listed}");
+}
+
+/// Two `iris serve` processes on one PostgreSQL database, from one folder: a run
+/// started on the first is answered on the second, which drives it; the write ran once.
+#[test]
+fn two_processes_on_postgres_share_a_run() {
+    let url = fresh_database();
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = format!("{WRITE_YAML}run_store: {{kind: postgres, url_env: IRIS_SERVE_TEST_DB}}\n");
+    std::fs::write(dir.path().join("iris.yaml"), yaml).unwrap();
+    let env = [("IRIS_SERVE_TEST_DB", url.as_str())];
+    let (mut a, base_a) = start(dir.path(), &[], &env);
+    let (mut b, base_b) = start(dir.path(), &[], &env);
+
+    let run_id = start_run(&base_a, "default");
+    let run = wait_for(&base_b, &run_id, "waiting");
+    approve(&base_b, &run_id, &run);
+    let run = wait_for(&base_a, &run_id, "completed");
+    assert_eq!(run["output"], "Wrote hello.txt.");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("hello.txt")).unwrap(),
+        "hi\n"
+    );
+    // The log, read on A, holds both drives and one call.
+    let events = client()
+        .get(format!("{base_a}/v1/runs/{run_id}/events"))
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    let calls = events.matches("\"type\":\"tool_call_finished\"").count();
+    assert_eq!(calls, 1, "{events}");
+    assert!(events.contains("\"status\":\"completed\""), "{events}");
+    for served in [&mut a, &mut b] {
+        served.signal(Signal::INT);
+        assert_eq!(served.exit().code(), Some(130));
+    }
+}
+
+/// The listening rules and flags are checked before anything starts.
+#[test]
+fn bad_flags_are_refused_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("iris.yaml"), HELLO_YAML).unwrap();
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        let mut all = vec!["--config", "iris.yaml", "serve"];
+        all.extend_from_slice(args);
+        iris(dir.path(), &all, env, "")
+    };
+    let remote = run(&["--listen", "0.0.0.0:0"], &[]);
+    assert_eq!(remote.code, 2, "{remote:?}");
+    assert!(
+        remote.stderr.contains("SERVE_ADDRESS_REFUSED"),
+        "{remote:?}"
+    );
+    let no_token = run(&["--listen", "0.0.0.0:0", "--allow-remote"], &[]);
+    assert_eq!(no_token.code, 2, "{no_token:?}");
+    let unset = run(&["--token-env", "IRIS_SERVE_TEST_UNSET"], &[]);
+    assert_eq!(unset.code, 3, "{unset:?}");
+    assert!(unset.stderr.contains("SERVE_TOKEN_MISSING"), "{unset:?}");
+    let bad_agent = run(&["--agent", "nameonly"], &[]);
+    assert_eq!(bad_agent.code, 2, "{bad_agent:?}");
+    let twice = run(
+        &["--listen", "127.0.0.1:0", "--agent", "default=iris.yaml"],
+        &[],
+    );
+    assert_eq!(twice.code, 3, "{twice:?}");
+    assert!(twice.stderr.contains("SERVE_AGENT_INVALID"), "{twice:?}");
+
+    // With a token, a request without it is refused.
+    let (served, base) = start(
+        dir.path(),
+        &["--token-env", "IRIS_SERVE_TEST_TOKEN"],
+        &[("IRIS_SERVE_TEST_TOKEN", "a-long-test-token")],
+    );
+    let (status, body) = get(&format!("{base}/v1/runs"));
+    assert_eq!(status, 401, "{body}");
+    let ok = client()
+        .get(format!("{base}/v1/runs"))
+        .bearer_auth("a-long-test-token")
+        .send()
+        .unwrap();
+    assert_eq!(ok.status().as_u16(), 200);
+    drop(served);
+}
