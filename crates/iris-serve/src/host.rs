@@ -428,7 +428,8 @@ impl Host {
             .filter(|e| e.get("type").and_then(Value::as_str) == Some("accepted"))
             .and_then(|e| e.get("metadata").cloned())
             .filter(|m| !m.is_null());
-        let view = RunView::of(&record, metadata);
+        let mut view = RunView::of(&record, metadata);
+        crate::console::add_diff(self, &mut view).await;
         let masked = self
             .masker
             .value(serde_json::to_value(&view).unwrap_or(Value::Null));

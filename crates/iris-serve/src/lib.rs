@@ -3,6 +3,7 @@
 pub mod agents;
 pub mod api;
 mod auth;
+mod console;
 pub mod error;
 mod host;
 mod ledger;

@@ -39,6 +39,7 @@ pub(crate) fn router(host: Arc<Host>, gate: Gate) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(middleware::from_fn_with_state(gate, auth::check))
+        .merge(crate::console::router())
         .with_state(host)
 }
 
