@@ -531,6 +531,31 @@ impl AgentRunner {
             .await
     }
 
+    /// [`AgentRunner::recover`], streaming the run's events from the take-over on (a
+    /// refusal, such as `RUN_BUSY`, ends the stream at once: see
+    /// [`ResumeStream::error`]).
+    pub fn recover_streamed(&self, run_id: &str) -> ResumeStream {
+        let cancel = CancellationSignal::new();
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (err_tx, err_rx) = tokio::sync::oneshot::channel();
+        let runner = self.clone();
+        let run_id = run_id.to_owned();
+        let task_cancel = cancel.clone();
+        tokio::spawn(async move {
+            let mut sink = Sink::Channel(tx);
+            match runner.drive_recover(&run_id, task_cancel, &mut sink).await {
+                Ok(outcome) => sink.emit(RunEvent::Finished { outcome }),
+                Err(e) => {
+                    let _ = err_tx.send(e);
+                }
+            }
+        });
+        ResumeStream {
+            events: RunStream { rx, cancel },
+            error: Some(err_rx),
+        }
+    }
+
     /// The run store, when the runner has one (the YAML's `run_store`, or
     /// [`AgentRunnerBuilder::run_store`]).
     pub fn run_store(&self) -> Option<&Arc<dyn RunStore>> {
