@@ -265,6 +265,41 @@ impl Host {
         Ok(())
     }
 
+    /// Whether this process drives `run_id` right now.
+    pub(crate) fn drives(&self, run_id: &str) -> bool {
+        self.active
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains_key(run_id)
+    }
+
+    /// Takes over a `running` run whose host died (its lease lapsed or was given up),
+    /// as [`AgentRunner::recover`] does, and drives it on. Nothing happens when it
+    /// cannot be taken: another host holds the lease (`RUN_BUSY`), it is no longer
+    /// running (`RUN_NOT_WAITING`), its agent is not served here, the server stops.
+    pub(crate) async fn recover(self: &Arc<Self>, run_id: &str, agent: &str) {
+        if self.stopping.requested() || self.drives(run_id) {
+            return;
+        }
+        let Ok(runner) = self.runner(agent) else {
+            return;
+        };
+        let mut stream = runner.recover_streamed(run_id);
+        let Some(first) = stream.next().await else {
+            if let Some(e) = stream.error().await
+                && e.code != iris_runner::store::codes::RUN_BUSY
+                && e.code != iris_runner::codes::RUN_NOT_WAITING
+            {
+                tracing::warn!(run_id, error = %e.message, code = %e.code, "cannot take a run over");
+            }
+            return;
+        };
+        tracing::info!(run_id, "took over a run whose host stopped");
+        let cancel = stream.cancellation().clone();
+        let first = vec![serde_json::to_value(&first).unwrap_or(Value::Null)];
+        self.drive(run_id, cancel, first, Driven::Resumed(stream));
+    }
+
     /// Waits (bounded) until this process has written the last events of its previous
     /// drive of `run_id`, if it drove it.
     async fn settle(&self, run_id: &str) {

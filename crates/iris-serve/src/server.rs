@@ -218,7 +218,8 @@ impl Server {
         self.host.agents()
     }
 
-    /// Serves until `stop` is raised, then stops: no new connections; event streams
+    /// Serves until `stop` is raised, taking over the runs of hosts that stopped
+    /// ([`RECOVER_EVERY`](crate::RECOVER_EVERY)), then stops: no new connections; event streams
     /// end; open requests get [`CONNECTION_GRACE`]; the runs this process drives get
     /// [`SHUTDOWN_GRACE`](crate::SHUTDOWN_GRACE) to stop on their own, then their
     /// leases are released and they are left as last saved, for any host to recover.
@@ -239,6 +240,8 @@ impl Server {
             stopping.cancel();
         });
         let mut serving = tokio::spawn(serving.into_future());
+        // Runs whose host stopped are taken over until this one stops.
+        let recovering = tokio::spawn(crate::recover::watch(Arc::clone(&host)));
         stop.cancelled().await;
         if tokio::time::timeout(CONNECTION_GRACE, &mut serving)
             .await
@@ -246,6 +249,10 @@ impl Server {
         {
             serving.abort();
         }
+        // No new take-over; one under way finishes handing its run to the host, so
+        // the run is stopped below like every other.
+        host.stopping.cancel();
+        let _ = recovering.await;
         let given_up = host.stop().await;
         let closed = match tokio::time::timeout(CLOSE_TIMEOUT, host.agents().close()).await {
             Ok(closed) => closed,
