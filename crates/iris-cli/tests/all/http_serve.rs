@@ -1,7 +1,8 @@
 //! `iris serve` as a real process: the --config agent and an --agent served over HTTP
 //! (a run waits, is approved over HTTP and finishes; SIGTERM stops it, exit 143); two
 //! processes on one PostgreSQL database (started on one, answered on the other, the
-//! call run once); the listening rules before anything starts.
+//! call run once, an event stream moved from one to the other with `Last-Event-ID`
+//! missing nothing); the listening rules before anything starts.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -130,8 +131,49 @@ fn iris_serve_serves_the_config_and_another_agent_until_a_signal() {
     assert_eq!(listed["runs"].as_array().unwrap().len(), 2, "{listed}");
 }
 
+/// Reads SSE events (`id`, `data` as JSON) from `response`, at most `max`, or until
+/// the stream ends.
+fn sse_events(response: reqwest::blocking::Response, max: Option<usize>) -> Vec<(u64, Value)> {
+    use std::io::BufRead;
+    assert_eq!(response.status().as_u16(), 200);
+    let mut lines = std::io::BufReader::new(response).lines();
+    let mut events = Vec::new();
+    let (mut id, mut data) = (None, String::new());
+    while max.is_none_or(|m| events.len() < m) {
+        let Some(line) = lines.next() else { break };
+        let line = line.unwrap();
+        if let Some(v) = line.strip_prefix("id: ") {
+            id = Some(v.parse::<u64>().unwrap());
+        } else if let Some(v) = line.strip_prefix("data: ") {
+            data.push_str(v);
+        } else if line.is_empty() {
+            // A keep-alive comment has no id.
+            if let Some(id) = id.take() {
+                events.push((id, serde_json::from_str(&data).unwrap()));
+            }
+            data.clear();
+        }
+    }
+    events
+}
+
+/// `GET /v1/runs/{run_id}/events` on `base`, after `last` when given.
+fn open_events(base: &str, run_id: &str, last: Option<u64>) -> reqwest::blocking::Response {
+    let mut request = reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap()
+        .get(format!("{base}/v1/runs/{run_id}/events"));
+    if let Some(last) = last {
+        request = request.header("Last-Event-ID", last.to_string());
+    }
+    request.send().unwrap()
+}
+
 /// Two `iris serve` processes on one PostgreSQL database, from one folder: a run
-/// started on the first is answered on the second, which drives it; the write ran once.
+/// started on the first is answered on the second, which drives it; the write ran
+/// once; an event stream read on the first and continued on the second with
+/// `Last-Event-ID` gets every event exactly once.
 #[test]
 fn two_processes_on_postgres_share_a_run() {
     let url = fresh_database();
@@ -143,28 +185,121 @@ fn two_processes_on_postgres_share_a_run() {
     let (mut b, base_b) = start(dir.path(), &[], &env);
 
     let run_id = start_run(&base_a, "default");
+    // A client reads the first three events on A, then goes away.
+    let mut seen = sse_events(open_events(&base_a, &run_id, None), Some(3));
+    assert_eq!(seen.len(), 3, "{seen:?}");
     let run = wait_for(&base_b, &run_id, "waiting");
     approve(&base_b, &run_id, &run);
+    // It comes back on B with the last id it saw, while B drives the run.
+    let last = seen.last().unwrap().0;
+    seen.extend(sse_events(open_events(&base_b, &run_id, Some(last)), None));
+    let ids: Vec<u64> = seen.iter().map(|(id, _)| *id).collect();
+    assert_eq!(ids, (1..=seen.len() as u64).collect::<Vec<_>>(), "{seen:?}");
+    let (_, end) = seen.last().unwrap();
+    assert_eq!(end["type"], "finished");
+    assert_eq!(end["outcome"]["status"], "completed");
     let run = wait_for(&base_a, &run_id, "completed");
     assert_eq!(run["output"], "Wrote hello.txt.");
     assert_eq!(
         std::fs::read_to_string(dir.path().join("hello.txt")).unwrap(),
         "hi\n"
     );
-    // The log, read on A, holds both drives and one call.
-    let events = client()
-        .get(format!("{base_a}/v1/runs/{run_id}/events"))
-        .send()
-        .unwrap()
-        .text()
-        .unwrap();
-    let calls = events.matches("\"type\":\"tool_call_finished\"").count();
-    assert_eq!(calls, 1, "{events}");
-    assert!(events.contains("\"status\":\"completed\""), "{events}");
+    // The whole log, read on A, is what the client got: both drives, one call.
+    let whole = sse_events(open_events(&base_a, &run_id, None), None);
+    assert_eq!(whole, seen);
+    let calls = whole
+        .iter()
+        .filter(|(_, e)| e["type"] == "tool_call_finished")
+        .count();
+    assert_eq!(calls, 1, "{whole:?}");
     for served in [&mut a, &mut b] {
         served.signal(Signal::INT);
         assert_eq!(served.exit().code(), Some(130));
     }
+}
+
+/// A scripted agent whose one command appends a line to `side.txt`, then sleeps (the
+/// call is still going when its host is killed); after the call, it answers.
+const SLOW_SIDE_EFFECT_YAML: &str = "tools:\n  builtin: [exec.command]\npermissions:\n  \
+    execute_mode: allow\nmodel:\n  provider: scripted\n  script:\n    - tool_calls: [{name: \
+    exec_command, arguments: {command: 'echo once >> side.txt; sleep 300'}}]\n    - \
+    {expect_tool_results: 1, text: Done.}\n";
+
+/// The host driving a run is killed (SIGKILL) in the middle of a command; when its
+/// lease lapses the other host takes the run over. The command, which has a side
+/// effect and is not idempotent, is not run again: the run waits with the call in
+/// doubt, and a human's `skip` on the surviving host finishes it.
+#[test]
+fn a_killed_hosts_run_is_taken_over_without_repeating_a_side_effect() {
+    let url = fresh_database();
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = format!(
+        "{SLOW_SIDE_EFFECT_YAML}run_store: {{kind: postgres, url_env: IRIS_SERVE_TEST_DB}}\n"
+    );
+    std::fs::write(dir.path().join("iris.yaml"), yaml).unwrap();
+    let env = [("IRIS_SERVE_TEST_DB", url.as_str())];
+    let (mut a, base_a) = start(dir.path(), &[], &env);
+    let (mut b, base_b) = start(dir.path(), &[], &env);
+
+    let run_id = start_run(&base_a, "default");
+    let side = dir.path().join("side.txt");
+    let begun = Instant::now();
+    while std::fs::read_to_string(&side).unwrap_or_default() != "once\n" {
+        assert!(
+            begun.elapsed() < Duration::from_secs(30),
+            "the command never ran"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(wait_for(&base_b, &run_id, "running")["status"], "running");
+    a.signal(Signal::KILL);
+    a.exit();
+
+    // The lease (30 s) lapses, B takes the run over and stops at the call in doubt.
+    let begun = Instant::now();
+    let run = loop {
+        let (code, run) = get(&format!("{base_b}/v1/runs/{run_id}"));
+        assert_eq!(code, 200, "{run}");
+        if run["status"] == "waiting" {
+            break run;
+        }
+        assert_eq!(run["status"], "running", "{run}");
+        assert!(
+            begun.elapsed() < Duration::from_secs(120),
+            "never taken over: {run}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(run["interaction"]["kind"], "in_doubt", "{run}");
+    assert_eq!(std::fs::read_to_string(&side).unwrap(), "once\n");
+    let interaction = run["interaction"]["id"].as_str().unwrap();
+    let (status, body) = post(
+        &format!("{base_b}/v1/runs/{run_id}/answer"),
+        &json!({"interaction_id": interaction, "answer": "skip"}),
+    );
+    assert_eq!(status, 202, "{body}");
+    let run = wait_for(&base_b, &run_id, "completed");
+    assert_eq!(run["output"], "Done.");
+    assert_eq!(
+        std::fs::read_to_string(&side).unwrap(),
+        "once\n",
+        "run once"
+    );
+    // The log holds what A appended before it died, then B's take-over, in order.
+    let events = sse_events(open_events(&base_b, &run_id, None), None);
+    let ids: Vec<u64> = events.iter().map(|(id, _)| *id).collect();
+    assert_eq!(
+        ids,
+        (1..=events.len() as u64).collect::<Vec<_>>(),
+        "{events:?}"
+    );
+    let started = events
+        .iter()
+        .filter(|(_, e)| e["type"] == "run_started")
+        .count();
+    assert!(started >= 2, "A's start and B's take-over: {events:?}");
+    b.signal(Signal::TERM);
+    assert_eq!(b.exit().code(), Some(143));
 }
 
 /// The listening rules and flags are checked before anything starts.
