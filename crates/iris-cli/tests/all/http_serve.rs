@@ -302,6 +302,74 @@ fn a_killed_hosts_run_is_taken_over_without_repeating_a_side_effect() {
     assert_eq!(b.exit().code(), Some(143));
 }
 
+/// Waits until `side.txt` in `dir` holds `lines` lines.
+fn wait_for_lines(dir: &Path, lines: usize) {
+    let begun = Instant::now();
+    while std::fs::read_to_string(dir.join("side.txt"))
+        .unwrap_or_default()
+        .lines()
+        .count()
+        < lines
+    {
+        assert!(
+            begun.elapsed() < Duration::from_secs(30),
+            "the command never ran"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A run in the middle of a command: cancelled on its host it ends `cancelled`;
+/// another host refuses to cancel it (`SERVE_RUN_ELSEWHERE`). A host stopped by
+/// SIGTERM gives the runs it drives up (leases released) and the other host takes
+/// them over without waiting for a lease to lapse; the command is not run again.
+#[test]
+fn running_runs_are_cancelled_on_their_host_and_given_up_on_sigterm() {
+    let url = fresh_database();
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = format!(
+        "{SLOW_SIDE_EFFECT_YAML}run_store: {{kind: postgres, url_env: IRIS_SERVE_TEST_DB}}\n"
+    );
+    std::fs::write(dir.path().join("iris.yaml"), yaml).unwrap();
+    let env = [("IRIS_SERVE_TEST_DB", url.as_str())];
+    let (mut a, base_a) = start(dir.path(), &[], &env);
+    let (mut b, base_b) = start(dir.path(), &[], &env);
+
+    // Cancelled where it is driven.
+    let first = start_run(&base_a, "default");
+    wait_for_lines(dir.path(), 1);
+    let (status, body) = post(&format!("{base_b}/v1/runs/{first}/cancel"), &json!({}));
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["error"]["code"], "SERVE_RUN_ELSEWHERE");
+    let (status, run) = post(&format!("{base_a}/v1/runs/{first}/cancel"), &json!({}));
+    assert_eq!(status, 200, "{run}");
+    assert_eq!(run["status"], "cancelled", "{run}");
+
+    // Given up on SIGTERM, taken over by B.
+    let second = start_run(&base_a, "default");
+    wait_for_lines(dir.path(), 2);
+    a.signal(Signal::TERM);
+    assert_eq!(a.exit().code(), Some(143));
+    let stderr = a.stderr_rest();
+    assert!(
+        stderr.contains("left 1 running run(s) for another host, leases released")
+            && stderr.contains(&second),
+        "{stderr}"
+    );
+    let run = wait_for(&base_b, &second, "waiting");
+    assert_eq!(run["interaction"]["kind"], "in_doubt", "{run}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("side.txt")).unwrap(),
+        "once\nonce\n"
+    );
+    // A waiting run is cancelled on any host.
+    let (status, run) = post(&format!("{base_b}/v1/runs/{second}/cancel"), &json!({}));
+    assert_eq!(status, 200, "{run}");
+    assert_eq!(run["status"], "cancelled");
+    b.signal(Signal::TERM);
+    assert_eq!(b.exit().code(), Some(143));
+}
+
 /// The listening rules and flags are checked before anything starts.
 #[test]
 fn bad_flags_are_refused_before_anything_starts() {
