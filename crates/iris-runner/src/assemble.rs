@@ -842,13 +842,22 @@ async fn start_command(loaded: &LoadedConfig, workspace: &Path) -> Result<Comman
 
 /// The agent's own files, which sandboxed commands and the file tools may read but not
 /// change (a model must not rewrite its own policy): the YAML, the subagent catalog,
-/// `mcp.path`, `decision.path`, the skills root, and every word of a command hook's
-/// command line that names a path (contains `/` or `.` and is not an option), taken
-/// relative to the workspace. Paths inside the workspace are given relative to it.
+/// each child YAML the catalog names, `mcp.path`, `decision.path`, the skills root, and
+/// every word of a command hook's command line that names a path (contains `/` or `.`
+/// and is not an option), taken relative to the workspace. Paths inside the workspace are given relative to it.
 fn protected_paths(loaded: &LoadedConfig) -> Vec<PathBuf> {
     let config = &loaded.config;
     let mut paths = vec![std::path::absolute(&loaded.file).unwrap_or_else(|_| loaded.file.clone())];
     paths.extend(config.tools.subagent.clone());
+    // Each child's YAML the catalog names: a model must not rewrite a child's policy.
+    let catalog = config.tools.subagent.as_ref().map(SubagentCatalog::load);
+    paths.extend(
+        catalog
+            .into_iter()
+            .flatten()
+            .flat_map(|c| c.entries().to_vec())
+            .map(|e| e.path),
+    );
     paths.extend(config.mcp.as_ref().map(|m| m.path.clone()));
     paths.extend(config.decision.as_ref().map(|d| d.path.clone()));
     if config.skills.enabled {
