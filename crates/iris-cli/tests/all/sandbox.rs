@@ -1212,3 +1212,226 @@ fn an_mcp_server_opted_into_the_sandbox_gets_the_agents_policy() {
     assert_eq!(write.stdout.trim(), "written", "{write:?}");
     assert_eq!(std::fs::read_to_string(&note).unwrap(), "in");
 }
+
+/// One command that tries three escapes and leaves one honest trace: it copies a
+/// `deny_read` secret into the workspace, writes beside the workspace, appends to the
+/// agent YAML (and to each file named in `$FILES`), then writes `ran.txt`.
+const MEET_ATTEMPT: &str = "cat $ROOT/secrets/key > leaked.txt; echo x > $ROOT/outside/o; \
+                            for f in iris.yaml $FILES; do echo evil >> $f; done; echo ran > ran.txt";
+
+/// A workspace for the places where other features meet the sandbox: a secret folder
+/// beside it (in the agent's `deny_read`), an outside folder, and agent files that must
+/// stay unchanged.
+struct Meet {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    ws: PathBuf,
+    /// Protected files (relative to the workspace) with their original text.
+    files: Vec<(String, String)>,
+}
+
+impl Meet {
+    /// `iris.yaml` is `yaml` with `$SANDBOX` replaced by the `command.sandbox` block;
+    /// `extra` are more files of the agent (path, text), `$ROOT` and `$WS` filled in.
+    fn new(yaml: &str, extra: &[(&str, &str)]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let ws = root.join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::create_dir_all(root.join("outside")).unwrap();
+        std::fs::create_dir_all(root.join("secrets")).unwrap();
+        std::fs::write(root.join("secrets/key"), SECRET).unwrap();
+        let sandbox = format!(
+            "command:\n  sandbox:\n    deny_read: [{}]\n",
+            root.join("secrets").display()
+        );
+        let mut meet = Self {
+            _dir: dir,
+            root,
+            ws,
+            files: Vec::new(),
+        };
+        let yaml = meet.fill(&yaml.replace("$SANDBOX", &sandbox));
+        let mut files = vec![("iris.yaml".to_owned(), yaml)];
+        files.extend(
+            extra
+                .iter()
+                .map(|(path, text)| ((*path).to_owned(), meet.fill(text))),
+        );
+        for (path, text) in &files {
+            std::fs::write(meet.ws.join(path), text).unwrap();
+        }
+        meet.files = files;
+        meet
+    }
+
+    /// `$ROOT`, `$WS`, `$FILES` (the agent's files besides the YAML) and `$ATTEMPT`.
+    fn fill(&self, text: &str) -> String {
+        let others: Vec<&str> = self.files.iter().skip(1).map(|(p, _)| p.as_str()).collect();
+        text.replace("$ATTEMPT", MEET_ATTEMPT)
+            .replace("$ROOT", &self.root.display().to_string())
+            .replace("$WS", &self.ws.display().to_string())
+            .replace("$FILES", &others.join(" "))
+    }
+
+    fn iris(&self, args: &[&str]) -> super::Run {
+        let mut all = vec!["--config", "iris.yaml"];
+        all.extend_from_slice(args);
+        iris(&self.ws, &all, &[], "")
+    }
+
+    /// The attempt ran (`ran.txt`) and every escape failed.
+    fn held(&self, what: &str, output: &str) {
+        assert!(
+            self.ws.join("ran.txt").exists(),
+            "{what}: the command never ran\n{output}"
+        );
+        assert!(!output.contains(SECRET), "{what}: {output}");
+        let leaked = std::fs::read_to_string(self.ws.join("leaked.txt")).unwrap_or_default();
+        assert!(!leaked.contains(SECRET), "{what}: the secret was read");
+        let outside: Vec<_> = std::fs::read_dir(self.root.join("outside"))
+            .unwrap()
+            .collect();
+        assert!(outside.is_empty(), "{what}: wrote outside: {outside:?}");
+        for (path, text) in &self.files {
+            assert_eq!(
+                &std::fs::read_to_string(self.ws.join(path)).unwrap(),
+                text,
+                "{what}: {path} changed"
+            );
+        }
+    }
+}
+
+/// A subagent's commands run in the lead's sandbox (the child borrows the lead's
+/// command service): the child's `exec_command` cannot read the lead's `deny_read`
+/// secret, write outside, or change the lead's YAML, the subagent catalog or the
+/// child's own YAML (files the lead's YAML references).
+#[test]
+fn a_subagents_commands_run_in_the_sandbox() {
+    let mut meet = Meet::new(
+        "tools:\n  builtin: [file.read]\n  subagent: agents.yaml\n\
+         permissions: {execute_mode: allow}\n$SANDBOX\
+         model:\n  provider: scripted\n  script:\n    \
+         - tool_calls: [{name: subagent, arguments: {prompt: go}}]\n    \
+         - {expect_tool_results: 1, text: Done.}\n",
+        &[
+            (
+                "agents.yaml",
+                "default: worker\nagents:\n  worker: {path: worker.yaml, description: Runs one command.}\n",
+            ),
+            ("worker.yaml", ""),
+        ],
+    );
+    // The child's YAML names the files it must not change, itself among them.
+    let worker = meet.fill(
+        "tools:\n  builtin: [exec.command]\npermissions: {execute_mode: allow}\n\
+         model:\n  provider: scripted\n  script:\n    \
+         - tool_calls: [{name: exec_command, arguments: {command: '$ATTEMPT'}}]\n    \
+         - {expect_tool_results: 1, text: Tried.}\n",
+    );
+    std::fs::write(meet.ws.join("worker.yaml"), &worker).unwrap();
+    meet.files[2].1 = worker;
+    let run = meet.iris(&["--json", "run", "Delegate"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    meet.held("subagent", &format!("{run:?}"));
+}
+
+/// A run that waits for approval of its command and is resumed by a new process
+/// (`iris resume --approve`): the approved command runs in the sandbox.
+#[test]
+fn a_resumed_runs_command_runs_in_the_sandbox() {
+    let meet = Meet::new(
+        "tools:\n  builtin: [exec.command]\npermissions: {execute_mode: confirm}\n$SANDBOX\
+         model:\n  provider: scripted\n  script:\n    \
+         - tool_calls: [{name: exec_command, arguments: {command: '$ATTEMPT'}}]\n    \
+         - {expect_tool_results: 1, text: Done.}\n",
+        &[],
+    );
+    let waiting = meet.iris(&["run", "Try"]);
+    assert_eq!(waiting.code, 4, "{waiting:?}");
+    assert!(!meet.ws.join("ran.txt").exists(), "{waiting:?}");
+    let run_id = waiting
+        .stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("error[RUN_WAITING]: run "))
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap_or_else(|| panic!("no RUN_WAITING line: {waiting:?}"))
+        .to_owned();
+    let resumed = meet.iris(&["--json", "resume", &run_id, "--approve"]);
+    assert_eq!(resumed.code, 0, "{resumed:?}");
+    meet.held("resume", &format!("{resumed:?}"));
+}
+
+/// Code mode: the script's own Python runs in the sandbox (it cannot read the secret
+/// or write outside), its channel back to the executor stays open (its inner
+/// `exec_command` runs), and that inner command is sandboxed too.
+#[test]
+fn a_tool_scripts_python_and_its_inner_commands_run_in_the_sandbox() {
+    let meet = Meet::new(
+        "tools:\n  builtin: [exec.command, exec.tool_script]\n  script: {callable: [exec_command]}\n\
+         permissions: {execute_mode: allow}\n$SANDBOX",
+        &[],
+    );
+    let code = meet.fill(
+        "import iris_tools\n\
+         for attempt in (lambda: print(open('$ROOT/secrets/key').read()),\n\
+                         lambda: open('$ROOT/outside/py', 'w').write('x'),\n\
+                         lambda: open('iris.yaml', 'a').write('evil')):\n\
+         \x20   try:\n\
+         \x20       attempt()\n\
+         \x20       print('ESCAPED')\n\
+         \x20   except OSError as e:\n\
+         \x20       print('refused', e.errno)\n\
+         print(iris_tools.exec_command(command='$ATTEMPT').text)\n\
+         print('channel open')\n",
+    );
+    let input = json!({ "code": code }).to_string();
+    let run = meet.iris(&["call", "run_tool_script", &input]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stdout.matches("refused ").count(), 3, "{run:?}");
+    assert!(
+        !run.stdout.contains("ESCAPED") && run.stdout.contains("channel open"),
+        "{run:?}"
+    );
+    meet.held("code mode", &format!("{run:?}"));
+}
+
+/// `iris mcp serve` (stdio, driven by the Python MCP SDK's client): a served
+/// `exec_command` runs in the agent's sandbox.
+#[test]
+fn a_served_exec_command_runs_in_the_sandbox() {
+    let meet = Meet::new(
+        "tools:\n  builtin: [exec.command]\npermissions: {execute_mode: allow}\n$SANDBOX",
+        &[],
+    );
+    let script = json!({
+        "stdio": {
+            "command": env!("CARGO_BIN_EXE_iris"),
+            "args": ["--config", meet.ws.join("iris.yaml"), "mcp", "serve"],
+            "cwd": meet.ws,
+            "env": {"HOME": super::user_home(), "XDG_CONFIG_HOME": super::user_home().join("config")},
+        },
+        "mode": "auto",
+        "elicit": null,
+        "steps": [{"op": "call", "name": "exec_command", "args": {"command": meet.fill("$ATTEMPT")}}],
+    });
+    let out = std::process::Command::new(super::mcp::python())
+        .arg(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../iris-mcp/tests/fixtures/mcp/serve_client.py"),
+        )
+        .arg(script.to_string())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result: Value = serde_json::from_str(stdout.trim()).unwrap();
+    let texts = result["results"][0]["texts"].to_string();
+    assert!(texts.contains("Read-only file system"), "{result}");
+    meet.held("iris mcp serve", &stdout);
+}
