@@ -417,6 +417,22 @@ fn bench() -> Result<(), String> {
     let mut proxy = cargo();
     proxy.args(["bench", "-p", "iris-sandbox", "--bench", "proxy"]);
     run(proxy)?;
+    // The command sandbox per call: exec_command "true" sandboxed and not, same run
+    // (the bench finds the release helper beside itself, so it is built first).
+    let mut helper = cargo();
+    helper.args(["build", "--release", "-p", "iris-sandbox"]);
+    run(helper)?;
+    let mut per_call = cargo();
+    per_call.args([
+        "bench",
+        "-p",
+        "iris-command",
+        "--bench",
+        "command",
+        "--",
+        "per_call",
+    ]);
+    run(per_call)?;
     // MCP against real Python SDK servers: the call round trip and startup (1, 8,
     // 24 servers), and 24 servers at once against the slowest single one.
     let mut mcp = cargo();
