@@ -31,6 +31,13 @@ pub(crate) struct ServeArgs {
     /// Allow a non-loopback --listen address (it also needs --token-env).
     #[arg(long)]
     allow_remote: bool,
+    /// The most requests one client address may have in progress (an open event
+    /// stream counts until it closes); more get 429. Behind a reverse proxy the proxy
+    /// is one client.
+    #[arg(long, value_name = "N",
+          default_value_t = u16::try_from(iris_serve::DEFAULT_MAX_PER_CLIENT).unwrap_or(u16::MAX),
+          value_parser = clap::value_parser!(u16).range(1..))]
+    max_per_client: u16,
 }
 
 /// `NAME=PATH`.
@@ -60,7 +67,9 @@ pub(crate) async fn serve(
     args: &ServeArgs,
     signals: &mut Signals,
 ) -> Result<u8, Failure> {
-    let mut options = ServeOptions::new(args.listen).allow_remote(args.allow_remote);
+    let mut options = ServeOptions::new(args.listen)
+        .allow_remote(args.allow_remote)
+        .max_per_client(usize::from(args.max_per_client));
     if let Some(var) = &args.token_env {
         match std::env::var(var) {
             Ok(token) if !token.trim().is_empty() => {

@@ -42,6 +42,9 @@ pub mod codes {
     pub const SERVE_RUN_FAILED: &str = "SERVE_RUN_FAILED";
     /// The server is stopping.
     pub const SERVE_SHUTTING_DOWN: &str = "SERVE_SHUTTING_DOWN";
+    /// The client has as many requests in progress as it may
+    /// ([`ServeOptions::max_per_client`](crate::ServeOptions::max_per_client)).
+    pub const SERVE_TOO_MANY_REQUESTS: &str = "SERVE_TOO_MANY_REQUESTS";
 }
 
 /// Why a server could not start.
@@ -120,6 +123,7 @@ pub fn status_of(code: &str) -> StatusCode {
         codes::SERVE_METHOD_NOT_ALLOWED => StatusCode::METHOD_NOT_ALLOWED,
         codes::SERVE_UNAUTHORIZED => StatusCode::UNAUTHORIZED,
         codes::SERVE_HOST_REFUSED => StatusCode::FORBIDDEN,
+        codes::SERVE_TOO_MANY_REQUESTS => StatusCode::TOO_MANY_REQUESTS,
         store::RUN_STORE_FAILED | codes::SERVE_SHUTTING_DOWN => StatusCode::SERVICE_UNAVAILABLE,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     }

@@ -34,6 +34,13 @@ fn responses(ok: (&str, Value), failures: &[(&str, &str)]) -> Value {
             "ErrorBody",
         ),
     );
+    all.insert(
+        "429".into(),
+        body(
+            "the client has too many requests in progress (`SERVE_TOO_MANY_REQUESTS`)",
+            "ErrorBody",
+        ),
+    );
     Value::Object(all)
 }
 

@@ -8,7 +8,7 @@ use axum::Json;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, QueryRejection};
-use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::extract::{DefaultBodyLimit, Extension, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
@@ -19,6 +19,7 @@ use crate::api::{AnswerRun, CreateRun, ListQuery, RunAccepted};
 use crate::auth::{self, Gate};
 use crate::error::{ApiError, codes};
 use crate::host::Host;
+use crate::limit::{self, ClientLimit, Permit};
 use crate::{openapi, sse};
 
 /// The largest request body accepted.
@@ -27,7 +28,7 @@ pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 type Shared = State<Arc<Host>>;
 
 /// The API's router over `host`, behind `gate`.
-pub(crate) fn router(host: Arc<Host>, gate: Gate) -> Router {
+pub(crate) fn router(host: Arc<Host>, gate: Gate, limit: ClientLimit) -> Router {
     Router::new()
         .route("/v1/runs", post(create).get(list))
         .route("/v1/runs/{id}", get(show))
@@ -38,6 +39,7 @@ pub(crate) fn router(host: Arc<Host>, gate: Gate) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(middleware::from_fn_with_state(limit, limit::check))
         .layer(middleware::from_fn_with_state(gate, auth::check))
         .merge(crate::console::router())
         .with_state(host)
@@ -109,6 +111,7 @@ async fn cancel(State(host): Shared, Path(id): Path<String>) -> Result<Response,
 async fn events(
     State(host): Shared,
     Path(id): Path<String>,
+    Extension(permit): Extension<Arc<Permit>>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let after = match headers.get("last-event-id") {
@@ -123,7 +126,7 @@ async fn events(
     };
     // A run that does not exist is a 404, not an empty stream.
     host.view(&id).await?;
-    Ok(sse::stream(host, id, after).into_response())
+    Ok(sse::stream(host, id, after, permit).into_response())
 }
 
 async fn openapi_json() -> Response {

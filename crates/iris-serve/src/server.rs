@@ -12,6 +12,7 @@ use crate::agents::Agents;
 use crate::auth::Gate;
 use crate::error::ServeError;
 use crate::host::Host;
+use crate::limit::ClientLimit;
 use crate::routes;
 
 /// How long open connections get to finish once the server stops accepting.
@@ -19,6 +20,9 @@ pub const CONNECTION_GRACE: Duration = Duration::from_secs(2);
 
 /// How long closing the agents' tools (MCP servers, command services) may take.
 pub const CLOSE_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// The default of [`ServeOptions::max_per_client`].
+pub const DEFAULT_MAX_PER_CLIENT: usize = 64;
 
 /// How a server stopped ([`Server::run`]).
 #[derive(Debug)]
@@ -52,6 +56,10 @@ pub struct ServeOptions {
     /// added by the CLI); the served agents' own credential variables are added by
     /// [`Agents`].
     pub secret_vars: Vec<String>,
+    /// The most requests one client address may have in progress at once, an open
+    /// event stream counting until it closes (default [`DEFAULT_MAX_PER_CLIENT`]); the
+    /// next is `429 SERVE_TOO_MANY_REQUESTS`.
+    pub max_per_client: usize,
 }
 
 impl std::fmt::Debug for ServeOptions {
@@ -64,6 +72,7 @@ impl std::fmt::Debug for ServeOptions {
             )
             .field("allow_remote", &self.allow_remote)
             .field("secret_vars", &self.secret_vars)
+            .field("max_per_client", &self.max_per_client)
             .finish()
     }
 }
@@ -76,7 +85,15 @@ impl ServeOptions {
             bearer_token: None,
             allow_remote: false,
             secret_vars: Vec::new(),
+            max_per_client: DEFAULT_MAX_PER_CLIENT,
         }
+    }
+
+    /// At most `max` requests in progress per client address (at least 1).
+    #[must_use]
+    pub fn max_per_client(mut self, max: usize) -> Self {
+        self.max_per_client = max.max(1);
+        self
     }
 
     /// Requires this bearer token.
@@ -182,6 +199,7 @@ pub struct Server {
     host: Arc<Host>,
     listener: TcpListener,
     gate: Gate,
+    limit: ClientLimit,
 }
 
 impl Server {
@@ -199,6 +217,7 @@ impl Server {
             host: Arc::new(Host::new(agents, &options.secret_vars)),
             listener,
             gate,
+            limit: ClientLimit::new(options.max_per_client),
         }
     }
 
@@ -230,8 +249,10 @@ impl Server {
             host,
             listener,
             gate,
+            limit,
         } = self;
-        let app = routes::router(Arc::clone(&host), gate);
+        let app = routes::router(Arc::clone(&host), gate, limit)
+            .into_make_service_with_connect_info::<SocketAddr>();
         let stopping = host.stopping.clone();
         let signal = stop.clone();
         let serving = axum::serve(listener, app).with_graceful_shutdown(async move {

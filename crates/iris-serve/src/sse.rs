@@ -23,6 +23,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::host::Host;
+use crate::limit::Permit;
 
 /// How often an idle stream sends a keep-alive comment.
 pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -55,9 +56,17 @@ fn ends_stream(event: &Value) -> bool {
 }
 
 /// The SSE response for `run_id` after entry `after`.
-pub(crate) fn stream(host: Arc<Host>, run_id: String, after: u64) -> impl IntoResponse {
+/// `permit` (the client's count of requests in progress) is held until the stream
+/// ends.
+pub(crate) fn stream(
+    host: Arc<Host>,
+    run_id: String,
+    after: u64,
+    permit: Arc<Permit>,
+) -> impl IntoResponse {
     let (tx, rx) = mpsc::channel(64);
     tokio::spawn(async move {
+        let _permit = permit;
         // Subscribed before the first read, so no append between them goes unseen.
         let mut wakeups = host.store.event_wakeups();
         // A client that reconnects after the run's last event gets an empty stream

@@ -391,6 +391,8 @@ fn bad_flags_are_refused_before_anything_starts() {
     let unset = run(&["--token-env", "IRIS_SERVE_TEST_UNSET"], &[]);
     assert_eq!(unset.code, 3, "{unset:?}");
     assert!(unset.stderr.contains("SERVE_TOKEN_MISSING"), "{unset:?}");
+    let no_requests = run(&["--max-per-client", "0"], &[]);
+    assert_eq!(no_requests.code, 2, "{no_requests:?}");
     let bad_agent = run(&["--agent", "nameonly"], &[]);
     assert_eq!(bad_agent.code, 2, "{bad_agent:?}");
     let twice = run(

@@ -401,3 +401,42 @@ async fn a_token_is_required_and_foreign_hosts_are_refused() {
     );
     serving.shut_down().await;
 }
+
+/// A client may have `max_per_client` requests in progress; an open event stream
+/// counts until it closes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_is_limited_to_its_requests_in_progress() {
+    let serving = serve_in(
+        None,
+        &[("default", yaml(WRITE_SCRIPT, ""))],
+        &Store::Sqlite,
+        |o| o.max_per_client(1),
+    )
+    .await;
+    let run_id = serving.start_run("default", "Say hi in a file").await;
+    serving.wait_for(&run_id, "waiting").await;
+    // The stream stays open while the run waits.
+    let stream = EventReader::open(&serving, &run_id, None).await;
+    let (status, body) = serving.get("/v1/runs").await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (429, Some("SERVE_TOO_MANY_REQUESTS")),
+        "{body}"
+    );
+    drop(stream);
+    // The server lets the permit go once it sees the stream closed.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let (status, body) = serving.get("/v1/runs").await;
+        if status == 200 {
+            break;
+        }
+        assert_eq!(status, 429, "{body}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the stream's permit was never given back"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    serving.shut_down().await;
+}
