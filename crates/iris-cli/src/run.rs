@@ -18,7 +18,7 @@
 //! assembled (and closes, also on a signal).
 
 use std::io::IsTerminal;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use iris_mcp::{ElicitationKind, ElicitationRequest};
@@ -29,7 +29,7 @@ use iris_runner::{
     RunEvent, RunInput, RunOutcome, RunStatus, RunStream, SecretRequest, SecretValue,
     ToolEnvironment,
 };
-use iris_tools_core::{BoxFuture, CancellationSignal, ToolResult, codes};
+use iris_tools_core::{BoxFuture, CancellationSignal, ToolRegistry, ToolResult, codes};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
@@ -294,6 +294,7 @@ pub(crate) async fn run(
     let runner = runner(loaded, env, model, handler).await?;
     let events = runner.run_streamed(RunInput::new(prompt).cancellation(cancel.clone()));
     let mut view = View::new(json, iris);
+    view.diffs = Some(Diffs::of(&runner, env));
     let outcome = view.stream(Events::Run(events), questions, cancel).await?;
     view.finish(outcome)
 }
@@ -335,6 +336,7 @@ pub(crate) async fn resume(
         .map_err(|e| refusal(e.into()))?
         .ok_or_else(|| not_found(run_id, &store.describe()))?;
     let mut view = View::new(json, iris);
+    view.diffs = Some(Diffs::of(&runner, env));
     let events = match (record.status, answer) {
         (RunStatus::Waiting, answer) => {
             let Some(pending) = &record.interaction else {
@@ -539,6 +541,8 @@ struct View<'a> {
     /// The run's id, from its `run_started` event (for the resume command of a run
     /// stopped at a budget limit).
     run_id: Option<String>,
+    /// Where an approval prompt's diff comes from.
+    diffs: Option<Diffs>,
 }
 
 impl<'a> View<'a> {
@@ -549,6 +553,7 @@ impl<'a> View<'a> {
             screen: Screen::new(!json && std::io::stderr().is_terminal()),
             printed: Printed::default(),
             run_id: None,
+            diffs: None,
         }
     }
 
@@ -586,7 +591,9 @@ impl<'a> View<'a> {
                 Some(ask) = questions.recv() => {
                     self.printed.end_turn();
                     // The run waits for this answer; if it is gone, nobody needs it.
-                    let reply = ask_terminal(&ask.interaction, &mut self.screen, cancel).await;
+                    let reply =
+                        ask_terminal(&ask.interaction, self.diffs.as_ref(), &mut self.screen, cancel)
+                            .await;
                     let _ = ask.answer.send(reply);
                 }
                 // A signal: the run is cancelled through its own signal (a resumed
@@ -772,11 +779,18 @@ impl InteractionHandler for Handler {
 /// recover` reports it and `iris resume` answers it.
 async fn ask_terminal(
     interaction: &Interaction,
+    diffs: Option<&Diffs>,
     screen: &mut Screen,
     cancel: &CancellationSignal,
 ) -> Option<Answer> {
     match interaction {
-        Interaction::Approval(request) => Some(ask_approval(request, screen, cancel).await),
+        Interaction::Approval(request) => {
+            let diff = match diffs {
+                Some(diffs) => diffs.of_call(request, cancel).await,
+                None => None,
+            };
+            Some(ask_approval(request, diff.as_deref(), screen, cancel).await)
+        }
         Interaction::Question(request) => ask_question(request, screen, cancel)
             .await
             .map(|text| Answer::Text { text }),
@@ -807,11 +821,48 @@ async fn read_line(cancel: &CancellationSignal) -> Option<String> {
     }
 }
 
-/// Asks on the terminal: the tool, the call id, why, and the exact arguments; `y` or
-/// `yes` approves, anything else denies (the model gets `APPROVAL_DENIED`). A signal
-/// while waiting denies (the run is being cancelled).
+/// The unified diffs of approvals: the runner's tools (an entry is recognised by type,
+/// [`iris_files::change_diff`]) and its workspace.
+struct Diffs {
+    registry: ToolRegistry,
+    workspace: PathBuf,
+}
+
+impl Diffs {
+    fn of(runner: &AgentRunner, env: &ToolEnvironment) -> Self {
+        Self {
+            registry: runner.executor().registry().clone(),
+            workspace: env.workspace.clone(),
+        }
+    }
+
+    /// The diff an approved `edit_file` / `write_file` call would make, read off the
+    /// async threads; `None` for other tools and when there is nothing to show.
+    async fn of_call(
+        &self,
+        request: &ApprovalRequest,
+        cancel: &CancellationSignal,
+    ) -> Option<String> {
+        let tool = self.registry.get(&request.tool_name).ok()?;
+        let workspace = self.workspace.clone();
+        let arguments = request.arguments.clone();
+        read_blocking(cancel, move || {
+            iris_files::change_diff(&workspace, tool.as_ref(), &arguments)
+        })
+        .await
+        .ok()
+        .flatten()
+    }
+}
+
+/// Asks on the terminal: the tool, the call id, why, and what the call does — the
+/// unified diff of an `edit_file` / `write_file` against the file as it is now, the
+/// exact arguments of any other call (every line escaped); `y` or `yes` approves,
+/// anything else denies (the model gets `APPROVAL_DENIED`). A signal while waiting
+/// denies (the run is being cancelled).
 async fn ask_approval(
     request: &ApprovalRequest,
+    diff: Option<&str>,
     screen: &mut Screen,
     cancel: &CancellationSignal,
 ) -> Answer {
@@ -820,7 +871,14 @@ async fn ask_approval(
         "iris: {} ({}) needs approval: {}",
         request.tool_name, request.call_id, request.reason
     ));
-    err_line(&format!("  arguments: {}", request.arguments));
+    match diff {
+        Some(diff) => {
+            for line in diff.lines() {
+                err_line(&format!("  {line}"));
+            }
+        }
+        None => err_line(&format!("  arguments: {}", request.arguments)),
+    }
     output::prompt("Run it? [y/N] ");
     let answer = read_line(cancel).await;
     // The call runs from now: its time starts again.
