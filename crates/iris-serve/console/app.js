@@ -224,8 +224,8 @@
         run.parent_run_id ? el("div", { className: "meta", text: "subagent of " + run.parent_run_id }) : null),
       el("td", {}, badge(run.status)),
       el("td", { text: run.agent }),
-      el("td", { text: age(run.created_at_ms) }),
-      el("td", { text: usage(run.usage) }),
+      el("td", { className: "nowrap", text: age(run.created_at_ms) }),
+      el("td", { className: "nowrap", text: usage(run.usage) }),
       el("td", { text: run.waiting_for || "" }),
     );
   }
@@ -273,6 +273,7 @@
       this.turnText = null;
       this.calls = new Map();
       this.children = new Map();
+      this.started = false;
     }
 
     add(item) {
@@ -288,8 +289,10 @@
             event.metadata ? json(event.metadata) : null));
           break;
         case "run_started":
-          this.add(el("li", {}, el("span", { className: "label", text: "Run started" }),
+          // A run driven again after an answer starts again.
+          this.add(el("li", {}, el("span", { className: "label", text: this.started ? "Run resumed" : "Run started" }),
             el("span", { className: "meta", text: event.provider + " / " + event.model })));
+          this.started = true;
           break;
         case "turn_started":
           this.turnText = el("p", { className: "text" });
@@ -306,6 +309,13 @@
           }
           break;
         case "tool_call_started": {
+          // A call resumed after its approval starts again: the same entry.
+          const known = this.calls.get(event.call_id);
+          if (known) {
+            known.state.className = "badge running";
+            known.state.textContent = "running";
+            break;
+          }
           const state = el("span", { className: "badge running", text: "running" });
           const item = this.add(el("li", { className: "call", "data-call": event.call_id },
             el("span", { className: "label" }, "Tool ", el("code", { text: event.tool_name })),
@@ -503,6 +513,7 @@
     run.timeline.render(event);
     if (event.type === "finished" || event.type === "approval_requested") {
       showRunSummary(run.runId).catch(() => {});
+      loadInbox().catch(() => {});
     }
     return event.type === "finished" && event.outcome && event.outcome.status !== "waiting";
   }

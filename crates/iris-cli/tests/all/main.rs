@@ -9,6 +9,7 @@ use std::sync::OnceLock;
 
 mod budget;
 mod code_mode;
+mod console;
 #[cfg(feature = "embed")]
 mod discovery;
 mod durable;

@@ -1,0 +1,382 @@
+//! The approval diff and the web console (issue 31), against real parts: `iris run`'s
+//! approval prompt on a pseudo-terminal shows the diff of an `edit_file`; `iris serve`
+//! (the real binary) serves the console to Debian's headless `chromium`, driven over
+//! WebDriver by `chromium-driver` (both installed by `.ci/setup`), every address on
+//! 127.0.0.1. In the browser: the runs list, the inbox with the diff, a timeline where a
+//! tool result holding `<script>` is text, Approve, the run completing live over SSE and
+//! the file changed on disk, and no error in the browser's console.
+//!
+//! With `IRIS_CONSOLE_SCREENSHOTS=DIR` the browser test saves `console-runs.png`,
+//! `console-inbox.png` and `console-timeline.png` there (docs/ holds the ones the README
+//! shows).
+
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fantoccini::wd::WebDriverCompatibleCommand;
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{Value, json};
+
+use super::run::Pty;
+use super::signals::{Spawned, spawn};
+
+/// The file the agent edits: its title is a draft, and its body is markup a careless
+/// console would run.
+const NOTES: &str = "title: draft\n<script>window.__pwned = 1</script>\n";
+
+/// A scripted agent that reads `notes.txt` (no approval) and then edits its title
+/// (`edit_file` waits for approval), then answers.
+const EDIT_YAML: &str = "tools:\n  builtin: [file.read, file.edit]\nmodel:\n  provider: scripted\n  \
+    script:\n    - text: Reading the notes.\n      tool_calls: [{name: read_file, arguments: \
+    {file_path: notes.txt}}]\n    - expect_tool_results: 1\n      text: Finalising the title.\n      \
+    tool_calls: [{name: edit_file, arguments: {file_path: notes.txt, old_string: 'title: draft', \
+    new_string: 'title: final'}}]\n    - {expect_tool_results: 1, text: The notes are final.}\n";
+
+/// The diff both the terminal and the console show for the edit.
+const EDIT_DIFF: &str = "--- a/notes.txt\n+++ b/notes.txt\n@@ -1,2 +1,2 @@\n-title: draft\n\
+    +title: final\n <script>window.__pwned = 1</script>\n";
+
+/// A workspace with `notes.txt` and the agent.
+fn workspace() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), NOTES).unwrap();
+    std::fs::write(dir.path().join("iris.yaml"), EDIT_YAML).unwrap();
+    dir
+}
+
+/// `iris run` on a terminal asks the edit's approval with its diff (not the raw JSON),
+/// and a `y` writes the file.
+#[test]
+fn the_terminal_approval_prompt_shows_the_diff() {
+    let dir = workspace();
+    let mut pty = Pty::open();
+    let child = pty.spawn_iris(
+        dir.path(),
+        &["--config", "iris.yaml", "run", "Finalise the notes"],
+        &[],
+    );
+    pty.until("Run it? [y/N] ");
+    let asked = pty.seen_text().to_owned();
+    assert!(
+        asked.contains("iris: edit_file (call_2_1) needs approval: "),
+        "{asked}"
+    );
+    for line in EDIT_DIFF.lines() {
+        assert!(asked.contains(&format!("  {line}")), "{line:?} in {asked}");
+    }
+    assert!(!asked.contains("arguments: {"), "{asked}");
+    pty.type_line("y\n");
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", pty.rest());
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(),
+        NOTES.replace("title: draft", "title: final")
+    );
+}
+
+/// A free port on 127.0.0.1 (bound, then released for the driver to take).
+fn free_port() -> u16 {
+    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `chromedriver` on 127.0.0.1, killed when dropped.
+struct Driver {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Driver {
+    fn start() -> Self {
+        let port = free_port();
+        let child = Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("chromedriver (Debian's chromium-driver, installed by .ci/setup): {e}")
+            });
+        let address = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while TcpStream::connect(address).is_err() {
+            assert!(Instant::now() < deadline, "chromedriver did not listen");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Self {
+            child,
+            url: format!("http://127.0.0.1:{port}/"),
+        }
+    }
+}
+
+/// The browser's console log (a WebDriver extension chromedriver serves; fantoccini has
+/// no method for it).
+#[derive(Debug)]
+struct BrowserLog;
+
+impl WebDriverCompatibleCommand for BrowserLog {
+    fn endpoint(
+        &self,
+        base_url: &url::Url,
+        session_id: Option<&str>,
+    ) -> Result<url::Url, url::ParseError> {
+        base_url.join(&format!(
+            "session/{}/se/log",
+            session_id.unwrap_or_default()
+        ))
+    }
+
+    fn method_and_body(&self, _: &url::Url) -> (http::Method, Option<String>) {
+        (
+            http::Method::POST,
+            Some(json!({"type": "browser"}).to_string()),
+        )
+    }
+}
+
+/// `iris serve` in `dir` on a free port of 127.0.0.1; its base URL.
+fn serve(dir: &Path) -> (Spawned, String) {
+    let served = spawn(
+        dir,
+        &["--config", "iris.yaml", "serve", "--listen", "127.0.0.1:0"],
+        &[],
+    );
+    let lines = served.stderr_until("iris: serving ");
+    let line = lines.last().unwrap();
+    let url = line
+        .split("on ")
+        .nth(1)
+        .and_then(|rest| rest.split("/v1").next())
+        .unwrap_or_else(|| panic!("{line}"))
+        .trim_end_matches('/')
+        .to_owned();
+    (served, url)
+}
+
+fn http() -> reqwest::blocking::Client {
+    reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
+}
+
+/// The run, once `done` holds of it (polled; the deadline only stops a hung test).
+fn run_until(base: &str, run_id: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let view: Value = http()
+            .get(format!("{base}/v1/runs/{run_id}"))
+            .send()
+            .unwrap()
+            .json()
+            .unwrap();
+        if done(&view) {
+            return view;
+        }
+        assert!(Instant::now() < deadline, "{view}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Where screenshots go, when asked for.
+fn screenshot_dir() -> Option<PathBuf> {
+    std::env::var_os("IRIS_CONSOLE_SCREENSHOTS").map(PathBuf::from)
+}
+
+async fn screenshot(browser: &Client, name: &str) {
+    if let Some(dir) = screenshot_dir() {
+        let png = browser.screenshot().await.unwrap();
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(name), png).unwrap();
+    }
+}
+
+/// The element `css` matches, once there is one.
+async fn wait_for(browser: &Client, css: &str) -> fantoccini::elements::Element {
+    browser
+        .wait()
+        .at_most(Duration::from_secs(30))
+        .for_element(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("{css}: {e}"))
+}
+
+/// A JavaScript expression's value in the page.
+async fn eval(browser: &Client, expression: &str) -> Value {
+    browser
+        .execute(&format!("return {expression};"), vec![])
+        .await
+        .unwrap()
+}
+
+/// The whole story in a real browser: the run waits on the edit; the list shows it, the
+/// inbox shows the diff, the run's timeline shows the read's `<script>` as text; Approve
+/// lets the run complete (seen live) and the file changes; the console has no error.
+#[test]
+fn the_console_approves_an_edit_in_a_real_browser() {
+    let dir = workspace();
+    let (_served, base) = serve(dir.path());
+    let started: Value = http()
+        .post(format!("{base}/v1/runs"))
+        .json(&json!({"agent": "default", "input": "Finalise the notes"}))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    let run_id = started["run_id"].as_str().unwrap().to_owned();
+    let waiting = run_until(&base, &run_id, |v| v["status"] == "waiting");
+    // The API gives the diff with the pending approval.
+    assert_eq!(
+        waiting["interaction"]["tool_name"], "edit_file",
+        "{waiting}"
+    );
+    assert_eq!(waiting["interaction"]["diff"], EDIT_DIFF, "{waiting}");
+
+    // The console's files: no token on loopback, a policy with no inline script.
+    for (path, kind) in [
+        ("/", "text/html"),
+        ("/console/app.js", "text/javascript"),
+        ("/console/app.css", "text/css"),
+    ] {
+        let response = http().get(format!("{base}{path}")).send().unwrap();
+        assert_eq!(response.status().as_u16(), 200, "{path}");
+        let header = |name: &str| response.headers()[name].to_str().unwrap().to_owned();
+        assert!(header("content-type").starts_with(kind), "{path}");
+        let policy = header("content-security-policy");
+        assert!(policy.contains("script-src 'self';"), "{policy}");
+        assert!(!policy.contains("unsafe-inline"), "{policy}");
+        assert_eq!(header("x-content-type-options"), "nosniff");
+    }
+
+    let driver = Driver::start();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut caps = serde_json::Map::new();
+        caps.insert(
+            "goog:chromeOptions".into(),
+            json!({
+                "binary": "/usr/bin/chromium",
+                "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
+                         "--disable-dev-shm-usage", "--window-size=1280,900",
+                         "--no-first-run", "--no-default-browser-check"],
+            }),
+        );
+        caps.insert("goog:loggingPrefs".into(), json!({"browser": "ALL"}));
+        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        let browser = ClientBuilder::new(connector)
+            .capabilities(caps)
+            .connect(&driver.url)
+            .await
+            .unwrap();
+        let outcome = browse(&browser, &base, &run_id, dir.path()).await;
+        let log = browser.issue_cmd(BrowserLog).await;
+        let _ = browser.close().await;
+        outcome.unwrap();
+        let log = log.unwrap();
+        let errors: Vec<&Value> = log
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["level"] == "SEVERE")
+            .collect();
+        assert!(errors.is_empty(), "browser console errors: {errors:?}");
+    });
+}
+
+/// The browser's part; an `Err` carries what went wrong, so the session is closed first.
+async fn browse(browser: &Client, base: &str, run_id: &str, dir: &Path) -> Result<(), String> {
+    // The runs list.
+    browser
+        .goto(&format!("{base}/"))
+        .await
+        .map_err(|e| e.to_string())?;
+    let row = wait_for(browser, &format!("tr[data-run=\"{run_id}\"]")).await;
+    let row_text = row.text().await.map_err(|e| e.to_string())?;
+    for fragment in [run_id, "waiting", "default", "in /", "edit_file"] {
+        if !row_text.contains(fragment) {
+            return Err(format!("{fragment:?} not in the runs row {row_text:?}"));
+        }
+    }
+    screenshot(browser, "console-runs.png").await;
+
+    // The inbox: the pending edit with its diff, one span per line.
+    browser
+        .goto(&format!("{base}/#/inbox"))
+        .await
+        .map_err(|e| e.to_string())?;
+    let diff = wait_for(browser, "#inbox-list pre.diff").await;
+    let shown = diff.text().await.map_err(|e| e.to_string())?;
+    if shown.trim_end() != EDIT_DIFF.trim_end() {
+        return Err(format!("the inbox diff {shown:?}"));
+    }
+    let removed = wait_for(browser, "#inbox-list pre.diff span.del").await;
+    let added = wait_for(browser, "#inbox-list pre.diff span.add").await;
+    assert_eq!(removed.text().await.unwrap(), "-title: draft");
+    assert_eq!(added.text().await.unwrap(), "+title: final");
+    screenshot(browser, "console-inbox.png").await;
+
+    // The run: its timeline, then Approve from its pending card.
+    browser
+        .goto(&format!("{base}/#/runs/{run_id}"))
+        .await
+        .map_err(|e| e.to_string())?;
+    let read = wait_for(browser, "#timeline li.call .result pre").await;
+    let result = read.text().await.map_err(|e| e.to_string())?;
+    if !result.contains("<script>window.__pwned = 1</script>") {
+        return Err(format!("the read's result {result:?}"));
+    }
+    // Text, not markup: no script element but the console's own, nothing ran.
+    assert_eq!(eval(browser, "document.scripts.length").await, 1);
+    assert_eq!(eval(browser, "typeof window.__pwned").await, "undefined");
+    wait_for(browser, "#timeline li.call .badge.waiting").await;
+    let approve = wait_for(browser, "#run-pending .card button.primary").await;
+    approve.click().await.map_err(|e| e.to_string())?;
+
+    // Live over the same SSE stream: the edit's result and the run's end arrive.
+    let end = wait_for(browser, "#timeline li.end").await;
+    let end_text = end.text().await.map_err(|e| e.to_string())?;
+    if !end_text.contains("The notes are final.") {
+        return Err(format!("the run's end {end_text:?}"));
+    }
+    wait_for(browser, "#run-summary .badge.completed").await;
+    // The edit resumed in its own entry: no call is left waiting.
+    let left = browser
+        .find_all(Locator::Css("#timeline .badge.waiting"))
+        .await
+        .map_err(|e| e.to_string())?;
+    assert_eq!(left.len(), 0, "a call still shows waiting");
+    if screenshot_dir().is_some() {
+        // Tall enough for the whole timeline.
+        browser
+            .set_window_size(1280, 1500)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    screenshot(browser, "console-timeline.png").await;
+    let calls = browser
+        .find_all(Locator::Css("#timeline li.call .badge.ok"))
+        .await
+        .map_err(|e| e.to_string())?;
+    assert_eq!(calls.len(), 2, "both calls ended ok");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
+        NOTES.replace("title: draft", "title: final")
+    );
+    Ok(())
+}
