@@ -10,8 +10,10 @@
 //! `console-inbox.png` and `console-timeline.png` there (docs/ holds the ones the README
 //! shows).
 
+use std::future::Future;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -147,13 +149,11 @@ impl WebDriverCompatibleCommand for BrowserLog {
     }
 }
 
-/// `iris serve` in `dir` on a free port of 127.0.0.1; its base URL.
-fn serve(dir: &Path) -> (Spawned, String) {
-    let served = spawn(
-        dir,
-        &["--config", "iris.yaml", "serve", "--listen", "127.0.0.1:0"],
-        &[],
-    );
+/// `iris serve` in `dir` on a free port of 127.0.0.1, with `args` after it; its base URL.
+fn serve(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (Spawned, String) {
+    let mut all = vec!["--config", "iris.yaml", "serve", "--listen", "127.0.0.1:0"];
+    all.extend_from_slice(args);
+    let served = spawn(dir, &all, env);
     let lines = served.stderr_until("iris: serving ");
     let line = lines.last().unwrap();
     let url = line
@@ -173,12 +173,26 @@ fn http() -> reqwest::blocking::Client {
         .unwrap()
 }
 
+/// Starts a run of the default agent; its id.
+fn start_run(base: &str, token: &str, input: &str) -> String {
+    let started: Value = http()
+        .post(format!("{base}/v1/runs"))
+        .bearer_auth(token)
+        .json(&json!({"agent": "default", "input": input}))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    started["run_id"].as_str().unwrap().to_owned()
+}
+
 /// The run, once `done` holds of it (polled; the deadline only stops a hung test).
-fn run_until(base: &str, run_id: &str, done: impl Fn(&Value) -> bool) -> Value {
+fn run_until(base: &str, token: &str, run_id: &str, done: impl Fn(&Value) -> bool) -> Value {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let view: Value = http()
             .get(format!("{base}/v1/runs/{run_id}"))
+            .bearer_auth(token)
             .send()
             .unwrap()
             .json()
@@ -228,16 +242,10 @@ async fn eval(browser: &Client, expression: &str) -> Value {
 #[test]
 fn the_console_approves_an_edit_in_a_real_browser() {
     let dir = workspace();
-    let (_served, base) = serve(dir.path());
-    let started: Value = http()
-        .post(format!("{base}/v1/runs"))
-        .json(&json!({"agent": "default", "input": "Finalise the notes"}))
-        .send()
-        .unwrap()
-        .json()
-        .unwrap();
-    let run_id = started["run_id"].as_str().unwrap().to_owned();
-    let waiting = run_until(&base, &run_id, |v| v["status"] == "waiting");
+    let (_served, base) = serve(dir.path(), &[], &[]);
+    // Loopback without a token: an empty bearer is not asked for.
+    let run_id = start_run(&base, "", "Finalise the notes");
+    let waiting = run_until(&base, "", &run_id, |v| v["status"] == "waiting");
     // The API gives the diff with the pending approval.
     assert_eq!(
         waiting["interaction"]["tool_name"], "edit_file",
@@ -261,6 +269,16 @@ fn the_console_approves_an_edit_in_a_real_browser() {
         assert_eq!(header("x-content-type-options"), "nosniff");
     }
 
+    let errors = in_browser(|browser| Box::pin(browse(browser, &base, &run_id, dir.path())));
+    assert!(errors.is_empty(), "browser console errors: {errors:?}");
+}
+
+/// What a browser session does; an `Err` says what went wrong.
+type Steps<'a> = Pin<Box<dyn Future<Output = Result<(), String>> + 'a>>;
+
+/// Runs `steps` in a fresh headless chromium (closed before a failure is reported);
+/// returns the SEVERE entries of the browser's console log.
+fn in_browser<'s>(steps: impl FnOnce(Client) -> Steps<'s>) -> Vec<Value> {
     let driver = Driver::start();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -284,23 +302,23 @@ fn the_console_approves_an_edit_in_a_real_browser() {
             .connect(&driver.url)
             .await
             .unwrap();
-        let outcome = browse(&browser, &base, &run_id, dir.path()).await;
+        let outcome = steps(browser.clone()).await;
         let log = browser.issue_cmd(BrowserLog).await;
         let _ = browser.close().await;
         outcome.unwrap();
-        let log = log.unwrap();
-        let errors: Vec<&Value> = log
+        log.unwrap()
             .as_array()
             .unwrap()
             .iter()
             .filter(|e| e["level"] == "SEVERE")
-            .collect();
-        assert!(errors.is_empty(), "browser console errors: {errors:?}");
-    });
+            .cloned()
+            .collect()
+    })
 }
 
 /// The browser's part; an `Err` carries what went wrong, so the session is closed first.
-async fn browse(browser: &Client, base: &str, run_id: &str, dir: &Path) -> Result<(), String> {
+async fn browse(browser: Client, base: &str, run_id: &str, dir: &Path) -> Result<(), String> {
+    let browser = &browser;
     // The runs list.
     browser
         .goto(&format!("{base}/"))
@@ -378,5 +396,98 @@ async fn browse(browser: &Client, base: &str, run_id: &str, dir: &Path) -> Resul
         std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
         NOTES.replace("title: draft", "title: final")
     );
+    Ok(())
+}
+
+/// A scripted agent that asks which greeting to use, then answers.
+const ASK_YAML: &str = "tools:\n  builtin: [human.ask]\nmodel:\n  provider: scripted\n  script:\n    \
+    - text: Let me ask.\n      tool_calls: [{name: ask_question, arguments: {question: Which \
+    greeting?, options: [hi, hello]}}]\n    - {expect_tool_results: 1, text: Greeting chosen.}\n";
+
+/// The token of the server that needs one.
+const TOKEN: &str = "console-test-token-7f3a";
+
+/// A server that needs a token: the console asks for it when the API refuses, then
+/// sends it (the event stream too); the inbox answers an `ask_question` with one of its
+/// options and the run completes with that answer. The browser's only console errors
+/// are the requests refused before the token was given.
+#[test]
+fn the_console_asks_for_a_token_and_answers_a_question() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("iris.yaml"), ASK_YAML).unwrap();
+    let (_served, base) = serve(
+        dir.path(),
+        &["--token-env", "IRIS_CONSOLE_TOKEN"],
+        &[("IRIS_CONSOLE_TOKEN", TOKEN)],
+    );
+    let refused = http().get(format!("{base}/v1/runs")).send().unwrap();
+    assert_eq!(refused.status().as_u16(), 401);
+    let run_id = start_run(&base, TOKEN, "Greet");
+    run_until(&base, TOKEN, &run_id, |v| v["status"] == "waiting");
+
+    let errors = in_browser(|browser| Box::pin(answer_question(browser, &base, &run_id)));
+    let (refusals, others): (Vec<&Value>, Vec<&Value>) = errors
+        .iter()
+        .partition(|e| e["message"].as_str().unwrap_or("").contains("401"));
+    assert!(others.is_empty(), "browser console errors: {others:?}");
+    assert!(
+        !refusals.is_empty(),
+        "the console asked before any 401: {errors:?}"
+    );
+    let done = run_until(&base, TOKEN, &run_id, |v| v["status"] == "completed");
+    assert_eq!(done["output"], "Greeting chosen.");
+}
+
+async fn answer_question(browser: Client, base: &str, run_id: &str) -> Result<(), String> {
+    let browser = &browser;
+    let failed = |e: fantoccini::error::CmdError| e.to_string();
+    browser
+        .goto(&format!("{base}/#/inbox"))
+        .await
+        .map_err(failed)?;
+    let input = wait_for(browser, "#token-view:not([hidden]) #token-input").await;
+    input.send_keys(TOKEN).await.map_err(failed)?;
+    browser
+        .find(Locator::Css("#token-form button[type=submit]"))
+        .await
+        .map_err(failed)?
+        .click()
+        .await
+        .map_err(failed)?;
+    let card = wait_for(browser, "#inbox-list .card").await;
+    let text = card.text().await.map_err(failed)?;
+    if !text.contains("Which greeting?") {
+        return Err(format!("the question card {text:?}"));
+    }
+    let mut clicked = false;
+    for button in browser
+        .find_all(Locator::Css("#inbox-list .card button"))
+        .await
+        .map_err(failed)?
+    {
+        if button.text().await.map_err(failed)? == "hello" {
+            button.click().await.map_err(failed)?;
+            clicked = true;
+            break;
+        }
+    }
+    if !clicked {
+        return Err("no `hello` option".into());
+    }
+    // The run's page follows its events with the token: the answer and the end.
+    browser
+        .goto(&format!("{base}/#/runs/{run_id}"))
+        .await
+        .map_err(failed)?;
+    let end = wait_for(browser, "#timeline li.end").await;
+    let end_text = end.text().await.map_err(failed)?;
+    if !end_text.contains("Greeting chosen.") {
+        return Err(format!("the run's end {end_text:?}"));
+    }
+    let result = wait_for(browser, "#timeline li.call .result pre").await;
+    assert_eq!(result.text().await.map_err(failed)?, "hello");
+    // The token is in no page text.
+    let body = eval(browser, "document.body.innerText").await;
+    assert!(!body.as_str().unwrap().contains(TOKEN));
     Ok(())
 }
