@@ -144,11 +144,22 @@
     if (after) after();
   }
 
-  /** The card of a pending interaction, with the controls that answer it. */
-  function interactionCard(runId, interaction, after) {
-    const card = el("div", { className: "card", "data-interaction": interaction.id });
+  /**
+   * The card of a pending interaction, with the controls that answer it. What a
+   * subagent's child run waits for is answered through its parent: the inner
+   * interaction's card, sent under the parent's interaction id.
+   */
+  function interactionCard(runId, pending, after) {
+    const card = el("div", { className: "card", "data-interaction": pending.id });
+    let interaction = pending;
+    while (interaction.kind === "subagent" && interaction.inner) {
+      card.append(el("p", { className: "meta" }, "Asked by subagent ",
+        el("code", { text: interaction.agent_selector }), " (run ",
+        el("a", { href: "#/runs/" + interaction.child_run_id, text: interaction.child_run_id }), ")"));
+      interaction = interaction.inner;
+    }
     const kind = interaction.kind;
-    const send = (body) => answer(runId, interaction.id, body, after);
+    const send = (body) => answer(runId, pending.id, body, after);
     if (kind === "approval") {
       card.append(
         el("h3", {}, "Approve ", el("code", { text: interaction.tool_name }), "?"),
@@ -162,7 +173,7 @@
       } else {
         card.append(el("p", { className: "label", text: "Arguments:" }), json(interaction.arguments));
       }
-      const reasonId = "deny-reason-" + interaction.id;
+      const reasonId = "deny-reason-" + pending.id;
       const reason = el("input", { id: reasonId, type: "text", name: "reason" });
       card.append(el("div", { className: "actions" },
         el("button", { type: "button", className: "primary", onclick: () => send({ answer: "approve" }) }, "Approve"),
@@ -185,7 +196,7 @@
             type: "button", onclick: () => send({ answer: "text", text: option }),
           }, option))));
       } else {
-        const inputId = "answer-" + interaction.id;
+        const inputId = "answer-" + pending.id;
         const input = el("input", { id: inputId, type: "text", name: "answer" });
         card.append(el("div", { className: "actions" },
           el("label", { for: inputId }, "Answer", input),
@@ -248,6 +259,8 @@
     const list = $("inbox-list");
     const cards = [];
     for (const run of page.runs) {
+      // A subagent's child run is answered through its parent, listed on its own.
+      if (run.parent_run_id) continue;
       const view = await api("/v1/runs/" + encodeURIComponent(run.run_id));
       if (view.interaction) {
         cards.push(el("li", {}, interactionCard(view.run_id, view.interaction, refresh)));
@@ -445,7 +458,14 @@
     const pending = $("run-pending");
     const id = view.interaction ? view.interaction.id : "";
     if (pending.getAttribute("data-id") !== id) {
-      pending.replaceChildren(view.interaction ? interactionCard(runId, view.interaction, () => showRunSummary(runId)) : "");
+      let shown = "";
+      if (view.interaction && view.parent_run_id) {
+        shown = el("p", { className: "card" }, "This subagent run is answered through its parent, ",
+          el("a", { href: "#/runs/" + view.parent_run_id, text: view.parent_run_id }), ".");
+      } else if (view.interaction) {
+        shown = interactionCard(runId, view.interaction, () => showRunSummary(runId));
+      }
+      pending.replaceChildren(shown);
       pending.setAttribute("data-id", id);
     }
     $("run-cancel").hidden = !(view.status === "running" || view.status === "waiting");

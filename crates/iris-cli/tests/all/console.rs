@@ -491,3 +491,98 @@ async fn answer_question(browser: Client, base: &str, run_id: &str) -> Result<()
     assert!(!body.as_str().unwrap().contains(TOKEN));
     Ok(())
 }
+
+/// `examples/subagents` served: the lead delegates to a reader, then to a scribe whose
+/// write waits for approval through the lead. The timeline nests each child's events
+/// under the call that started it; the lead's pending card is the scribe's approval
+/// (answered under the lead's interaction id), the inbox lists it once (not the child
+/// run too), and Approve lets both finish and the file be written.
+#[test]
+fn the_console_nests_subagents_and_approves_a_childs_write() {
+    let dir = super::subagent::example();
+    let (_served, base) = serve(dir.path(), &[], &[]);
+    let run_id = start_run(&base, "", "Summarize the notes");
+    let waiting = run_until(&base, "", &run_id, |v| v["status"] == "waiting");
+    assert_eq!(waiting["interaction"]["kind"], "subagent", "{waiting}");
+    assert_eq!(waiting["interaction"]["inner"]["tool_name"], "write_file");
+
+    let errors = in_browser(|browser| Box::pin(approve_through_parent(browser, &base, &run_id)));
+    assert!(errors.is_empty(), "browser console errors: {errors:?}");
+    let done = run_until(&base, "", &run_id, |v| v["status"] == "completed");
+    assert_eq!(
+        done["output"],
+        "The reader found two tasks, and the scribe wrote them to notes/summary.md."
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("notes/summary.md")).unwrap(),
+        "Renew the TLS certificate; rotate the API keys.\n"
+    );
+}
+
+async fn approve_through_parent(browser: Client, base: &str, run_id: &str) -> Result<(), String> {
+    let browser = &browser;
+    let failed = |e: fantoccini::error::CmdError| e.to_string();
+    // The inbox: one card, the scribe's write.
+    browser
+        .goto(&format!("{base}/#/inbox"))
+        .await
+        .map_err(failed)?;
+    wait_for(browser, "#inbox-list .card").await;
+    let cards = browser
+        .find_all(Locator::Css("#inbox-list .card"))
+        .await
+        .map_err(failed)?;
+    if cards.len() != 1 {
+        return Err(format!("{} inbox cards, not 1", cards.len()));
+    }
+    let text = cards[0].text().await.map_err(failed)?;
+    for fragment in [
+        "Asked by subagent scribe",
+        "Approve write_file?",
+        "summary.md",
+    ] {
+        if !text.contains(fragment) {
+            return Err(format!("{fragment:?} not in the card {text:?}"));
+        }
+    }
+    // The lead's page: the reader's call nested under the lead's first call.
+    browser
+        .goto(&format!("{base}/#/runs/{run_id}"))
+        .await
+        .map_err(failed)?;
+    let nested = wait_for(browser, "#timeline li.call ol.subagent li.call").await;
+    let nested_text = nested.text().await.map_err(failed)?;
+    if !nested_text.contains("read_file") {
+        return Err(format!("the reader's nested call {nested_text:?}"));
+    }
+    let approve = wait_for(browser, "#run-pending .card button.primary").await;
+    approve.click().await.map_err(failed)?;
+    let end = wait_for(browser, "#timeline > li.end").await;
+    let end_text = end.text().await.map_err(failed)?;
+    if !end_text.contains("the scribe wrote them") {
+        return Err(format!("the run's end {end_text:?}"));
+    }
+    let children = browser
+        .find_all(Locator::Css("#timeline ol.subagent"))
+        .await
+        .map_err(failed)?;
+    if children.len() != 2 {
+        return Err(format!("{} nested subagent runs, not 2", children.len()));
+    }
+    // The scribe's write, resumed after the approval, ended in its nested entry.
+    let mut writes = Vec::new();
+    for call in browser
+        .find_all(Locator::Css("#timeline ol.subagent li.call"))
+        .await
+        .map_err(failed)?
+    {
+        let text = call.text().await.map_err(failed)?;
+        if text.contains("write_file") {
+            writes.push(text);
+        }
+    }
+    if writes.len() != 1 || !writes[0].contains("ok (approved)") {
+        return Err(format!("the scribe's write: {writes:?}"));
+    }
+    Ok(())
+}
