@@ -63,8 +63,10 @@ static KINDS: LazyLock<Vec<(TypeId, Kind)>> = LazyLock::new(|| {
 
 /// The unified diff `arguments` would make when `tool` (the registry's entry for the
 /// call) is this crate's `edit_file` or `write_file`, against the file as it is now
-/// under `workspace`; `None` for any other tool, and when there is no diff to show
-/// (see the [module docs](self)).
+/// under `workspace`; `None` for any other tool (recognised by the type its
+/// [`Tool::validate_input`] parses into, never by name), and when there is no diff to
+/// show: a path outside the workspace, a file over [`MAX_PREVIEW_BYTES`] or not UTF-8,
+/// an `old_string` that does not match exactly once.
 ///
 /// The headers name the path as the call gave it (`--- a/PATH`, `+++ b/PATH`; a new
 /// file's old side is `/dev/null`). The text is the files' own: a caller that prints
