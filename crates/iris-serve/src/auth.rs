@@ -1,8 +1,9 @@
 //! Who may call: the listening rule ([`ServeOptions::check`](crate::ServeOptions::check))
 //! and the per-request check — a bearer token when one is set (compared in constant
-//! time, never echoed), and on a loopback server without `allow_remote` a `Host`
-//! header that names the loopback, so a web page's DNS-rebinding trick cannot reach
-//! the port from a browser.
+//! time by [`iris_mcp::serve::access`], the check `iris mcp serve` makes; never
+//! echoed), and on a loopback server without `allow_remote` a `Host` header that names
+//! the loopback, so a web page's DNS-rebinding trick cannot reach the port from a
+//! browser.
 
 use std::sync::Arc;
 
@@ -10,6 +11,7 @@ use axum::extract::{Request, State};
 use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use iris_mcp::serve::access;
 
 use crate::error::{ApiError, codes};
 
@@ -20,14 +22,6 @@ pub(crate) struct Gate {
     pub(crate) token: Option<Arc<[u8]>>,
     /// Whether the `Host` header must name the loopback.
     pub(crate) loopback_host: bool,
-}
-
-/// Compares without stopping at the first differing byte.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// Whether a `Host` header names the loopback (`localhost`, `127.0.0.1`, `[::1]`, with
@@ -63,13 +57,9 @@ pub(crate) async fn check(State(gate): State<Gate>, request: Request, next: Next
         let given = request
             .headers()
             .get(header::AUTHORIZATION)
-            .map(|v| v.as_bytes())
-            .and_then(|v| {
-                v.strip_prefix(b"Bearer ")
-                    .or_else(|| v.strip_prefix(b"bearer "))
-            });
+            .and_then(|v| access::bearer_token(v.as_bytes()));
         match given {
-            Some(given) if constant_time_eq(given, expected) => {}
+            Some(given) if access::token_matches(given, expected) => {}
             Some(_) => {
                 return ApiError::new(codes::SERVE_UNAUTHORIZED, "the bearer token is wrong")
                     .into_response();
@@ -89,13 +79,6 @@ pub(crate) async fn check(State(gate): State<Gate>, request: Request, next: Next
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tokens_compare_whole() {
-        assert!(constant_time_eq(b"abc", b"abc"));
-        assert!(!constant_time_eq(b"abc", b"abd"));
-        assert!(!constant_time_eq(b"abc", b"abcd"));
-    }
 
     #[test]
     fn loopback_hosts() {

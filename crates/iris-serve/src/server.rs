@@ -117,38 +117,21 @@ impl ServeOptions {
         self
     }
 
-    /// The listening rule, as `iris mcp serve` has it: a loopback address is always
+    /// The listening rule, `iris mcp serve`'s ([`iris_mcp::serve::access`]): a loopback address is always
     /// allowed; any other needs `allow_remote` and a non-blank bearer token.
     ///
     /// # Errors
     /// `SERVE_ADDRESS_REFUSED` saying which rule.
     pub fn check(&self) -> Result<(), ServeError> {
-        let ip = self.addr.ip();
-        if ip.is_loopback() {
-            return Ok(());
+        match iris_mcp::serve::access::remote_refusal(
+            self.addr,
+            self.allow_remote,
+            self.bearer_token.as_deref(),
+            "start runs and answer approvals",
+        ) {
+            Some(message) => Err(ServeError::AddressRefused { message }),
+            None => Ok(()),
         }
-        if !self.allow_remote {
-            return Err(ServeError::AddressRefused {
-                message: format!(
-                    "{ip} is not a loopback address: anything that reaches it could start runs \
-                     and answer approvals; bind 127.0.0.1, or allow it explicitly \
-                     (--allow-remote) with a bearer token (--token-env)"
-                ),
-            });
-        }
-        if self
-            .bearer_token
-            .as_deref()
-            .is_none_or(|t| t.trim().is_empty())
-        {
-            return Err(ServeError::AddressRefused {
-                message: format!(
-                    "{ip} is not a loopback address and no bearer token is set, or it is empty \
-                     (--token-env VAR)"
-                ),
-            });
-        }
-        Ok(())
     }
 }
 

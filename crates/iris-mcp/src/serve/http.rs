@@ -16,7 +16,7 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
-use super::McpToolServer;
+use super::{McpToolServer, access};
 use crate::error::{McpError, Result, codes};
 
 /// The endpoint's path.
@@ -98,31 +98,18 @@ impl HttpOptions {
     /// `MCP_SERVE_ADDRESS_REFUSED` saying which rule (an empty or whitespace-only
     /// token counts as none).
     pub fn check(&self) -> Result<()> {
-        let refused = |message: String| McpError::Serve {
-            code: codes::MCP_SERVE_ADDRESS_REFUSED,
-            message,
-        };
-        let ip = self.addr.ip();
-        if ip.is_loopback() {
-            return Ok(());
+        match super::access::remote_refusal(
+            self.addr,
+            self.allow_remote,
+            self.bearer_token.as_deref(),
+            "call the tools",
+        ) {
+            Some(message) => Err(McpError::Serve {
+                code: codes::MCP_SERVE_ADDRESS_REFUSED,
+                message,
+            }),
+            None => Ok(()),
         }
-        if !self.allow_remote {
-            return Err(refused(format!(
-                "{ip} is not a loopback address: anything that reaches it could call the tools; \
-                 bind 127.0.0.1, or allow it explicitly (--allow-remote) with a bearer token"
-            )));
-        }
-        let token_set = self
-            .bearer_token
-            .as_deref()
-            .is_some_and(|t| !t.trim().is_empty());
-        if !token_set {
-            return Err(refused(format!(
-                "{ip} is not a loopback address and no bearer token is set, or it is empty \
-                 (--token-env VAR)"
-            )));
-        }
-        Ok(())
     }
 }
 
@@ -257,26 +244,14 @@ fn check(req: &Request<Incoming>, token: Option<&[u8]>) -> Option<Response<Body>
     let given = req
         .headers()
         .get(header::AUTHORIZATION)
-        .map(|v| v.as_bytes())
-        .and_then(|v| {
-            v.strip_prefix(b"Bearer ")
-                .or_else(|| v.strip_prefix(b"bearer "))
-        });
+        .and_then(|v| access::bearer_token(v.as_bytes()));
     match given {
-        Some(given) if constant_time_eq(given, expected) => None,
+        Some(given) if access::token_matches(given, expected) => None,
         Some(_) => Some(unauthorized("the bearer token is wrong")),
         None => Some(unauthorized(
             "this endpoint needs `Authorization: Bearer <token>`",
         )),
     }
-}
-
-/// Compares without stopping at the first differing byte.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 fn plain(status: StatusCode, message: &str) -> Response<Body> {
@@ -302,13 +277,6 @@ fn unauthorized(message: &str) -> Response<Body> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tokens_compare_whole() {
-        assert!(constant_time_eq(b"abc", b"abc"));
-        assert!(!constant_time_eq(b"abc", b"abd"));
-        assert!(!constant_time_eq(b"abc", b"abcd"));
-    }
 
     #[test]
     fn a_remote_address_needs_permission_and_a_real_token() {

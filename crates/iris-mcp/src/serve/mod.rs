@@ -27,6 +27,7 @@
 //!   declare elicitation gets [`MCP_APPROVAL_UNAVAILABLE`](crate::codes::MCP_APPROVAL_UNAVAILABLE);
 //!   a denial is `APPROVAL_DENIED`.
 
+pub mod access;
 mod approval;
 mod convert;
 mod handler;
