@@ -78,6 +78,39 @@ fn the_terminal_approval_prompt_shows_the_diff() {
     );
 }
 
+/// The diff is the file's own text: its terminal controls are escaped like the rest
+/// of stderr, and `n` denies (the file stays as it was).
+#[test]
+fn the_terminal_diff_escapes_the_files_controls() {
+    let dir = workspace();
+    let notes = "title: draft\ncolor: \x1b[31mred\x1b]0;pwned\x07\n";
+    std::fs::write(dir.path().join("notes.txt"), notes).unwrap();
+    let mut pty = Pty::open();
+    let child = pty.spawn_iris(
+        dir.path(),
+        &["--config", "iris.yaml", "run", "Finalise the notes"],
+        &[],
+    );
+    pty.until("Run it? [y/N] ");
+    let asked = pty.seen_text().to_owned();
+    for fragment in [
+        "  -title: draft",
+        "  +title: final",
+        "   color: \\x1b[31mred\\x1b]0;pwned",
+    ] {
+        assert!(asked.contains(fragment), "{fragment:?} in {asked:?}");
+    }
+    assert!(!asked.contains("\x1b[31m"), "{asked:?}");
+    assert!(!asked.contains('\x07'), "{asked:?}");
+    pty.type_line("n\n");
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", pty.rest());
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(),
+        notes
+    );
+}
+
 /// A free port on 127.0.0.1 (bound, then released for the driver to take).
 fn free_port() -> u16 {
     TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
