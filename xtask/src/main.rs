@@ -410,6 +410,8 @@ fn bench() -> Result<(), String> {
         "iris-runner",
         "-p",
         "iris-script",
+        "-p",
+        "iris-serve",
     ]);
     run(bench)?;
     // The command sandbox's egress proxy: one loopback HTTP request directly and
