@@ -440,3 +440,43 @@ async fn a_client_is_limited_to_its_requests_in_progress() {
     }
     serving.shut_down().await;
 }
+
+/// An answer while another process holds the run's lease is `409 RUN_BUSY`; once the
+/// lease is released the same answer is taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_while_another_process_holds_the_lease_is_busy() {
+    use iris_runner::RunStore;
+    let url = fresh_database().await;
+    let serving = serve(
+        &[("default", yaml(WRITE_SCRIPT, ""))],
+        &Store::Postgres(url.clone()),
+    )
+    .await;
+    let run_id = serving.start_run("default", "Say hi in a file").await;
+    let run = serving.wait_for(&run_id, "waiting").await;
+    let interaction = run["interaction"]["id"].as_str().unwrap().to_owned();
+    // Another process's store on the same database takes the lease.
+    let other = iris_runner::PostgresRunStore::connect(&url).await.unwrap();
+    other
+        .acquire(
+            &run_id,
+            "another-process",
+            std::time::Duration::from_secs(60),
+        )
+        .await
+        .unwrap();
+    let path = format!("/v1/runs/{run_id}/answer");
+    let answer = json!({"interaction_id": interaction, "answer": "approve"});
+    let (status, body) = serving.post(&path, &answer).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (409, Some("RUN_BUSY")),
+        "{body}"
+    );
+    assert!(!serving.dirs[0].join("hello.txt").exists());
+    other.release(&run_id, "another-process").await.unwrap();
+    let (status, body) = serving.post(&path, &answer).await;
+    assert_eq!(status, 202, "{body}");
+    serving.wait_for(&run_id, "completed").await;
+    serving.shut_down().await;
+}
