@@ -50,8 +50,39 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Spans {
     }
 }
 
-#[tokio::test(flavor = "current_thread")]
-async fn inner_calls_are_child_spans_of_the_script_call() {
+/// The subscriber is this thread's (`set_default`), and tracing caches each callsite's
+/// interest process-wide: another test of this binary registering a callsite at the
+/// same moment can leave it disabled for this thread (seen once in CI: no span at
+/// all). So the check runs alone, in a child process of this test binary.
+#[test]
+fn inner_calls_are_child_spans_of_the_script_call() {
+    if std::env::var_os("IRIS_SPANS_CHILD").is_some() {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(spans_of_a_script_call());
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "spans::inner_calls_are_child_spans_of_the_script_call",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("IRIS_SPANS_CHILD", "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+async fn spans_of_a_script_call() {
     let seen: Seen = Arc::default();
     let subscriber = tracing_subscriber::registry().with(Spans(Arc::clone(&seen)));
     let _guard = tracing::subscriber::set_default(subscriber);
