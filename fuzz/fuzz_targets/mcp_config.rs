@@ -36,6 +36,7 @@ fn overrides_for(config: &MCPConfig) -> McpOverrides {
                 0 => ServerOverride {
                     required: Some(false),
                     trust_annotations: Some(true),
+                    sandbox: Some(true),
                     startup_timeout_sec: Some(5.0),
                     tool_timeout_sec: Some(1.5),
                     tool_max_sec: Some(3.0),
