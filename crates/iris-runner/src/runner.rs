@@ -42,7 +42,7 @@ use iris_hooks::HookDispatcher;
 use iris_mcp::MCPManager;
 use iris_providers::chat::Message;
 use iris_providers::{CompletionProvider, RetryPolicy, RetryingProvider, Strict, StrictNullsLayer};
-use iris_tools_core::{CancellationSignal, ViewFilter};
+use iris_tools_core::{BoxFuture, CancellationSignal, ViewFilter};
 use tokio::sync::mpsc;
 
 use crate::assemble::{ToolEnvironment, build_tool_registry};
@@ -454,28 +454,15 @@ impl AgentRunner {
         interaction_id: &str,
         answer: Answer,
     ) -> ResumeStream {
-        let cancel = CancellationSignal::new();
-        let (tx, rx) = mpsc::unbounded_channel();
-        let (err_tx, err_rx) = tokio::sync::oneshot::channel();
-        let runner = self.clone();
         let (run_id, interaction_id) = (run_id.to_owned(), interaction_id.to_owned());
-        let task_cancel = cancel.clone();
-        tokio::spawn(async move {
-            let mut sink = Sink::Channel(tx);
-            match runner
-                .drive_resume(&run_id, &interaction_id, answer, task_cancel, &mut sink)
-                .await
-            {
-                Ok(outcome) => sink.emit(RunEvent::Finished { outcome }),
-                Err(e) => {
-                    let _ = err_tx.send(e);
-                }
-            }
-        });
-        ResumeStream {
-            events: RunStream { rx, cancel },
-            error: Some(err_rx),
-        }
+        self.stream_continued(move |runner, cancel, mut sink| {
+            Box::pin(async move {
+                let result = runner
+                    .drive_resume(&run_id, &interaction_id, answer, cancel, &mut sink)
+                    .await;
+                (result, sink)
+            })
+        })
     }
 
     /// Continues a run that stopped at a limit of its budget (`failed` with
@@ -494,25 +481,13 @@ impl AgentRunner {
 
     /// [`AgentRunner::resume_exceeded`], streaming the continued run's events.
     pub fn resume_exceeded_streamed(&self, run_id: &str) -> ResumeStream {
-        let cancel = CancellationSignal::new();
-        let (tx, rx) = mpsc::unbounded_channel();
-        let (err_tx, err_rx) = tokio::sync::oneshot::channel();
-        let runner = self.clone();
         let run_id = run_id.to_owned();
-        let task_cancel = cancel.clone();
-        tokio::spawn(async move {
-            let mut sink = Sink::Channel(tx);
-            match runner.drive_exceeded(&run_id, task_cancel, &mut sink).await {
-                Ok(outcome) => sink.emit(RunEvent::Finished { outcome }),
-                Err(e) => {
-                    let _ = err_tx.send(e);
-                }
-            }
-        });
-        ResumeStream {
-            events: RunStream { rx, cancel },
-            error: Some(err_rx),
-        }
+        self.stream_continued(move |runner, cancel, mut sink| {
+            Box::pin(async move {
+                let result = runner.drive_exceeded(&run_id, cancel, &mut sink).await;
+                (result, sink)
+            })
+        })
     }
 
     /// Takes over a run whose process died while it was `running` (its lease
@@ -535,17 +510,32 @@ impl AgentRunner {
     /// refusal, such as `RUN_BUSY`, ends the stream at once: see
     /// [`ResumeStream::error`]).
     pub fn recover_streamed(&self, run_id: &str) -> ResumeStream {
+        let run_id = run_id.to_owned();
+        self.stream_continued(move |runner, cancel, mut sink| {
+            Box::pin(async move {
+                let result = runner.drive_recover(&run_id, cancel, &mut sink).await;
+                (result, sink)
+            })
+        })
+    }
+
+    /// Drives a stored run on (`drive`: a resume, a take-over, a budget continuation)
+    /// in a task whose events stream to the caller: then `Finished`, or nothing but
+    /// the refusal ([`ResumeStream::error`]).
+    fn stream_continued(
+        &self,
+        drive: impl FnOnce(AgentRunner, CancellationSignal, Sink) -> BoxFuture<'static, Continued>
+        + Send
+        + 'static,
+    ) -> ResumeStream {
         let cancel = CancellationSignal::new();
         let (tx, rx) = mpsc::unbounded_channel();
         let (err_tx, err_rx) = tokio::sync::oneshot::channel();
-        let runner = self.clone();
-        let run_id = run_id.to_owned();
-        let task_cancel = cancel.clone();
+        let task = drive(self.clone(), cancel.clone(), Sink::Channel(tx));
         tokio::spawn(async move {
-            let mut sink = Sink::Channel(tx);
-            match runner.drive_recover(&run_id, task_cancel, &mut sink).await {
-                Ok(outcome) => sink.emit(RunEvent::Finished { outcome }),
-                Err(e) => {
+            match task.await {
+                (Ok(outcome), mut sink) => sink.emit(RunEvent::Finished { outcome }),
+                (Err(e), _) => {
                     let _ = err_tx.send(e);
                 }
             }
@@ -562,6 +552,9 @@ impl AgentRunner {
         self.inner.parts.store.as_ref()
     }
 }
+
+/// What a continued run's task ends with: its outcome or refusal, and its sink.
+type Continued = (std::result::Result<RunOutcome, RunError>, Sink);
 
 /// The events of a streamed run ([`AgentRunner::run_streamed`]); a `Stream` of
 /// [`RunEvent`] whose last item is [`RunEvent::Finished`]. Dropping it cancels the run.
