@@ -77,14 +77,7 @@ pub(crate) fn apply(
         limits.set(assignment).map_err(invalid)?;
     }
     for t in loaded.policy.cap_limits(limits) {
-        crate::output::err_line(&format!(
-            "iris: policy: `{}` {} -> {} (rule `{}` of {})",
-            t.key,
-            t.from,
-            t.to,
-            t.key,
-            t.file.display()
-        ));
+        crate::output::err_line(&format!("iris: policy: {t}"));
     }
     limits
         .check(Some(model.model_name()))

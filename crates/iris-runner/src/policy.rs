@@ -175,6 +175,21 @@ pub struct Tightening {
     pub file: PathBuf,
 }
 
+impl std::fmt::Display for Tightening {
+    /// `` `key` from -> to (rule `key` of FILE) ``.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "`{}` {} -> {} (rule `{}` of {})",
+            self.key,
+            self.from,
+            self.to,
+            self.key,
+            self.file.display()
+        )
+    }
+}
+
 /// The policies a loaded agent YAML runs under, and what they changed in it.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct AppliedPolicy {
@@ -385,16 +400,7 @@ impl AppliedPolicy {
         for file in &self.files {
             lines.push(format!("policy: {}: {}", file.path.display(), file.rules()));
         }
-        for t in &self.tightened {
-            lines.push(format!(
-                "policy: `{}` {} -> {} (rule `{}` of {})",
-                t.key,
-                t.from,
-                t.to,
-                t.key,
-                t.file.display()
-            ));
-        }
+        lines.extend(self.tightened.iter().map(|t| format!("policy: {t}")));
         lines
     }
 }
