@@ -141,6 +141,18 @@ impl EventWakeups {
             }
         }
     }
+
+    /// Returns the next run that may have new events, whichever it is (a reader of
+    /// every run, such as a feed of run changes), or `None` when wakeups were missed
+    /// (the reader lagged: any run may have changed). Never returns once the store is
+    /// gone; a reader bounds its wait with a timeout and looks again.
+    pub async fn next(&mut self) -> Option<String> {
+        match self.rx.recv().await {
+            Ok(id) => Some(id),
+            Err(broadcast::error::RecvError::Lagged(_)) => None,
+            Err(broadcast::error::RecvError::Closed) => std::future::pending().await,
+        }
+    }
 }
 
 /// The sending side of a store's wakeups, shared by its clones.
