@@ -49,7 +49,7 @@ const TURNS: usize = 1_000;
 const REPORTED: [usize; 3] = [10, 100, 1_000];
 const WINDOW: usize = 5;
 /// The bench's own PostgreSQL cluster.
-const PG_PORT: &str = "55441";
+const PG_PORT: u16 = 55441;
 
 /// What the model samples at each request, besides the time.
 type Probe = Box<dyn Fn() -> BoxFuture<'static, u64> + Send + Sync>;
@@ -199,30 +199,11 @@ fn wchar() -> u64 {
         .unwrap_or(0)
 }
 
-/// The bench's own PostgreSQL cluster, and a fresh database on it.
+/// The bench's own PostgreSQL cluster (a port of its own, so the tests' load does not
+/// reach it), and a fresh database on it.
 async fn postgres_database() -> String {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.ci/postgres.sh");
-    let out = std::process::Command::new("bash")
-        .arg(script)
-        .env("IRIS_TEST_PG_PORT", PG_PORT)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), ".ci/postgres.sh failed");
-    let base = String::from_utf8(out.stdout).unwrap().trim().to_owned();
-    let (client, conn) = tokio_postgres::connect(&base, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
-    let name = format!("iris_long_run_{}", std::process::id());
-    client
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
-        .await
-        .unwrap();
-    client
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .await
-        .unwrap();
-    format!("{}/{name}", base.rsplit_once('/').unwrap().0)
+    let base = iris_test_support::postgres::start_cluster(PG_PORT);
+    iris_test_support::postgres::fresh_database_on(&base, "iris_long_run").await
 }
 
 /// The server's WAL position, in bytes.

@@ -78,15 +78,6 @@ fn runner(store: Option<Arc<dyn RunStore>>, script: &str, root: &Path) -> AgentR
     builder.build()
 }
 
-fn postgres_url() -> String {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.ci/postgres.sh");
-    let out = std::process::Command::new("bash")
-        .arg(script)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), ".ci/postgres.sh failed");
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
 
 /// The resident set size in KiB, from `/proc/self/status`.
 fn rss_kib() -> u64 {
@@ -115,7 +106,7 @@ fn main() {
         let root = dir.path().canonicalize().unwrap();
         let script = script();
         let sqlite: Arc<dyn RunStore> = Arc::new(SqliteRunStore::open(root.join("runs.db")).await.unwrap());
-        let postgres: Arc<dyn RunStore> = Arc::new(PostgresRunStore::connect(&postgres_url()).await.unwrap());
+        let postgres: Arc<dyn RunStore> = Arc::new(PostgresRunStore::connect(iris_test_support::postgres::cluster_url()).await.unwrap());
         let memory: Arc<dyn RunStore> = Arc::new(MemoryRunStore::new());
         let variants: [(&str, Option<Arc<dyn RunStore>>); 4] = [
             ("none", None),

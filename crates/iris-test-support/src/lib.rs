@@ -4,6 +4,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod http;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 pub mod sse;
 #[cfg(unix)]
 pub mod symlinks;

@@ -5,7 +5,6 @@
 //! --session` shares read observations between one-shot calls.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -378,55 +377,9 @@ fn unknown_runs_are_typed_errors() {
     assert_eq!(bad.code, 2, "{bad:?}");
 }
 
-/// The URL of the throw-away cluster `.ci/postgres.sh` runs (started on first use).
-fn postgres_url() -> &'static str {
-    static URL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    URL.get_or_init(|| {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.ci/postgres.sh");
-        let out = std::process::Command::new("bash")
-            .arg(script)
-            .stderr(std::process::Stdio::inherit())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "the PostgreSQL test cluster did not start (.ci/setup installs postgresql)"
-        );
-        String::from_utf8(out.stdout).unwrap().trim().to_owned()
-    })
-}
-
 /// A new, empty database on the test cluster, so the test sees only its own runs.
 pub(crate) fn fresh_database() -> String {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let base = postgres_url();
-    let name = format!(
-        "iris_cli_{}_{}_{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis()
-    );
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let (client, conn) = tokio_postgres::connect(base, tokio_postgres::NoTls)
-            .await
-            .unwrap();
-        let conn = tokio::spawn(conn);
-        client
-            .batch_execute(&format!("CREATE DATABASE {name}"))
-            .await
-            .unwrap();
-        drop(client);
-        let _ = conn.await;
-    });
-    let root = base.rsplit_once('/').unwrap().0;
-    format!("{root}/{name}")
+    iris_test_support::postgres::fresh_database_blocking("iris_cli")
 }
 
 /// PostgreSQL: two workspaces (two copies of the YAML, two working directories) share

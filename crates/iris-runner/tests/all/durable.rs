@@ -68,47 +68,9 @@ impl Place {
     }
 }
 
-/// The URL of the throw-away cluster `.ci/postgres.sh` runs (started on first use).
-pub(crate) fn postgres_url() -> &'static str {
-    static URL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    URL.get_or_init(|| {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.ci/postgres.sh");
-        let out = std::process::Command::new("bash")
-            .arg(script)
-            .stderr(std::process::Stdio::inherit())
-            .output()
-            .expect("run .ci/postgres.sh");
-        assert!(
-            out.status.success(),
-            "the PostgreSQL test cluster did not start (.ci/setup installs postgresql)"
-        );
-        String::from_utf8(out.stdout).unwrap().trim().to_owned()
-    })
-}
-
 /// A new, empty database on the test cluster, so each test sees only its own runs.
 pub(crate) async fn fresh_database() -> String {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let base = postgres_url();
-    let name = format!(
-        "iris_t_{}_{}_{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis()
-    );
-    let (client, conn) = tokio_postgres::connect(base, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
-    client
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .await
-        .unwrap();
-    let root = base.rsplit_once('/').unwrap().0;
-    format!("{root}/{name}")
+    iris_test_support::postgres::fresh_database("iris_t").await
 }
 
 pub(crate) fn record(run_id: &str, status: RunStatus) -> RunRecord {
