@@ -12,78 +12,41 @@
 //!    fragment become `<redacted>` (`https://host/mcp?api_key=<redacted>`), so a URL
 //!    with a secret nobody declared (a session id the server handed out) is covered too.
 //!
-//! Values shorter than [`MIN_SECRET_CHARS`] are not replaced by the first pass (a `1`
+//! Values shorter than [`MIN_SECRET_CHARS`](iris_tools_core::secrets::MIN_SECRET_CHARS)
+//! are not replaced by the first pass (a `1`
 //! would turn "exit status: 1" into nonsense); the second pass still covers them
 //! inside URLs.
 
-use std::sync::{Arc, PoisonError, RwLock};
+use iris_tools_core::secrets::KnownSecrets;
 
-/// What a secret is replaced with.
-pub(crate) const REDACTED: &str = "<redacted>";
-
-/// Known values shorter than this are left to the URL pass.
-pub(crate) const MIN_SECRET_CHARS: usize = 6;
+pub(crate) use iris_tools_core::secrets::REDACTED;
 
 /// Replaces known secrets and the secret parts of URLs in text. Cheap to clone; the
 /// clones share one list, so a secret [added](Redactor::add) later (a token a host
 /// supplied at run time) is covered by every holder.
 ///
 /// Its `Debug` output says how many secrets it holds, never what they are.
-#[derive(Clone, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Redactor {
-    /// Longest first, so a secret that contains another is replaced whole.
-    secrets: Arc<RwLock<Vec<String>>>,
-}
-
-impl std::fmt::Debug for Redactor {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let count = self
-            .secrets
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len();
-        f.debug_struct("Redactor")
-            .field("secrets", &format_args!("<{count} redacted>"))
-            .finish()
-    }
+    secrets: KnownSecrets,
 }
 
 impl Redactor {
     /// A redactor for these values (short and duplicate ones are dropped).
     pub(crate) fn new(values: impl IntoIterator<Item = String>) -> Self {
-        let mut secrets: Vec<String> = values
-            .into_iter()
-            .filter(|v| v.chars().count() >= MIN_SECRET_CHARS)
-            .collect();
-        secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-        secrets.dedup();
         Self {
-            secrets: Arc::new(RwLock::new(secrets)),
+            secrets: KnownSecrets::new(values),
         }
     }
 
     /// Covers these values too, for this redactor and every clone of it.
     pub(crate) fn add(&self, values: impl IntoIterator<Item = String>) {
-        let mut secrets = self.secrets.write().unwrap_or_else(PoisonError::into_inner);
-        secrets.extend(
-            values
-                .into_iter()
-                .filter(|v| v.chars().count() >= MIN_SECRET_CHARS),
-        );
-        secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-        secrets.dedup();
+        self.secrets.add(values);
     }
 
     /// `text` with every known secret and every URL's secret parts replaced.
     pub(crate) fn redact(&self, text: &str) -> String {
-        let mut out = text.to_owned();
-        let secrets = self.secrets.read().unwrap_or_else(PoisonError::into_inner);
-        for secret in secrets.iter() {
-            if out.contains(secret.as_str()) {
-                out = out.replace(secret.as_str(), REDACTED);
-            }
-        }
-        redact_urls(&out)
+        redact_urls(&self.secrets.replace(text))
     }
 }
 

@@ -7,40 +7,20 @@
 //! token's variable, the PostgreSQL URL's variable, every `IRIS_PROVIDER_API_KEYS__*`,
 //! and any variable whose name ends in `_KEY`, `_TOKEN`, `_SECRET` or `_PASSWORD` — and
 //! every secret a human gives a run over the API (`{"answer": "secret"}`). As in the MCP
-//! layer's redactor, values shorter than [`MIN_SECRET_CHARS`] are not replaced (a `1`
+//! layer's redactor, values shorter than
+//! [`MIN_SECRET_CHARS`](iris_tools_core::secrets::MIN_SECRET_CHARS) are not replaced (a `1`
 //! would turn every number into nonsense).
 
-use std::sync::{Arc, PoisonError, RwLock};
-
+use iris_tools_core::secrets::KnownSecrets;
 use serde_json::Value;
-
-/// What a secret is replaced with.
-pub(crate) const REDACTED: &str = "<redacted>";
-
-/// Known values shorter than this are not replaced.
-pub(crate) const MIN_SECRET_CHARS: usize = 6;
 
 /// Suffixes of variable names whose values are secrets.
 const SECRET_SUFFIXES: [&str; 4] = ["_KEY", "_TOKEN", "_SECRET", "_PASSWORD"];
 
-/// Replaces known secret values; clones share one list.
-#[derive(Clone, Default)]
+/// Replaces known secret values; clones share one list. `Debug` never shows a value.
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Masker {
-    /// Longest first, so a secret that contains another is replaced whole.
-    secrets: Arc<RwLock<Vec<String>>>,
-}
-
-impl std::fmt::Debug for Masker {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let count = self
-            .secrets
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len();
-        f.debug_struct("Masker")
-            .field("secrets", &format_args!("<{count} redacted>"))
-            .finish()
-    }
+    secrets: KnownSecrets,
 }
 
 /// Whether a variable's name says it holds a secret.
@@ -65,26 +45,12 @@ impl Masker {
 
     /// Covers these values too, for every clone.
     pub(crate) fn add(&self, values: impl IntoIterator<Item = String>) {
-        let mut secrets = self.secrets.write().unwrap_or_else(PoisonError::into_inner);
-        secrets.extend(
-            values
-                .into_iter()
-                .filter(|v| v.trim().chars().count() >= MIN_SECRET_CHARS),
-        );
-        secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-        secrets.dedup();
+        self.secrets.add(values);
     }
 
     /// `text` with every known secret replaced.
     pub(crate) fn text(&self, text: &str) -> String {
-        let secrets = self.secrets.read().unwrap_or_else(PoisonError::into_inner);
-        let mut out = text.to_owned();
-        for secret in secrets.iter() {
-            if out.contains(secret.as_str()) {
-                out = out.replace(secret.as_str(), REDACTED);
-            }
-        }
-        out
+        self.secrets.replace(text)
     }
 
     /// Every string in `value` (keys too) masked.

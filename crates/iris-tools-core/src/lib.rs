@@ -7,6 +7,7 @@ pub mod error;
 pub mod fn_tool;
 pub mod registry;
 pub mod result;
+pub mod secrets;
 pub mod spec;
 pub mod tool;
 pub mod typed;
