@@ -12,8 +12,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use iris_executor::atomic::{WriteMode, write_atomic};
 use iris_files::{Observation, ReadState};
+use iris_fs::atomic::{WriteMode, write_atomic};
 use iris_tools_core::{ToolErrorInfo, codes};
 
 use crate::{Failure, cli_codes};
@@ -109,7 +109,7 @@ pub(crate) fn save(path: &Path, state: &ReadState) -> Result<(), Failure> {
     if let Some(dir) = path.parent() {
         // Session files live in `<workspace>/.iris/sessions/`: that folder is made with
         // its ignore file first.
-        let made = iris_executor::state_dir::create_for(dir).map(|_| ());
+        let made = iris_fs::state_dir::create_for(dir).map(|_| ());
         made.and_then(|()| std::fs::create_dir_all(dir))
             .map_err(|e| {
                 Failure::new(

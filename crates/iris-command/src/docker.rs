@@ -490,18 +490,16 @@ impl DockerBackend {
         let home = std::env::var_os("HOME")
             .filter(|h| !h.is_empty())
             .map(PathBuf::from);
-        iris_executor::blocking::run_blocking_io(move || {
+        iris_fs::blocking::run_blocking_io(move || {
             if policy.filesystem == FilesystemAccess::Off {
                 return Ok(Confinement {
                     protected: Vec::new(),
                     deny_read: Vec::new(),
                 });
             }
-            iris_executor::workspace::WorkspaceDir::open_root(&workspace)
+            iris_fs::workspace::WorkspaceDir::open_root(&workspace)
                 .map_err(|e| e.to_string())
-                .and_then(|root| {
-                    iris_executor::state_dir::create_in(&root).map_err(|e| e.to_string())
-                })
+                .and_then(|root| iris_fs::state_dir::create_in(&root).map_err(|e| e.to_string()))
                 .map_err(|e| {
                     CommandError::SandboxUnavailable(format!(
                         "cannot create the workspace's .iris folder to protect it: {e}"

@@ -12,11 +12,6 @@ pub mod permission;
 pub mod plan;
 mod validation;
 
-// The file-system helpers live in iris-fs, below this crate; the paths dependents
-// still import them by stay. Bounded reads and the YAML pre-scan are imported from
-// iris-fs directly.
-pub use iris_fs::{atomic, blocking, state_dir, workspace};
-
 pub use artifact::{SavedBody, ToolArtifactStore};
 pub use breaker::{CircuitBreaker, CircuitState, Clock, ManualClock, SystemClock};
 pub use deadline::{

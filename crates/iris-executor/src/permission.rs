@@ -16,8 +16,8 @@ use serde_json::Value;
 
 use iris_tools_core::{BoxFuture, Tool, ToolCapability, ToolDefinition, ToolExecutionContext};
 
-use crate::blocking::run_blocking_io;
-use crate::workspace::{PathError, WorkspacePolicy};
+use iris_fs::blocking::run_blocking_io;
+use iris_fs::workspace::{PathError, WorkspacePolicy};
 
 /// What a policy decided for one call.
 ///

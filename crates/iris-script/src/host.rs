@@ -63,7 +63,7 @@ pub(crate) struct SocketPath {
 impl SocketPath {
     pub(crate) fn new(workspace: &Path) -> Result<Self, ToolErrorInfo> {
         let dir = workspace.join(".iris").join("script");
-        iris_executor::state_dir::create_at(workspace)
+        iris_fs::state_dir::create_at(workspace)
             .and_then(|_| std::fs::create_dir_all(&dir))
             .map_err(|e| {
                 ToolErrorInfo::new(

@@ -323,7 +323,7 @@ async fn results_state_the_sandbox_and_hooks_run_outside_it() {
     // One list of default protected paths: the sandbox's and the file tools' agree.
     assert_eq!(
         iris_sandbox::DEFAULT_PROTECTED,
-        iris_executor::workspace::DEFAULT_PROTECTED
+        iris_fs::workspace::DEFAULT_PROTECTED
     );
     // The temp folder of a host that died mid-call is swept by the next prepare.
     let mut dead = std::process::Command::new("true").spawn().unwrap();

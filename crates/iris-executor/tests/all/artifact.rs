@@ -739,7 +739,7 @@ fn an_existing_state_folder_gets_no_ignore_file() {
 /// rule, and a missing workspace is created.
 #[test]
 fn state_dir_create_at_writes_the_ignore_file_only_for_a_new_folder() {
-    use iris_executor::state_dir;
+    use iris_fs::state_dir;
     let sandbox = tempfile::tempdir().unwrap();
     let ws = sandbox.path().join("new-ws");
     let dir = state_dir::create_at(&ws).unwrap();

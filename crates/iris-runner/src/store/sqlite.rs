@@ -104,7 +104,7 @@ impl SqliteRunStore {
             if let Some(folder) = opened.parent() {
                 // A store inside `<workspace>/.iris/` makes that folder with its
                 // ignore file first: the database holds whole conversations.
-                iris_executor::state_dir::create_for(folder).map_err(|e| {
+                iris_fs::state_dir::create_for(folder).map_err(|e| {
                     StoreError::failed(format!("cannot create {}: {e}", folder.display()))
                 })?;
                 std::fs::create_dir_all(folder).map_err(|e| {
