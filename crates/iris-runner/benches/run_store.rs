@@ -78,7 +78,6 @@ fn runner(store: Option<Arc<dyn RunStore>>, script: &str, root: &Path) -> AgentR
     builder.build()
 }
 
-
 /// The resident set size in KiB, from `/proc/self/status`.
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")

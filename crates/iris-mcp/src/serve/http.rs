@@ -1,20 +1,20 @@
 //! Streamable HTTP: rmcp's tower service at `/mcp` behind a bearer-token check, on a
-//! loopback address unless the host explicitly allows another.
+//! loopback address unless the host explicitly allows another. It is served by axum,
+//! the HTTP server `iris serve` uses too.
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
-use hyper::{Request, Response, StatusCode, header};
-use hyper_util::rt::TokioIo;
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
 use iris_tools_core::CancellationSignal;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
-use tokio::task::JoinSet;
 
 use super::{McpToolServer, access};
 use crate::error::{McpError, Result, codes};
@@ -153,7 +153,7 @@ impl HttpServer {
     /// to finish.
     ///
     /// # Errors
-    /// `MCP_SERVE_FAILED` when accepting connections fails for good.
+    /// `MCP_SERVE_FAILED` when serving fails for good.
     pub async fn run(self, shutdown: &CancellationSignal) -> Result<()> {
         let mut config = StreamableHttpServerConfig::default();
         if self.options.allow_remote {
@@ -168,109 +168,72 @@ impl HttpServer {
             LocalSessionManager::default().into(),
             config,
         );
-        let token = self.options.bearer_token.map(Bytes::from);
-        let mut connections = JoinSet::new();
-        let outcome = loop {
-            let accepted = tokio::select! {
-                accepted = self.listener.accept() => accepted,
-                () = shutdown.cancelled() => break Ok(()),
-            };
-            let stream = match accepted {
-                Ok((stream, _)) => stream,
-                // A connection reset before it was accepted, or too many open files
-                // for a moment: keep serving the others.
-                Err(e) if is_transient(&e) => {
-                    tracing::warn!(target: "iris::mcp", "accepting an MCP connection failed: {e}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-                Err(e) => {
-                    break Err(McpError::Serve {
-                        code: codes::MCP_SERVE_FAILED,
-                        message: format!("accepting connections failed: {e}"),
-                    });
-                }
-            };
-            let service = service.clone();
-            let token = token.clone();
-            connections.spawn(async move {
-                let handle = hyper::service::service_fn(move |req: Request<Incoming>| {
-                    let service = service.clone();
-                    let token = token.clone();
-                    async move {
-                        if let Some(refusal) = check(&req, token.as_deref()) {
-                            return Ok::<_, Infallible>(refusal);
-                        }
-                        Ok(service.handle(req).await)
-                    }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), handle)
-                    .await;
-            });
-            // Reap finished connections so the set does not grow without bound.
-            while connections.try_join_next().is_some() {}
+        let token: Option<Arc<[u8]>> = self.options.bearer_token.map(|t| t.into_bytes().into());
+        let router = Router::new()
+            .route_service(MCP_PATH, service)
+            .fallback(|| async {
+                plain(
+                    StatusCode::NOT_FOUND,
+                    &format!("the MCP endpoint is {MCP_PATH}"),
+                )
+            })
+            .layer(middleware::from_fn_with_state(token, check));
+        let stopping = shutdown.clone();
+        let served = axum::serve(self.listener, router).with_graceful_shutdown(async move {
+            stopping.cancelled().await;
+            // Ends the sessions' event streams, so their connections can close.
+            sessions.cancel();
+        });
+        // Connections still open `DRAIN` after the signal are not waited for.
+        let drained = async {
+            shutdown.cancelled().await;
+            tokio::time::sleep(DRAIN).await;
         };
-        sessions.cancel();
-        let _ = tokio::time::timeout(DRAIN, async {
-            while connections.join_next().await.is_some() {}
-        })
-        .await;
-        connections.abort_all();
-        outcome
+        tokio::select! {
+            outcome = served => outcome.map_err(|e| McpError::Serve {
+                code: codes::MCP_SERVE_FAILED,
+                message: format!("serving failed: {e}"),
+            }),
+            () = drained => Ok(()),
+        }
     }
 }
 
-fn is_transient(e: &std::io::Error) -> bool {
-    use std::io::ErrorKind as K;
-    matches!(
-        e.kind(),
-        K::ConnectionAborted | K::ConnectionReset | K::Interrupted | K::WouldBlock
-    ) || e.raw_os_error().is_some_and(|n| n == 23 || n == 24) // ENFILE, EMFILE
-}
-
-type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
-
-/// `404` off the endpoint's path, `401` without the right bearer token (the token
-/// is never echoed), else `None`: rmcp takes the request.
-fn check(req: &Request<Incoming>, token: Option<&[u8]>) -> Option<Response<Body>> {
-    if req.uri().path() != MCP_PATH {
-        return Some(plain(
-            StatusCode::NOT_FOUND,
-            &format!("the MCP endpoint is {MCP_PATH}"),
-        ));
-    }
-    let expected = token?;
+/// `401` without the right bearer token (the token is never echoed); else the request
+/// goes on to the endpoint (or the `404` of any other path).
+async fn check(State(token): State<Option<Arc<[u8]>>>, req: Request, next: Next) -> Response {
+    let Some(expected) = token else {
+        return next.run(req).await;
+    };
     let given = req
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| access::bearer_token(v.as_bytes()));
     match given {
-        Some(given) if access::token_matches(given, expected) => None,
-        Some(_) => Some(unauthorized("the bearer token is wrong")),
-        None => Some(unauthorized(
-            "this endpoint needs `Authorization: Bearer <token>`",
-        )),
+        Some(given) if access::token_matches(given, &expected) => next.run(req).await,
+        Some(_) => unauthorized("the bearer token is wrong"),
+        None => unauthorized("this endpoint needs `Authorization: Bearer <token>`"),
     }
 }
 
-fn plain(status: StatusCode, message: &str) -> Response<Body> {
+fn plain(status: StatusCode, message: &str) -> Response {
     let body = serde_json::json!({"error": message}).to_string();
-    let mut response = Response::new(Full::new(Bytes::from(body)).boxed());
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        header::HeaderValue::from_static("application/json"),
-    );
-    response
+    (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response()
 }
 
-fn unauthorized(message: &str) -> Response<Body> {
+fn unauthorized(message: &str) -> Response {
     let mut response = plain(StatusCode::UNAUTHORIZED, message);
-    response.headers_mut().insert(
-        header::WWW_AUTHENTICATE,
-        header::HeaderValue::from_static("Bearer"),
-    );
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
     response
 }
 
