@@ -9,9 +9,9 @@
 //!   instead of 42 MB, and candle multiplies them with its integer kernels (AVX-VNNI
 //!   tiles where the CPU has them, for which a 384-wide input is padded with zeros to
 //!   512); each product quantises its input rows to 8 bits as well, as llama.cpp does.
-//!   With [`WeightFormat::F32`] they stay f32 and candle's f32 product runs them (on a
-//!   CPU without VNNI tiles, candle's plain AVX2 8-bit dot products are slower than
-//!   that). Everything else is f32 either way;
+//!   With [`WeightFormat::F32`] they stay f32, packed once at load for the crate's own
+//!   product for a few rows (`product.rs`; on a CPU without VNNI tiles, candle's plain
+//!   AVX2 8-bit dot products are slower than that). Everything else is f32 either way;
 //! - query, key and value are one fused product, with the attention scale folded into
 //!   the query weights; position and token-type embeddings are one precomputed table;
 //! - between the four matrix products of a layer, the work on a few rows (attention,
@@ -27,6 +27,7 @@ use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{Config, HiddenAct};
 
 use crate::embed::WeightFormat;
+use crate::product::Packed;
 
 /// Input widths the 8-bit kernel runs as fast tiles (candle's VNNI path) come in whole
 /// super-blocks of 256.
@@ -50,11 +51,18 @@ pub(crate) fn has_vnni_tiles() -> bool {
 /// A linear layer `x · Wᵀ + b` over `Q8_0` (or, for [`WeightFormat::F32`] or an odd
 /// width, f32) weights.
 struct Linear {
-    weight: QMatMul,
+    weight: Weight,
     bias: Vec<f32>,
     input: usize,
     /// Zero columns appended to the weights' input side, and so to every input row.
     pad: usize,
+}
+
+/// A linear layer's weights: `Q8_0` blocks that candle multiplies, or f32 packed for the
+/// crate's own product (`product.rs`).
+enum Weight {
+    Q8_0(QMatMul),
+    F32(Packed),
 }
 
 impl Linear {
@@ -67,8 +75,12 @@ impl Linear {
             candle_core::bail!("a bias of {} for {output} outputs", bias.len());
         }
         if format == WeightFormat::F32 || !input.is_multiple_of(GgmlDType::Q8_0.block_size()) {
+            let values = weight.flatten_all()?.to_vec1::<f32>()?;
+            let Some(packed) = Packed::new(&values, output, input) else {
+                candle_core::bail!("a linear layer of {output} × {input} weights");
+            };
             return Ok(Self {
-                weight: QMatMul::Tensor(weight),
+                weight: Weight::F32(packed),
                 bias,
                 input,
                 pad: 0,
@@ -85,7 +97,10 @@ impl Linear {
             weight
         };
         Ok(Self {
-            weight: QMatMul::from_qtensor(QTensor::quantize(&weight, GgmlDType::Q8_0)?)?,
+            weight: Weight::Q8_0(QMatMul::from_qtensor(QTensor::quantize(
+                &weight,
+                GgmlDType::Q8_0,
+            )?)?),
             bias,
             input,
             pad,
@@ -107,6 +122,10 @@ impl Linear {
 
     /// `rows` rows of `xs` (each `input` wide) through the layer, bias added.
     fn forward(&self, xs: &[f32], rows: usize) -> Result<Vec<f32>> {
+        let weight = match &self.weight {
+            Weight::F32(packed) => return Ok(packed.product(xs, &self.bias)),
+            Weight::Q8_0(weight) => weight,
+        };
         let width = self.input + self.pad;
         let input = if self.pad > 0 {
             let mut padded = vec![0.0; rows * width];
@@ -121,11 +140,7 @@ impl Linear {
             xs.to_vec()
         };
         let input = Tensor::from_vec(input, (rows, width), &Device::Cpu)?;
-        let mut out = self
-            .weight
-            .forward(&input)?
-            .flatten_all()?
-            .to_vec1::<f32>()?;
+        let mut out = weight.forward(&input)?.flatten_all()?.to_vec1::<f32>()?;
         for row in out.chunks_exact_mut(self.bias.len()) {
             for (y, b) in row.iter_mut().zip(&self.bias) {
                 *y += b;

@@ -11,16 +11,18 @@
 //! mask and the work between the matrix products is plain loops, and the linear layers'
 //! weights are in a [`WeightFormat`]: [`EmbeddingModel::load`] quantises them to 8 bits
 //! (`Q8_0`) where the CPU has candle's AVX-VNNI tiles, and keeps them f32 elsewhere,
-//! where candle's 8-bit products are slower than its f32 ones. One short query embeds
-//! several times faster than with candle's f32 `BertModel` on a VNNI CPU (about 1.4× on
-//! an AVX2-only one), its vectors within a cosine of 0.99 of that model's in either
-//! format (`tests/all/fast_embed.rs`). Vectors of different
+//! multiplied by the crate's own product for a few rows (`product.rs`: weights packed
+//! once at load, AVX2/FMA where the CPU has them). One short query embeds several times
+//! faster than with candle's f32 `BertModel` on a VNNI CPU and about three times faster
+//! on an AVX2-only one (`docs/benchmarks.md`), its vectors within a cosine of 0.99 of
+//! that model's in either format (`tests/all/fast_embed.rs`). Vectors of different
 //! [`variant`](EmbeddingModel::variant)s must not be mixed.
 //!
-//! The products run on candle's own thread pool (`CANDLE_NUM_THREADS`, by default
-//! one thread per core), which synchronises a few dozen times per query: on a machine
-//! whose cores are busy with other work, `CANDLE_NUM_THREADS=1` gives steadier (if
-//! slightly slower at best) query latency.
+//! The `Q8_0` products run on candle's own thread pool (`CANDLE_NUM_THREADS`, by
+//! default one thread per core), which synchronises a few dozen times per query: on a
+//! machine whose cores are busy with other work, `CANDLE_NUM_THREADS=1` gives steadier
+//! (if slightly slower at best) query latency. The f32 products run on the calling
+//! thread.
 
 use std::path::{Path, PathBuf};
 
@@ -39,15 +41,16 @@ pub enum WeightFormat {
     /// 8-bit GGML `Q8_0` blocks, quantised at load time: a quarter of the weight stream,
     /// and fast where candle multiplies them with AVX-VNNI tiles.
     Q8_0,
-    /// The file's f32 weights as they are (the same vectors as candle's `BertModel`).
+    /// The file's f32 weights as they are, packed for the crate's own product (the same
+    /// vectors as candle's `BertModel`, up to rounding).
     F32,
 }
 
 impl WeightFormat {
     /// The faster format on this CPU: [`Q8_0`](Self::Q8_0) where candle has its AVX-VNNI
     /// tiles (AVX-512 VNNI or AVX-VNNI), else [`F32`](Self::F32) — measured on an AVX2-only
-    /// CPU, candle's plain 8-bit dot products took 21 ms a query against 11 ms for f32
-    /// (`docs/benchmarks.md`).
+    /// CPU, candle's plain 8-bit dot products took 21 ms a query, several times the f32
+    /// product's (`docs/benchmarks.md`).
     pub fn for_this_cpu() -> Self {
         if bert::has_vnni_tiles() {
             Self::Q8_0

@@ -45,10 +45,10 @@
 //! ([`HybridDiscoveryBackend::with_vector_cache`], which `DiscoveryConfig::build` sets to
 //! the user's cache) the vectors outlive the process: the next start over the same
 //! catalog embeds nothing, and one whose tool changed its description embeds that tool. A query costs one embedding (about 2 ms for a short query
-//! on a 2-core AVX-VNNI CPU with the quantised forward pass of [`crate::embed`], about
-//! 12 ms on an AVX2-only one with f32 weights), one dot product per tool over one
-//! contiguous matrix, the lexical ranking and the fusion (together 0.6–0.8 ms at
-//! 10,000 tools on the VNNI CPU, about 2.2 ms on the AVX2 one; `docs/benchmarks.md`).
+//! on a 2-core AVX-VNNI CPU with the quantised forward pass of [`crate::embed`], a few
+//! ms on an AVX2-only one with f32 weights), one product of the query vector with the
+//! tool vectors (packed like a linear layer's weights), the lexical ranking and the
+//! fusion (`docs/benchmarks.md` has the figures at 10,000 tools).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -62,6 +62,7 @@ use iris_tools_core::{BoxFuture, Tool, ToolDefinition, ToolErrorInfo};
 use crate::backend::{DiscoveryAnswer, DiscoveryBackend, DiscoveryRequest, relevance};
 use crate::embed::EmbeddingModel;
 use crate::error::{Error, Result};
+use crate::product::Packed;
 use crate::search::{SearchIndex, Tuning};
 use crate::vectors::{MAX_RECORDS, VectorCache, VectorKey};
 
@@ -173,8 +174,11 @@ pub struct HybridHit {
 #[derive(Debug)]
 pub struct HybridIndex {
     lexical: SearchIndex,
-    /// `len × dim` row-major.
-    vectors: Vec<f32>,
+    /// The tool vectors as the weights of a `dim → len` linear layer: one product gives
+    /// every similarity.
+    vectors: Packed,
+    /// Zeros, the layer's bias (one per tool).
+    zeros: Vec<f32>,
     dim: usize,
 }
 
@@ -205,9 +209,16 @@ impl HybridIndex {
                 ),
             });
         }
+        let lexical = SearchIndex::with_tuning(defs, lexical_tuning(Tuning::DEFAULT));
+        let Some(packed) = Packed::new(&vectors.concat(), defs.len(), dim.max(1)) else {
+            return Err(Error::Embedding {
+                reason: format!("vectors of dimension {dim}"),
+            });
+        };
         Ok(Self {
-            lexical: SearchIndex::with_tuning(defs, lexical_tuning(Tuning::DEFAULT)),
-            vectors: vectors.concat(),
+            lexical,
+            vectors: packed,
+            zeros: vec![0.0; defs.len()],
             dim,
         })
     }
@@ -227,9 +238,10 @@ impl HybridIndex {
         &self.lexical
     }
 
-    /// Bytes held by the tool vectors.
+    /// Bytes held by the tool vectors (384 f32 per tool for MiniLM, the tool count
+    /// padded to a multiple of 16).
     pub fn vector_bytes(&self) -> usize {
-        self.vectors.len() * std::mem::size_of::<f32>()
+        self.vectors.bytes()
     }
 
     /// Cosine similarity of `query_vector` with every tool, in candidate order.
@@ -237,10 +249,7 @@ impl HybridIndex {
         if query_vector.len() != self.dim || self.dim == 0 {
             return vec![0.0; self.len()];
         }
-        self.vectors
-            .chunks_exact(self.dim)
-            .map(|v| dot(v, query_vector))
-            .collect()
+        self.vectors.product(query_vector, &self.zeros)
     }
 
     /// The best `limit` tools for `query` (whose embedding is `query_vector`), fused
@@ -305,25 +314,6 @@ impl HybridIndex {
         hits.truncate(limit);
         hits
     }
-}
-
-/// The dot product in eight independent lanes, which the compiler turns into SIMD (a
-/// plain float sum must keep its order and stays scalar).
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut lanes = [0.0f32; 8];
-    let (a8, b8) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = a8
-        .remainder()
-        .iter()
-        .zip(b8.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (x, y) in a8.zip(b8) {
-        for i in 0..8 {
-            lanes[i] += x[i] * y[i];
-        }
-    }
-    lanes.iter().sum::<f32>() + tail
 }
 
 /// One cached candidate set: the candidates (the key, compared by identity; holding

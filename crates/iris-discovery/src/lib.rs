@@ -104,6 +104,8 @@ pub mod fetch;
 pub mod hybrid;
 mod input;
 mod layer;
+#[cfg(feature = "embed")]
+mod product;
 pub mod search;
 mod state;
 mod tool;
