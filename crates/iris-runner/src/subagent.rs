@@ -442,6 +442,25 @@ impl AgentRunner {
         Ok(builder.for_child(&self.inner, env).build())
     }
 
+    /// The runner of `selector`, a child agent of this runner's subagent catalog,
+    /// assembled as a `subagent` call assembles it: its YAML narrowed under this
+    /// runner (the smaller workspace), its own tools. For a host that shows what a
+    /// waiting child asks against the child's own tools and workspace (`iris serve`'s
+    /// diff of a child's `edit_file` approval). Close it ([`AgentRunner::close`]) when
+    /// done; that never closes this runner's command service.
+    ///
+    /// # Errors
+    /// Why the child cannot be assembled: no catalog here, `SUBAGENT_NOT_FOUND`, or
+    /// its YAML's own error code.
+    pub async fn subagent_runner(
+        &self,
+        selector: &str,
+    ) -> std::result::Result<AgentRunner, RunError> {
+        self.child_runner(selector)
+            .await
+            .map_err(|e| RunError::new(e.code, e.message))
+    }
+
     /// Closes what a child assembled (its MCP servers; never the borrowed command
     /// service).
     async fn close_child(child: &AgentRunner) {
