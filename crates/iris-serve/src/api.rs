@@ -173,8 +173,8 @@ pub struct RunList {
     pub next_cursor: Option<String>,
 }
 
-/// One run of a list.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+/// One run of a list (and an item of the runs feed, `GET /v1/events`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunListItem {
     /// The run.
     pub run_id: String,

@@ -40,6 +40,16 @@ pub mod codes {
     pub const SERVE_RUN_ELSEWHERE: &str = "SERVE_RUN_ELSEWHERE";
     /// A run could not be started or read back (an internal failure).
     pub const SERVE_RUN_FAILED: &str = "SERVE_RUN_FAILED";
+    /// No artifact for that call of that run: no such call in the run's log, a result
+    /// without an artifact, or its file is gone.
+    pub const SERVE_ARTIFACT_NOT_FOUND: &str = "SERVE_ARTIFACT_NOT_FOUND";
+    /// The artifact's recorded file is not served: outside the agent's workspace,
+    /// through a symlink, not a regular file, or over
+    /// [`MAX_ARTIFACT_BYTES`](crate::MAX_ARTIFACT_BYTES).
+    pub const SERVE_ARTIFACT_REFUSED: &str = "SERVE_ARTIFACT_REFUSED";
+    /// The artifact's file cannot be read by the server: the agent's workspace cannot
+    /// be opened, or reading failed (an internal failure).
+    pub const SERVE_ARTIFACT_UNREADABLE: &str = "SERVE_ARTIFACT_UNREADABLE";
     /// The server is stopping.
     pub const SERVE_SHUTTING_DOWN: &str = "SERVE_SHUTTING_DOWN";
     /// The client has as many requests in progress as it may
@@ -107,7 +117,9 @@ pub fn status_of(code: &str) -> StatusCode {
     use iris_runner::codes as run;
     use iris_runner::store::codes as store;
     match code {
-        store::RUN_NOT_FOUND | codes::SERVE_NOT_FOUND => StatusCode::NOT_FOUND,
+        store::RUN_NOT_FOUND | codes::SERVE_NOT_FOUND | codes::SERVE_ARTIFACT_NOT_FOUND => {
+            StatusCode::NOT_FOUND
+        }
         store::RUN_BUSY
         | store::RUN_LEASE_LOST
         | run::RUN_NOT_WAITING
@@ -122,7 +134,7 @@ pub fn status_of(code: &str) -> StatusCode {
         codes::SERVE_REQUEST_TOO_LARGE => StatusCode::PAYLOAD_TOO_LARGE,
         codes::SERVE_METHOD_NOT_ALLOWED => StatusCode::METHOD_NOT_ALLOWED,
         codes::SERVE_UNAUTHORIZED => StatusCode::UNAUTHORIZED,
-        codes::SERVE_HOST_REFUSED => StatusCode::FORBIDDEN,
+        codes::SERVE_HOST_REFUSED | codes::SERVE_ARTIFACT_REFUSED => StatusCode::FORBIDDEN,
         codes::SERVE_TOO_MANY_REQUESTS => StatusCode::TOO_MANY_REQUESTS,
         store::RUN_STORE_FAILED | codes::SERVE_SHUTTING_DOWN => StatusCode::SERVICE_UNAVAILABLE,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
@@ -181,5 +193,45 @@ impl IntoResponse for ApiError {
             );
         }
         response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every code the API documents has its status; anything else is an internal
+    /// failure.
+    #[test]
+    fn codes_map_to_their_statuses() {
+        for (code, status) in [
+            ("SERVE_REQUEST_INVALID", 400),
+            ("SERVE_UNAUTHORIZED", 401),
+            ("SERVE_HOST_REFUSED", 403),
+            ("SERVE_ARTIFACT_REFUSED", 403),
+            ("RUN_NOT_FOUND", 404),
+            ("SERVE_ARTIFACT_NOT_FOUND", 404),
+            ("SERVE_NOT_FOUND", 404),
+            ("SERVE_METHOD_NOT_ALLOWED", 405),
+            ("RUN_INTERACTION_STALE", 409),
+            ("RUN_NOT_WAITING", 409),
+            ("RUN_BUSY", 409),
+            ("RUN_LEASE_LOST", 409),
+            ("RUN_IS_SUBAGENT", 409),
+            ("SERVE_RUN_FINISHED", 409),
+            ("SERVE_RUN_ELSEWHERE", 409),
+            ("SERVE_REQUEST_TOO_LARGE", 413),
+            ("RUN_ANSWER_INVALID", 422),
+            ("RUN_INPUT_INVALID", 422),
+            ("SERVE_AGENT_UNKNOWN", 422),
+            ("SERVE_TOO_MANY_REQUESTS", 429),
+            ("SERVE_ARTIFACT_UNREADABLE", 500),
+            ("SERVE_RUN_FAILED", 500),
+            ("SOMETHING_ELSE", 500),
+            ("RUN_STORE_FAILED", 503),
+            ("SERVE_SHUTTING_DOWN", 503),
+        ] {
+            assert_eq!(status_of(code).as_u16(), status, "{code}");
+        }
     }
 }

@@ -25,7 +25,9 @@ use tokio::sync::watch;
 
 use crate::agents::Agents;
 use crate::api::{CreateRun, ListQuery, RunList, RunListItem, RunView};
+use crate::diff::Children;
 use crate::error::{ApiError, codes};
+use crate::feed::Feed;
 use crate::ledger::LeaseLedger;
 use crate::mask::Masker;
 
@@ -85,6 +87,10 @@ pub(crate) struct Host {
     generations: AtomicU64,
     /// Raised when the server stops: event streams end, new work is refused.
     pub(crate) stopping: CancellationSignal,
+    /// The runs feed ([`crate::feed`]).
+    pub(crate) feed: Feed,
+    /// Subagents assembled for the diffs of the approvals they wait for.
+    pub(crate) children: Children,
 }
 
 impl std::fmt::Debug for Host {
@@ -140,6 +146,8 @@ impl Host {
             active: Mutex::default(),
             generations: AtomicU64::new(0),
             stopping: CancellationSignal::new(),
+            feed: Feed::default(),
+            children: Children::default(),
         }
     }
 
@@ -245,6 +253,18 @@ impl Host {
                 format!("no run `{run_id}` in the run store"),
             )
         })?;
+        // A child's agent is its parent's subagent, not a served one: say so before
+        // looking for it.
+        if let Some(parent) = &record.parent {
+            return Err(ApiError::new(
+                iris_runner::codes::RUN_IS_SUBAGENT,
+                format!(
+                    "run `{run_id}` is a subagent's child run; answer its parent run `{}`, \
+                     whose interaction relays this one",
+                    parent.run_id
+                ),
+            ));
+        }
         let runner = self.runner(&record.agent_id)?;
         self.settle(run_id).await;
         if let Answer::Secret { value } = &answer {
@@ -444,7 +464,10 @@ impl Host {
         result
     }
 
-    async fn load(&self, run_id: &str) -> Result<iris_runner::store::RunRecord, ApiError> {
+    pub(crate) async fn load(
+        &self,
+        run_id: &str,
+    ) -> Result<iris_runner::store::RunRecord, ApiError> {
         self.store.load(run_id).await?.ok_or_else(|| {
             ApiError::new(
                 iris_runner::store::codes::RUN_NOT_FOUND,
@@ -465,6 +488,7 @@ impl Host {
             .filter(|m| !m.is_null());
         let mut view = RunView::of(&record, metadata);
         crate::console::add_diff(self, &mut view).await;
+        crate::diff::add_child_diff(self, &mut view).await;
         let masked = self
             .masker
             .value(serde_json::to_value(&view).unwrap_or(Value::Null));

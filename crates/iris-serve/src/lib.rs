@@ -2,9 +2,12 @@
 
 pub mod agents;
 pub mod api;
+mod artifact;
 mod auth;
 mod console;
+mod diff;
 pub mod error;
+mod feed;
 mod host;
 mod ledger;
 mod limit;
@@ -16,7 +19,9 @@ pub mod server;
 mod sse;
 
 pub use agents::{Agents, DEFAULT_AGENT};
+pub use artifact::MAX_ARTIFACT_BYTES;
 pub use error::{ServeError, codes, status_of};
+pub use feed::COALESCE;
 pub use host::{MAX_EVENT_BYTES, MAX_EVENTS_PER_RUN, SHUTDOWN_GRACE};
 pub use recover::RECOVER_EVERY;
 pub use routes::MAX_BODY_BYTES;

@@ -79,7 +79,7 @@ pub fn document() -> Value {
                         ("400", "the body does not parse (`SERVE_REQUEST_INVALID`)"),
                         ("413", "the body is too large (`SERVE_REQUEST_TOO_LARGE`)"),
                         ("422", "an unknown agent (`SERVE_AGENT_UNKNOWN`) or an empty input (`RUN_INPUT_INVALID`)"),
-                        ("503", "the run store failed (`RUN_STORE_FAILED`) or the server is stopping"),
+                        ("503", "the run store failed (`RUN_STORE_FAILED`) or the server is stopping (`SERVE_SHUTTING_DOWN`)"),
                     ]),
                 },
                 "get": {
@@ -93,6 +93,7 @@ pub fn document() -> Value {
                     ],
                     "responses": responses(("200", body("a page of runs", "RunList")), &[
                         ("400", "a bad status, cursor or limit (`SERVE_REQUEST_INVALID`)"),
+                        ("503", "the run store failed (`RUN_STORE_FAILED`)"),
                     ]),
                 },
             },
@@ -103,6 +104,7 @@ pub fn document() -> Value {
                     "parameters": [run_id_parameter()],
                     "responses": responses(("200", body("the run", "RunView")), &[
                         ("404", "no such run (`RUN_NOT_FOUND`)"),
+                        ("503", "the run store failed (`RUN_STORE_FAILED`)"),
                     ]),
                 },
             },
@@ -116,7 +118,9 @@ pub fn document() -> Value {
                         ("400", "the body does not parse (`SERVE_REQUEST_INVALID`)"),
                         ("404", "no such run (`RUN_NOT_FOUND`)"),
                         ("409", "the run does not wait for this interaction (`RUN_INTERACTION_STALE`), does not wait (`RUN_NOT_WAITING`), is driven elsewhere (`RUN_BUSY`) or is a subagent's child (`RUN_IS_SUBAGENT`)"),
+                        ("413", "the body is too large (`SERVE_REQUEST_TOO_LARGE`)"),
                         ("422", "the wrong kind of answer, or not one of a question's options (`RUN_ANSWER_INVALID`); a run of an agent this server does not serve (`SERVE_AGENT_UNKNOWN`)"),
+                        ("503", "the run store failed (`RUN_STORE_FAILED`) or the server is stopping (`SERVE_SHUTTING_DOWN`)"),
                     ]),
                 },
             },
@@ -128,6 +132,7 @@ pub fn document() -> Value {
                     "responses": responses(("200", body("the run, cancelled", "RunView")), &[
                         ("404", "no such run (`RUN_NOT_FOUND`)"),
                         ("409", "the run already ended (`SERVE_RUN_FINISHED`) or another host drives it (`SERVE_RUN_ELSEWHERE`)"),
+                        ("503", "the run store failed (`RUN_STORE_FAILED`)"),
                     ]),
                 },
             },
@@ -145,7 +150,41 @@ pub fn document() -> Value {
                     })), &[
                         ("400", "a `Last-Event-ID` that is not a number (`SERVE_REQUEST_INVALID`)"),
                         ("404", "no such run (`RUN_NOT_FOUND`)"),
+                        ("503", "the run store failed (`RUN_STORE_FAILED`)"),
                     ]),
+                },
+            },
+            "/v1/runs/{id}/artifacts/{call_id}": {
+                "get": {
+                    "operationId": "runArtifact",
+                    "summary": "The file call `call_id`'s result recorded as its artifact in the run's event log (a subagent's child run: under the child's id), as a download: read inside the agent's workspace, UTF-8 text masked like the events.",
+                    "parameters": [
+                        run_id_parameter(),
+                        {"name": "call_id", "in": "path", "required": true, "schema": {"type": "string"}},
+                    ],
+                    "responses": responses(("200", json!({
+                        "description": "the file (`Content-Disposition: attachment`, `X-Content-Type-Options: nosniff`, `Cache-Control: no-store`)",
+                        "content": {
+                            "text/plain; charset=utf-8": {"schema": {"type": "string"}},
+                            "application/json": {},
+                            "application/octet-stream": {"schema": {"type": "string", "contentMediaType": "application/octet-stream"}},
+                        },
+                    })), &[
+                        ("403", "the recorded file is not served: outside the workspace, through a symlink, not a regular file or over the size limit (`SERVE_ARTIFACT_REFUSED`)"),
+                        ("404", "no such run (`RUN_NOT_FOUND`); no such call, no artifact, or its file is gone (`SERVE_ARTIFACT_NOT_FOUND`)"),
+                        ("500", "the workspace or the file cannot be read (`SERVE_ARTIFACT_UNREADABLE`)"),
+                        ("503", "the run store failed (`RUN_STORE_FAILED`)"),
+                    ]),
+                },
+            },
+            "/v1/events": {
+                "get": {
+                    "operationId": "runsFeed",
+                    "summary": "The runs feed as Server-Sent Events: an event `run` each time a run is created or changes, on any host; its `data` is the run's RunListItem (as in `GET /v1/runs`). No ids and no replay: read `GET /v1/runs` on (re)connecting.",
+                    "responses": responses(("200", json!({
+                        "description": "the feed; each event's data is the JSON of a RunListItem",
+                        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                    })), &[]),
                 },
             },
             "/v1/openapi.json": {

@@ -32,9 +32,11 @@ pub(crate) fn router(host: Arc<Host>, gate: Gate, limit: ClientLimit) -> Router 
     Router::new()
         .route("/v1/runs", post(create).get(list))
         .route("/v1/runs/{id}", get(show))
+        .route("/v1/events", get(feed))
         .route("/v1/runs/{id}/answer", post(answer))
         .route("/v1/runs/{id}/cancel", post(cancel))
         .route("/v1/runs/{id}/events", get(events))
+        .route("/v1/runs/{id}/artifacts/{call_id}", get(artifact))
         .route("/v1/openapi.json", get(openapi_json))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -127,6 +129,17 @@ async fn events(
     // A run that does not exist is a 404, not an empty stream.
     host.view(&id).await?;
     Ok(sse::stream(host, id, after, permit).into_response())
+}
+
+async fn feed(State(host): Shared, Extension(permit): Extension<Arc<Permit>>) -> Response {
+    crate::feed::stream(&host, permit).into_response()
+}
+
+async fn artifact(
+    State(host): Shared,
+    Path((id, call_id)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    crate::artifact::download(&host, &id, &call_id).await
 }
 
 async fn openapi_json() -> Response {

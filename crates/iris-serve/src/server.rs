@@ -246,6 +246,8 @@ impl Server {
         let mut serving = tokio::spawn(serving.into_future());
         // Runs whose host stopped are taken over until this one stops.
         let recovering = tokio::spawn(crate::recover::watch(Arc::clone(&host)));
+        // Run changes go to the runs feed until the server stops.
+        let watching = tokio::spawn(crate::feed::watch(Arc::clone(&host)));
         stop.cancelled().await;
         if tokio::time::timeout(CONNECTION_GRACE, &mut serving)
             .await
@@ -257,6 +259,7 @@ impl Server {
         // the run is stopped below like every other.
         host.stopping.cancel();
         let _ = recovering.await;
+        let _ = watching.await;
         let given_up = host.stop().await;
         let closed = match tokio::time::timeout(CLOSE_TIMEOUT, host.agents().close()).await {
             Ok(closed) => closed,

@@ -184,6 +184,11 @@ async fn bad_input_gets_typed_errors() {
         code(serving.post("/v1/runs", &huge).await),
         expect(413, "SERVE_REQUEST_TOO_LARGE")
     );
+    let huge = json!({"interaction_id": "x", "answer": "text", "text": "x".repeat(iris_serve::MAX_BODY_BYTES + 1)});
+    assert_eq!(
+        code(serving.post("/v1/runs/run_nope/answer", &huge).await),
+        expect(413, "SERVE_REQUEST_TOO_LARGE")
+    );
     assert_eq!(
         code(serving.get("/v1/runs/run_nope").await),
         expect(404, "RUN_NOT_FOUND")
@@ -205,6 +210,10 @@ async fn bad_input_gets_typed_errors() {
     );
     assert_eq!(
         code(serving.get("/v1/runs/run_nope/events").await),
+        expect(404, "RUN_NOT_FOUND")
+    );
+    assert_eq!(
+        code(serving.get("/v1/runs/run_nope/artifacts/call_1_1").await),
         expect(404, "RUN_NOT_FOUND")
     );
     assert_eq!(
@@ -280,6 +289,8 @@ async fn bad_input_gets_typed_errors() {
         "/v1/runs/{id}/answer",
         "/v1/runs/{id}/cancel",
         "/v1/runs/{id}/events",
+        "/v1/runs/{id}/artifacts/{call_id}",
+        "/v1/events",
     ] {
         assert!(doc["paths"].get(path).is_some(), "{path} missing");
     }
@@ -364,11 +375,21 @@ async fn a_token_is_required_and_foreign_hosts_are_refused() {
         |o| o.bearer_token("t0ken-for-tests"),
     )
     .await;
-    let (status, body) = serving.get("/v1/runs").await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (401, Some("SERVE_UNAUTHORIZED"))
-    );
+    for path in [
+        "/v1/runs",
+        "/v1/runs/run_1",
+        "/v1/runs/run_1/events",
+        "/v1/runs/run_1/artifacts/call_1_1",
+        "/v1/events",
+        "/v1/openapi.json",
+    ] {
+        let (status, body) = serving.get(path).await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (401, Some("SERVE_UNAUTHORIZED")),
+            "{path}"
+        );
+    }
     let wrong = serving
         .client
         .get(serving.url("/v1/runs"))
@@ -424,7 +445,23 @@ async fn a_client_is_limited_to_its_requests_in_progress() {
         "{body}"
     );
     drop(stream);
-    // The server lets the permit go once it sees the stream closed.
+    permit_given_back(&serving).await;
+    // The runs feed holds a permit too while it is open.
+    let feed = crate::support::FeedReader::open(&serving).await;
+    let (status, body) = serving.get("/v1/runs").await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (429, Some("SERVE_TOO_MANY_REQUESTS")),
+        "{body}"
+    );
+    drop(feed);
+    permit_given_back(&serving).await;
+    serving.shut_down().await;
+}
+
+/// Waits until the server let a closed stream's permit go (it does once it sees the
+/// stream closed): `GET /v1/runs` is taken again.
+async fn permit_given_back(serving: &crate::support::Serving) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
         let (status, body) = serving.get("/v1/runs").await;
@@ -438,7 +475,6 @@ async fn a_client_is_limited_to_its_requests_in_progress() {
         );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    serving.shut_down().await;
 }
 
 /// An answer while another process holds the run's lease is `409 RUN_BUSY`; once the

@@ -4,6 +4,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod api;
+mod artifacts;
 mod events;
+mod feed;
 mod hosts;
+mod statuses;
+mod subagents;
 mod support;

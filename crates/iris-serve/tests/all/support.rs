@@ -223,6 +223,20 @@ pub(crate) async fn fresh_database() -> String {
     format!("{root}/{name}")
 }
 
+/// Drops the database at `url` (made by [`fresh_database`]) under whoever uses it:
+/// its connections are ended.
+pub(crate) async fn drop_database(url: &str) {
+    let name = url.rsplit_once('/').unwrap().1;
+    let (client, conn) = tokio_postgres::connect(postgres_url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    client
+        .batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)"))
+        .await
+        .unwrap();
+}
+
 /// One SSE event as a client sees it.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct SseEvent {
@@ -307,4 +321,81 @@ pub(crate) fn types(events: &[SseEvent]) -> Vec<String> {
         .iter()
         .map(|e| e.data["type"].as_str().unwrap_or("?").to_owned())
         .collect()
+}
+
+/// An open runs feed (`GET /v1/events`).
+pub(crate) struct FeedReader {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+impl FeedReader {
+    /// Opens the feed.
+    pub(crate) async fn open(serving: &Serving) -> Self {
+        let response = serving
+            .client
+            .get(serving.url("/v1/events"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        assert_eq!(
+            response.headers()["content-type"].to_str().unwrap(),
+            "text/event-stream"
+        );
+        Self {
+            response,
+            buffer: String::new(),
+        }
+    }
+
+    /// The next `run` item; `None` when the stream ended. Panics after 30 s without
+    /// one.
+    pub(crate) async fn next(&mut self) -> Option<Value> {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                let (mut kind, mut data) = (None, String::new());
+                for line in block.lines() {
+                    if let Some(v) = line.strip_prefix("event: ") {
+                        kind = Some(v.to_owned());
+                    } else if let Some(v) = line.strip_prefix("data: ") {
+                        data.push_str(v);
+                    }
+                    assert!(!line.starts_with("id:"), "the feed has no ids: {block}");
+                }
+                // A keep-alive comment has neither.
+                if let Some(kind) = kind {
+                    assert_eq!(kind, "run", "{block}");
+                    return Some(serde_json::from_str(&data).unwrap());
+                }
+                continue;
+            }
+            let chunk = tokio::time::timeout_at(deadline, self.response.chunk())
+                .await
+                .expect("no feed item within 30 s")
+                .unwrap();
+            match chunk {
+                Some(bytes) => self.buffer.push_str(std::str::from_utf8(&bytes).unwrap()),
+                None => return None,
+            }
+        }
+    }
+
+    /// Reads items until one for `run_id` has `status`; the items for `run_id` read.
+    pub(crate) async fn until(&mut self, run_id: &str, status: &str) -> Vec<Value> {
+        let mut seen = Vec::new();
+        loop {
+            let item = self.next().await.expect("the feed ended");
+            if item["run_id"] != run_id {
+                continue;
+            }
+            let done = item["status"] == status;
+            seen.push(item);
+            if done {
+                return seen;
+            }
+        }
+    }
 }
