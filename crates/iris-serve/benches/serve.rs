@@ -37,30 +37,6 @@ const HELLO: &str = "    - text: Hello.\n";
 const WRITE: &str = "    - text: Writing.\n      tool_calls: [{name: write_file, arguments: \
     {file_path: hello.txt, content: \"hi\\n\"}}]\n    - {expect_tool_results: 1, text: Wrote.}\n";
 
-fn postgres_url() -> String {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.ci/postgres.sh");
-    let out = std::process::Command::new("bash")
-        .arg(script)
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .expect("run .ci/postgres.sh");
-    assert!(out.status.success(), "the PostgreSQL cluster did not start");
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
-
-async fn fresh_database(base: &str, n: usize) -> String {
-    let name = format!("iris_serve_bench_{}_{n}", std::process::id());
-    let (client, conn) = tokio_postgres::connect(base, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
-    client
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .await
-        .unwrap();
-    format!("{}/{name}", base.rsplit_once('/').unwrap().0)
-}
-
 /// `hosts` servers on the database at `url`, sharing one folder; their base URLs.
 async fn serve(
     url: &str,
@@ -229,13 +205,12 @@ fn main() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let base = postgres_url();
         println!(
             "| hosts | runs started/s | first event p50 / p99 / max | final event p50 / p99 / max |"
         );
         println!("|---|---|---|---|");
-        for (n, hosts) in [1usize, 2].into_iter().enumerate() {
-            let url = fresh_database(&base, n).await;
+        for hosts in [1usize, 2] {
+            let url = iris_test_support::postgres::fresh_database("iris_serve_bench").await;
             let dir = tempfile::tempdir().unwrap();
             let stop = CancellationSignal::new();
             let (bases, tasks) = serve(&url, hosts, dir.path(), &stop).await;

@@ -2,7 +2,6 @@
 //! loopback port; a client; the PostgreSQL test cluster's fresh databases.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use std::sync::Arc;
@@ -180,56 +179,21 @@ pub(crate) async fn serve(agents: &[(&str, String)], store: &Store) -> Serving {
     serve_in(None, agents, store, |o| o).await
 }
 
-/// The URL of the throw-away cluster `.ci/postgres.sh` runs (started on first use).
-fn postgres_url() -> &'static str {
-    static URL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    URL.get_or_init(|| {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.ci/postgres.sh");
-        let out = std::process::Command::new("bash")
-            .arg(script)
-            .stderr(std::process::Stdio::inherit())
-            .output()
-            .expect("run .ci/postgres.sh");
-        assert!(
-            out.status.success(),
-            "the PostgreSQL test cluster did not start (.ci/setup installs postgresql)"
-        );
-        String::from_utf8(out.stdout).unwrap().trim().to_owned()
-    })
-}
-
-/// A new, empty database on the test cluster.
+/// A new, empty database on the test cluster (`iris_test_support::postgres`).
 pub(crate) async fn fresh_database() -> String {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let base = postgres_url();
-    let name = format!(
-        "iris_serve_{}_{}_{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis()
-    );
-    let (client, conn) = tokio_postgres::connect(base, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
-    client
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .await
-        .unwrap();
-    let root = base.rsplit_once('/').unwrap().0;
-    format!("{root}/{name}")
+    iris_test_support::postgres::fresh_database("iris_serve").await
 }
 
 /// Drops the database at `url` (made by [`fresh_database`]) under whoever uses it:
 /// its connections are ended.
 pub(crate) async fn drop_database(url: &str) {
     let name = url.rsplit_once('/').unwrap().1;
-    let (client, conn) = tokio_postgres::connect(postgres_url(), tokio_postgres::NoTls)
-        .await
-        .unwrap();
+    let (client, conn) = tokio_postgres::connect(
+        iris_test_support::postgres::cluster_url(),
+        tokio_postgres::NoTls,
+    )
+    .await
+    .unwrap();
     tokio::spawn(conn);
     client
         .batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)"))
