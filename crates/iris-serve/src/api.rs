@@ -122,7 +122,9 @@ pub struct RunView {
     /// What the run waits for (a waiting run): `{"kind": "approval" | "question" |
     /// "in_doubt" | "secret" | "subagent" | "elicitation", "id", …}`; answer it with
     /// `POST /v1/runs/{id}/answer`. The approval of an `edit_file` / `write_file` call
-    /// also has `diff`: the unified diff it would make against the file as it is now.
+    /// also has `diff`: the unified diff it would make against the file as it is now;
+    /// so does such an approval a `subagent` interaction relays in `inner` (with the
+    /// child agent's tools and workspace).
     pub interaction: Option<Value>,
     /// The final answer of a completed run.
     pub output: Option<String>,
