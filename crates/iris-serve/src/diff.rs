@@ -11,7 +11,7 @@
 //! at once.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use iris_tools_core::ToolRegistry;
@@ -92,22 +92,29 @@ pub(crate) async fn add_child_diff(host: &Host, view: &mut RunView) {
     let Some(tools) = host.children.of(host, &view.agent, &selector).await else {
         return;
     };
-    let Some(tool) = inner
+    insert_diff(inner, &tools.registry, &tools.workspace).await;
+}
+
+/// Adds `diff` to `approval` (an approval interaction's JSON) when its tool, looked up
+/// in `registry`, is `edit_file` / `write_file` and the call has something to show
+/// against the file as it is now under `workspace` (read on the blocking pool).
+pub(crate) async fn insert_diff(approval: &mut Value, registry: &ToolRegistry, workspace: &Path) {
+    let Some(tool) = approval
         .get("tool_name")
         .and_then(Value::as_str)
-        .and_then(|name| tools.registry.get(name).ok())
+        .and_then(|name| registry.get(name).ok())
     else {
         return;
     };
-    let arguments = inner.get("arguments").cloned().unwrap_or(Value::Null);
-    let workspace = tools.workspace.clone();
+    let arguments = approval.get("arguments").cloned().unwrap_or(Value::Null);
+    let workspace = workspace.to_path_buf();
     let diff = tokio::task::spawn_blocking(move || {
         iris_files::change_diff(&workspace, tool.as_ref(), &arguments)
     })
     .await
     .ok()
     .flatten();
-    if let (Some(diff), Some(object)) = (diff, inner.as_object_mut()) {
+    if let (Some(diff), Some(object)) = (diff, approval.as_object_mut()) {
         object.insert("diff".to_owned(), Value::String(diff));
     }
 }
