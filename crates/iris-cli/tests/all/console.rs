@@ -4,11 +4,13 @@
 //! WebDriver by `chromium-driver` (both installed by `.ci/setup`), every address on
 //! 127.0.0.1. In the browser: the runs list, the inbox with the diff, a timeline where a
 //! tool result holding `<script>` is text, Approve, the run completing live over SSE and
-//! the file changed on disk, and no error in the browser's console.
+//! the file changed on disk, and no error in the browser's console; a relayed
+//! subagent's approval with its diff; an artifact downloaded; the list and the inbox
+//! following `GET /v1/events`.
 //!
-//! With `IRIS_CONSOLE_SCREENSHOTS=DIR` the browser test saves `console-runs.png`,
-//! `console-inbox.png` and `console-timeline.png` there (docs/ holds the ones the README
-//! shows).
+//! With `IRIS_CONSOLE_SCREENSHOTS=DIR` the browser tests save `console-runs.png`,
+//! `console-inbox.png` and `console-timeline.png` there, and `console_input.rs`
+//! `console-form.png` (docs/ holds the ones the README and docs/console.md show).
 
 use std::future::Future;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
@@ -183,7 +185,7 @@ impl WebDriverCompatibleCommand for BrowserLog {
 }
 
 /// `iris serve` in `dir` on a free port of 127.0.0.1, with `args` after it; its base URL.
-fn serve(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (Spawned, String) {
+pub(super) fn serve(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (Spawned, String) {
     let mut all = vec!["--config", "iris.yaml", "serve", "--listen", "127.0.0.1:0"];
     all.extend_from_slice(args);
     let served = spawn(dir, &all, env);
@@ -199,7 +201,7 @@ fn serve(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (Spawned, String) {
     (served, url)
 }
 
-fn http() -> reqwest::blocking::Client {
+pub(super) fn http() -> reqwest::blocking::Client {
     reqwest::blocking::Client::builder()
         .timeout(Duration::from_secs(30))
         .build()
@@ -207,7 +209,7 @@ fn http() -> reqwest::blocking::Client {
 }
 
 /// Starts a run of the default agent; its id.
-fn start_run(base: &str, token: &str, input: &str) -> String {
+pub(super) fn start_run(base: &str, token: &str, input: &str) -> String {
     let started: Value = http()
         .post(format!("{base}/v1/runs"))
         .bearer_auth(token)
@@ -220,7 +222,12 @@ fn start_run(base: &str, token: &str, input: &str) -> String {
 }
 
 /// The run, once `done` holds of it (polled; the deadline only stops a hung test).
-fn run_until(base: &str, token: &str, run_id: &str, done: impl Fn(&Value) -> bool) -> Value {
+pub(super) fn run_until(
+    base: &str,
+    token: &str,
+    run_id: &str,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let view: Value = http()
@@ -239,11 +246,11 @@ fn run_until(base: &str, token: &str, run_id: &str, done: impl Fn(&Value) -> boo
 }
 
 /// Where screenshots go, when asked for.
-fn screenshot_dir() -> Option<PathBuf> {
+pub(super) fn screenshot_dir() -> Option<PathBuf> {
     std::env::var_os("IRIS_CONSOLE_SCREENSHOTS").map(PathBuf::from)
 }
 
-async fn screenshot(browser: &Client, name: &str) {
+pub(super) async fn screenshot(browser: &Client, name: &str) {
     if let Some(dir) = screenshot_dir() {
         let png = browser.screenshot().await.unwrap();
         std::fs::create_dir_all(&dir).unwrap();
@@ -252,7 +259,7 @@ async fn screenshot(browser: &Client, name: &str) {
 }
 
 /// The element `css` matches, once there is one.
-async fn wait_for(browser: &Client, css: &str) -> fantoccini::elements::Element {
+pub(super) async fn wait_for(browser: &Client, css: &str) -> fantoccini::elements::Element {
     browser
         .wait()
         .at_most(Duration::from_secs(30))
@@ -262,7 +269,7 @@ async fn wait_for(browser: &Client, css: &str) -> fantoccini::elements::Element 
 }
 
 /// A JavaScript expression's value in the page.
-async fn eval(browser: &Client, expression: &str) -> Value {
+pub(super) async fn eval(browser: &Client, expression: &str) -> Value {
     browser
         .execute(&format!("return {expression};"), vec![])
         .await
@@ -307,11 +314,19 @@ fn the_console_approves_an_edit_in_a_real_browser() {
 }
 
 /// What a browser session does; an `Err` says what went wrong.
-type Steps<'a> = Pin<Box<dyn Future<Output = Result<(), String>> + 'a>>;
+pub(super) type Steps<'a> = Pin<Box<dyn Future<Output = Result<(), String>> + 'a>>;
 
 /// Runs `steps` in a fresh headless chromium (closed before a failure is reported);
 /// returns the SEVERE entries of the browser's console log.
-fn in_browser<'s>(steps: impl FnOnce(Client) -> Steps<'s>) -> Vec<Value> {
+pub(super) fn in_browser<'s>(steps: impl FnOnce(Client) -> Steps<'s>) -> Vec<Value> {
+    in_browser_saving_to(None, steps)
+}
+
+/// [`in_browser`], the browser saving downloads in `downloads` when given.
+fn in_browser_saving_to<'s>(
+    downloads: Option<&Path>,
+    steps: impl FnOnce(Client) -> Steps<'s>,
+) -> Vec<Value> {
     let driver = Driver::start();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -326,6 +341,10 @@ fn in_browser<'s>(steps: impl FnOnce(Client) -> Steps<'s>) -> Vec<Value> {
                 "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
                          "--disable-dev-shm-usage", "--window-size=1280,900",
                          "--no-first-run", "--no-default-browser-check"],
+                "prefs": downloads.map(|dir| json!({
+                    "download.default_directory": dir,
+                    "download.prompt_for_download": false,
+                })).unwrap_or_else(|| json!({})),
             }),
         );
         caps.insert("goog:loggingPrefs".into(), json!({"browser": "ALL"}));
@@ -357,8 +376,15 @@ async fn browse(browser: Client, base: &str, run_id: &str, dir: &Path) -> Result
         .goto(&format!("{base}/"))
         .await
         .map_err(|e| e.to_string())?;
-    let row = wait_for(browser, &format!("tr[data-run=\"{run_id}\"]")).await;
-    let row_text = row.text().await.map_err(|e| e.to_string())?;
+    let row = format!("tr[data-run=\"{run_id}\"]");
+    wait_for(browser, &row).await;
+    // Read in the page: the list is drawn again when its event stream (re)connects.
+    let row_text = eval(
+        browser,
+        &format!("document.querySelector('{row}').innerText"),
+    )
+    .await;
+    let row_text = row_text.as_str().unwrap_or_default();
     for fragment in [run_id, "waiting", "default", "in /", "edit_file"] {
         if !row_text.contains(fragment) {
             return Err(format!("{fragment:?} not in the runs row {row_text:?}"));
@@ -528,8 +554,8 @@ async fn answer_question(browser: Client, base: &str, run_id: &str) -> Result<()
 /// `examples/subagents` served: the lead delegates to a reader, then to a scribe whose
 /// write waits for approval through the lead. The timeline nests each child's events
 /// under the call that started it; the lead's pending card is the scribe's approval
-/// (answered under the lead's interaction id), the inbox lists it once (not the child
-/// run too), and Approve lets both finish and the file be written.
+/// with its diff (answered under the lead's interaction id), the inbox lists it once
+/// (not the child run too), and Approve lets both finish and the file be written.
 #[test]
 fn the_console_nests_subagents_and_approves_a_childs_write() {
     let dir = super::subagent::example();
@@ -538,6 +564,10 @@ fn the_console_nests_subagents_and_approves_a_childs_write() {
     let waiting = run_until(&base, "", &run_id, |v| v["status"] == "waiting");
     assert_eq!(waiting["interaction"]["kind"], "subagent", "{waiting}");
     assert_eq!(waiting["interaction"]["inner"]["tool_name"], "write_file");
+    assert_eq!(
+        waiting["interaction"]["inner"]["diff"], SUMMARY_DIFF,
+        "{waiting}"
+    );
 
     let errors = in_browser(|browser| Box::pin(approve_through_parent(browser, &base, &run_id)));
     assert!(errors.is_empty(), "browser console errors: {errors:?}");
@@ -551,6 +581,10 @@ fn the_console_nests_subagents_and_approves_a_childs_write() {
         "Renew the TLS certificate; rotate the API keys.\n"
     );
 }
+
+/// The diff of the scribe's write: a new file in its workspace (`notes/`).
+const SUMMARY_DIFF: &str = "--- /dev/null\n+++ b/summary.md\n@@ -0,0 +1 @@\n\
+    +Renew the TLS certificate; rotate the API keys.\n";
 
 async fn approve_through_parent(browser: Client, base: &str, run_id: &str) -> Result<(), String> {
     let browser = &browser;
@@ -577,6 +611,12 @@ async fn approve_through_parent(browser: Client, base: &str, run_id: &str) -> Re
         if !text.contains(fragment) {
             return Err(format!("{fragment:?} not in the card {text:?}"));
         }
+    }
+    // The scribe's write as its diff against the file as it is now (none yet).
+    let diff = wait_for(browser, "#inbox-list .card pre.diff").await;
+    let shown = diff.text().await.map_err(failed)?;
+    if shown.trim_end() != SUMMARY_DIFF.trim_end() {
+        return Err(format!("the relayed approval's diff {shown:?}"));
     }
     // The lead's page: the reader's call nested under the lead's first call.
     browser
@@ -617,5 +657,199 @@ async fn approve_through_parent(browser: Client, base: &str, run_id: &str) -> Re
     if writes.len() != 1 || !writes[0].contains("ok (approved)") {
         return Err(format!("the scribe's write: {writes:?}"));
     }
+    Ok(())
+}
+
+/// A scripted agent whose one command prints more than a result may hold: the whole
+/// output is saved in the workspace as the result's artifact.
+const LONG_YAML: &str = "tools:\n  builtin: [exec.command]\npermissions:\n  execute_mode: allow\n\
+    model:\n  provider: scripted\n  script:\n    - text: Counting.\n      tool_calls: [{name: \
+    exec_command, arguments: {command: seq 1 100000}}]\n    - {expect_tool_results: 1, text: \
+    Counted.}\n";
+
+/// The files under `dir`, recursively.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files
+}
+
+/// A result saved as an artifact is a download link in the timeline, labelled with its
+/// file name, type and size: the page's fetch of it (the one a click makes, with the
+/// token when there is one) is the file on disk, and a click saves that file.
+#[test]
+fn the_console_downloads_a_results_artifact() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("iris.yaml"), LONG_YAML).unwrap();
+    let (_served, base) = serve(dir.path(), &[], &[]);
+    let run_id = start_run(&base, "", "Count");
+    run_until(&base, "", &run_id, |v| v["status"] == "completed");
+    let saved = files_under(&dir.path().join(".iris/tool-results"));
+    assert_eq!(saved.len(), 1, "{saved:?}");
+    let body = std::fs::read_to_string(&saved[0]).unwrap();
+    assert!(body.ends_with("\n99999\n100000\n"), "the whole output");
+    let name = saved[0].file_name().unwrap().to_str().unwrap().to_owned();
+    let downloads = tempfile::tempdir().unwrap();
+    let artifact = Artifact {
+        run_id: &run_id,
+        name: &name,
+        body: &body,
+        downloads: downloads.path(),
+    };
+    let errors = in_browser_saving_to(Some(downloads.path()), |browser| {
+        Box::pin(download_artifact(browser, &base, artifact))
+    });
+    assert!(errors.is_empty(), "browser console errors: {errors:?}");
+}
+
+/// What the artifact test expects.
+#[derive(Clone, Copy)]
+struct Artifact<'a> {
+    run_id: &'a str,
+    name: &'a str,
+    body: &'a str,
+    downloads: &'a Path,
+}
+
+async fn download_artifact(browser: Client, base: &str, a: Artifact<'_>) -> Result<(), String> {
+    let browser = &browser;
+    let failed = |e: fantoccini::error::CmdError| e.to_string();
+    browser
+        .goto(&format!("{base}/#/runs/{}", a.run_id))
+        .await
+        .map_err(failed)?;
+    let box_ = wait_for(browser, "#timeline li.call .artifact").await;
+    let label = box_.text().await.map_err(failed)?;
+    for fragment in [&format!("Download {}", a.name), "text/plain", "KiB"] {
+        if !label.contains(fragment) {
+            return Err(format!("{fragment:?} not in the artifact {label:?}"));
+        }
+    }
+    let link = wait_for(browser, "#timeline li.call .artifact a.download").await;
+    let href = link.attr("href").await.map_err(failed)?;
+    if href.as_deref() != Some(&*format!("/v1/runs/{}/artifacts/call_1_1", a.run_id)) {
+        return Err(format!("the link's href {href:?}"));
+    }
+    // The fetch a click makes, from the page: the file on disk.
+    let fetched = browser
+        .execute_async(
+            "const done = arguments[arguments.length - 1];\
+             fetch(document.querySelector('#timeline a.download').href)\
+               .then((r) => r.text()).then(done, (e) => done('failed: ' + e));",
+            vec![],
+        )
+        .await
+        .map_err(failed)?;
+    if fetched.as_str() != Some(a.body) {
+        return Err(format!(
+            "the fetched artifact differs: {} chars",
+            fetched.as_str().map_or(0, str::len)
+        ));
+    }
+    // A click saves it under its own name (once the browser has finished writing it).
+    link.click().await.map_err(failed)?;
+    let saved = a.downloads.join(a.name);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::fs::read_to_string(&saved).ok().as_deref() != Some(a.body) {
+        if Instant::now() > deadline {
+            return Err(format!("not saved: {:?}", files_under(a.downloads)));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(())
+}
+
+/// Runs a blocking call (the test's HTTP client) off the browser's runtime thread.
+async fn off_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(f).await.unwrap()
+}
+
+/// `expression` in the page, once it is true.
+async fn until_true(browser: &Client, expression: &str) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while eval(browser, expression).await != Value::Bool(true) {
+        if Instant::now() > deadline {
+            return Err(format!("never true: {expression}"));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(())
+}
+
+/// The runs list and the inbox follow `GET /v1/events`: a run started through the API
+/// appears in the list shown (no reload), the inbox count goes to 1 while it waits and
+/// back to nothing once it is answered, and its row turns completed.
+#[test]
+fn the_runs_list_and_the_inbox_follow_runs_live() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("iris.yaml"), ASK_YAML).unwrap();
+    let (_served, base) = serve(dir.path(), &[], &[]);
+    let errors = in_browser(|browser| Box::pin(follow_live(browser, &base)));
+    assert!(errors.is_empty(), "browser console errors: {errors:?}");
+}
+
+async fn follow_live(browser: Client, base: &str) -> Result<(), String> {
+    let browser = &browser;
+    let failed = |e: fantoccini::error::CmdError| e.to_string();
+    browser.goto(&format!("{base}/")).await.map_err(failed)?;
+    wait_for(
+        browser,
+        "#runs-view:not([hidden]) #runs-empty:not([hidden])",
+    )
+    .await;
+    // A mark that a reload would lose.
+    browser
+        .execute("window.__sameLoad = 1;", vec![])
+        .await
+        .map_err(failed)?;
+    let owned = base.to_owned();
+    let run_id = off_thread(move || start_run(&owned, "", "Greet")).await;
+    let row = format!("tr[data-run=\"{run_id}\"]");
+    wait_for(browser, &format!("{row} .badge.waiting")).await;
+    until_true(
+        browser,
+        "document.getElementById('inbox-count').textContent === '1'",
+    )
+    .await?;
+    assert_eq!(
+        eval(browser, "window.__sameLoad").await,
+        1,
+        "the page reloaded"
+    );
+    let owned = base.to_owned();
+    let id = run_id.clone();
+    let answered = off_thread(move || {
+        let waiting = run_until(&owned, "", &id, |v| v["status"] == "waiting");
+        http()
+            .post(format!("{owned}/v1/runs/{id}/answer"))
+            .json(&json!({"interaction_id": waiting["interaction"]["id"], "answer": "text", "text": "hi"}))
+            .send()
+            .unwrap()
+            .status()
+            .as_u16()
+    })
+    .await;
+    assert_eq!(answered, 202);
+    wait_for(browser, &format!("{row} .badge.completed")).await;
+    until_true(
+        browser,
+        "document.getElementById('inbox-count').textContent === ''",
+    )
+    .await?;
+    assert_eq!(
+        eval(browser, "window.__sameLoad").await,
+        1,
+        "the page reloaded"
+    );
     Ok(())
 }
