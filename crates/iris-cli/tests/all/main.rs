@@ -10,6 +10,7 @@ use std::sync::OnceLock;
 mod budget;
 mod code_mode;
 mod console;
+mod console_input;
 #[cfg(feature = "embed")]
 mod discovery;
 mod durable;
