@@ -1,8 +1,7 @@
 //! The web console at `/`: three static files compiled into the binary (no build
 //! step), served with a strict Content-Security-Policy (scripts and styles from this
-//! origin only, no inline script, no frames), and the unified diff a pending
-//! `edit_file` / `write_file` approval carries in `GET /v1/runs/{id}` (computed by
-//! [`iris_files::change_diff`], which recognises the tool by type).
+//! origin only, no inline script, no frames). The unified diff a pending
+//! `edit_file` / `write_file` approval carries in `GET /v1/runs/{id}` is [`crate::diff`]'s.
 //!
 //! The console is a client of the API like any other: it lists runs, follows a run's
 //! events over `GET /v1/runs/{id}/events` (read with `fetch`, so a bearer token can be
@@ -14,10 +13,6 @@ use axum::Router;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use serde_json::Value;
-
-use crate::api::RunView;
-use crate::host::Host;
 
 const INDEX_HTML: &str = include_str!("../console/index.html");
 const APP_JS: &str = include_str!("../console/app.js");
@@ -57,40 +52,4 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
         body,
     )
         .into_response()
-}
-
-/// Adds `diff` to a waiting run's approval of an `edit_file` / `write_file` call: the
-/// unified diff the call would make against the file as it is now, in the agent's
-/// workspace (read on the blocking pool). Other interactions, other tools and calls
-/// with nothing to show are left as they are.
-pub(crate) async fn add_diff(host: &Host, view: &mut RunView) {
-    let Some(interaction) = view.interaction.as_mut() else {
-        return;
-    };
-    if interaction.get("kind").and_then(Value::as_str) != Some("approval") {
-        return;
-    }
-    let Some(runner) = host.agents().runners.get(&view.agent) else {
-        return;
-    };
-    let Some(workspace) = runner.environment().map(|e| e.workspace.clone()) else {
-        return;
-    };
-    let Some(tool) = interaction
-        .get("tool_name")
-        .and_then(Value::as_str)
-        .and_then(|name| runner.executor().registry().get(name).ok())
-    else {
-        return;
-    };
-    let arguments = interaction.get("arguments").cloned().unwrap_or(Value::Null);
-    let diff = tokio::task::spawn_blocking(move || {
-        iris_files::change_diff(&workspace, tool.as_ref(), &arguments)
-    })
-    .await
-    .ok()
-    .flatten();
-    if let (Some(diff), Some(object)) = (diff, interaction.as_object_mut()) {
-        object.insert("diff".to_owned(), Value::String(diff));
-    }
 }

@@ -1,10 +1,12 @@
-//! The diff of an approval a subagent's child run waits for, relayed by its parent
-//! (`interaction.kind: subagent`, the child's approval in `inner`): like the diff a
-//! top-level approval gets ([`crate::console`]), computed by
-//! [`iris_files::change_diff`] (which recognises `edit_file` / `write_file` by type),
-//! but with the child agent's own tools and workspace — the child's YAML narrowed
-//! under its parent, as the `subagent` call assembles it
-//! ([`AgentRunner::subagent_runner`](iris_runner::AgentRunner::subagent_runner)).
+//! The unified diff `GET /v1/runs/{id}` adds to a waiting run's approval of an
+//! `edit_file` / `write_file` call: what the call would change in the file as it is now,
+//! computed by [`iris_files::change_diff`] (which recognises the two tools by type, so a
+//! host's own tool that is also called `edit_file` gets none). A top-level approval
+//! ([`add_diff`]) uses the served agent's tools and workspace; an approval a subagent's
+//! child run waits for, relayed by its parent (`interaction.kind: subagent`, the
+//! child's approval in `inner`, [`add_child_diff`]), uses the child agent's own tools
+//! and workspace — the child's YAML narrowed under its parent, as the `subagent` call
+//! assembles it ([`AgentRunner::subagent_runner`](iris_runner::AgentRunner::subagent_runner)).
 //!
 //! A child agent is assembled once per server and agent, on the first approval that
 //! needs it; its tools are kept (only to recognise them) and what it started is closed
@@ -64,6 +66,30 @@ impl Children {
         assembled.insert(key, Arc::clone(&tools));
         Some(tools)
     }
+}
+
+/// Adds `diff` to a waiting run's own approval, with the served agent's tools and
+/// workspace. Other interactions, other tools and calls with nothing to show are left
+/// as they are.
+pub(crate) async fn add_diff(host: &Host, view: &mut RunView) {
+    let Some(interaction) = view.interaction.as_mut() else {
+        return;
+    };
+    if interaction.get("kind").and_then(Value::as_str) != Some("approval") {
+        return;
+    }
+    let Some(runner) = host.agents().runners.get(&view.agent) else {
+        return;
+    };
+    let Some(environment) = runner.environment() else {
+        return;
+    };
+    insert_diff(
+        interaction,
+        runner.executor().registry(),
+        &environment.workspace,
+    )
+    .await;
 }
 
 /// Adds `diff` to the child's approval a waiting run relays (`interaction.inner`),

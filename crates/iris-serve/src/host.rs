@@ -487,7 +487,7 @@ impl Host {
             .and_then(|e| e.get("metadata").cloned())
             .filter(|m| !m.is_null());
         let mut view = RunView::of(&record, metadata);
-        crate::console::add_diff(self, &mut view).await;
+        crate::diff::add_diff(self, &mut view).await;
         crate::diff::add_child_diff(self, &mut view).await;
         let masked = self
             .masker
