@@ -8,6 +8,7 @@
 //! (another process on a SQLite file, a subagent's child run, whose events are logged
 //! in its parent's log). A run that was woken is read again at most once per
 //! [`COALESCE`]; an item is sent when it differs from the last one sent for that run.
+//! While no feed stream is open the watcher reads nothing.
 //!
 //! There is no replay: a client reads `GET /v1/runs` when it (re)connects, then
 //! applies the feed's items. A client too slow to keep up has its stream ended, so it
@@ -52,6 +53,13 @@ pub(crate) struct Feed {
     tx: broadcast::Sender<Arc<str>>,
 }
 
+impl Feed {
+    /// Whether any feed stream is open.
+    fn listened(&self) -> bool {
+        self.tx.receiver_count() > 0
+    }
+}
+
 impl Default for Feed {
     fn default() -> Self {
         Self {
@@ -85,9 +93,17 @@ pub(crate) async fn watch(host: Arc<Host>) {
                 None => next_look = tokio::time::Instant::now(),
             },
             () = tokio::time::sleep_until(next_look) => {
-                look(&host, &mut seen, true).await;
+                // With no stream open a look would only update `seen`; the first look
+                // after a client subscribes sends what changed meanwhile, and that
+                // client read the list when it connected.
+                if host.feed.listened() {
+                    look(&host, &mut seen, true).await;
+                }
                 next_look = tokio::time::Instant::now() + LOOK_AGAIN;
             }
+        }
+        if !host.feed.listened() {
+            seen.dirty.clear();
         }
         if seen.dirty.is_empty() {
             continue;
