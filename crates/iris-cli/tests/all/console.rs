@@ -268,6 +268,33 @@ pub(super) async fn wait_for(browser: &Client, css: &str) -> fantoccini::element
         .unwrap_or_else(|e| panic!("{css}: {e}"))
 }
 
+/// Opens `url` in the tab.
+pub(super) async fn show(browser: &Client, url: &str) -> Result<(), String> {
+    browser.goto(url).await.map_err(|e| format!("{url}: {e}"))
+}
+
+/// Clicks the element `css` matches now.
+pub(super) async fn click(browser: &Client, css: &str) -> Result<(), String> {
+    browser
+        .find(Locator::Css(css))
+        .await
+        .map_err(|e| format!("{css}: {e}"))?
+        .click()
+        .await
+        .map_err(|e| format!("{css}: {e}"))
+}
+
+/// Waits for the run's end in the timeline (`css`) and checks it says `expected`.
+pub(super) async fn ended_with(browser: &Client, css: &str, expected: &str) -> Result<(), String> {
+    let end = wait_for(browser, css).await;
+    let text = end.text().await.map_err(|e| e.to_string())?;
+    if text.contains(expected) {
+        Ok(())
+    } else {
+        Err(format!("the run's end {text:?}, not {expected:?}"))
+    }
+}
+
 /// A JavaScript expression's value in the page.
 pub(super) async fn eval(browser: &Client, expression: &str) -> Value {
     browser
@@ -426,11 +453,7 @@ async fn browse(browser: Client, base: &str, run_id: &str, dir: &Path) -> Result
     approve.click().await.map_err(|e| e.to_string())?;
 
     // Live over the same SSE stream: the edit's result and the run's end arrive.
-    let end = wait_for(browser, "#timeline li.end").await;
-    let end_text = end.text().await.map_err(|e| e.to_string())?;
-    if !end_text.contains("The notes are final.") {
-        return Err(format!("the run's end {end_text:?}"));
-    }
+    ended_with(browser, "#timeline li.end", "The notes are final.").await?;
     wait_for(browser, "#run-summary .badge.completed").await;
     // The edit resumed in its own entry: no call is left waiting.
     let left = browser
@@ -500,19 +523,10 @@ fn the_console_asks_for_a_token_and_answers_a_question() {
 async fn answer_question(browser: Client, base: &str, run_id: &str) -> Result<(), String> {
     let browser = &browser;
     let failed = |e: fantoccini::error::CmdError| e.to_string();
-    browser
-        .goto(&format!("{base}/#/inbox"))
-        .await
-        .map_err(failed)?;
+    show(browser, &format!("{base}/#/inbox")).await?;
     let input = wait_for(browser, "#token-view:not([hidden]) #token-input").await;
     input.send_keys(TOKEN).await.map_err(failed)?;
-    browser
-        .find(Locator::Css("#token-form button[type=submit]"))
-        .await
-        .map_err(failed)?
-        .click()
-        .await
-        .map_err(failed)?;
+    click(browser, "#token-form button[type=submit]").await?;
     let card = wait_for(browser, "#inbox-list .card").await;
     let text = card.text().await.map_err(failed)?;
     if !text.contains("Which greeting?") {
@@ -534,15 +548,8 @@ async fn answer_question(browser: Client, base: &str, run_id: &str) -> Result<()
         return Err("no `hello` option".into());
     }
     // The run's page follows its events with the token: the answer and the end.
-    browser
-        .goto(&format!("{base}/#/runs/{run_id}"))
-        .await
-        .map_err(failed)?;
-    let end = wait_for(browser, "#timeline li.end").await;
-    let end_text = end.text().await.map_err(failed)?;
-    if !end_text.contains("Greeting chosen.") {
-        return Err(format!("the run's end {end_text:?}"));
-    }
+    show(browser, &format!("{base}/#/runs/{run_id}")).await?;
+    ended_with(browser, "#timeline li.end", "Greeting chosen.").await?;
     let result = wait_for(browser, "#timeline li.call .result pre").await;
     assert_eq!(result.text().await.map_err(failed)?, "hello");
     // The token is in no page text.
@@ -590,10 +597,7 @@ async fn approve_through_parent(browser: Client, base: &str, run_id: &str) -> Re
     let browser = &browser;
     let failed = |e: fantoccini::error::CmdError| e.to_string();
     // The inbox: one card, the scribe's write.
-    browser
-        .goto(&format!("{base}/#/inbox"))
-        .await
-        .map_err(failed)?;
+    show(browser, &format!("{base}/#/inbox")).await?;
     wait_for(browser, "#inbox-list .card").await;
     let cards = browser
         .find_all(Locator::Css("#inbox-list .card"))
@@ -619,10 +623,7 @@ async fn approve_through_parent(browser: Client, base: &str, run_id: &str) -> Re
         return Err(format!("the relayed approval's diff {shown:?}"));
     }
     // The lead's page: the reader's call nested under the lead's first call.
-    browser
-        .goto(&format!("{base}/#/runs/{run_id}"))
-        .await
-        .map_err(failed)?;
+    show(browser, &format!("{base}/#/runs/{run_id}")).await?;
     let nested = wait_for(browser, "#timeline li.call ol.subagent li.call").await;
     let nested_text = nested.text().await.map_err(failed)?;
     if !nested_text.contains("read_file") {
@@ -630,11 +631,7 @@ async fn approve_through_parent(browser: Client, base: &str, run_id: &str) -> Re
     }
     let approve = wait_for(browser, "#run-pending .card button.primary").await;
     approve.click().await.map_err(failed)?;
-    let end = wait_for(browser, "#timeline > li.end").await;
-    let end_text = end.text().await.map_err(failed)?;
-    if !end_text.contains("the scribe wrote them") {
-        return Err(format!("the run's end {end_text:?}"));
-    }
+    ended_with(browser, "#timeline > li.end", "the scribe wrote them").await?;
     let children = browser
         .find_all(Locator::Css("#timeline ol.subagent"))
         .await
@@ -724,10 +721,7 @@ struct Artifact<'a> {
 async fn download_artifact(browser: Client, base: &str, a: Artifact<'_>) -> Result<(), String> {
     let browser = &browser;
     let failed = |e: fantoccini::error::CmdError| e.to_string();
-    browser
-        .goto(&format!("{base}/#/runs/{}", a.run_id))
-        .await
-        .map_err(failed)?;
+    show(browser, &format!("{base}/#/runs/{}", a.run_id)).await?;
     let box_ = wait_for(browser, "#timeline li.call .artifact").await;
     let label = box_.text().await.map_err(failed)?;
     for fragment in [&format!("Download {}", a.name), "text/plain", "KiB"] {

@@ -9,7 +9,9 @@ use fantoccini::key::Key;
 use fantoccini::{Client, Locator};
 use serde_json::{Value, json};
 
-use super::console::{eval, in_browser, run_until, screenshot, serve, start_run, wait_for};
+use super::console::{
+    click, ended_with, eval, in_browser, run_until, screenshot, serve, show, start_run, wait_for,
+};
 use super::signals::Spawned;
 use super::wire::{Reply, Server};
 
@@ -87,10 +89,7 @@ async fn give_secret(
 ) -> Result<(), String> {
     let browser = &browser;
     let failed = |e: fantoccini::error::CmdError| e.to_string();
-    browser
-        .goto(&format!("{base}/#/runs/{run_id}"))
-        .await
-        .map_err(failed)?;
+    show(browser, &format!("{base}/#/runs/{run_id}")).await?;
     let card = wait_for(browser, "#run-pending .card").await;
     let text = card.text().await.map_err(failed)?;
     for fragment in [
@@ -116,13 +115,7 @@ async fn give_secret(
         Some("off")
     );
     // Nothing typed: the API's refusal, shown in the card.
-    browser
-        .find(Locator::Css("#run-pending form button[type=submit]"))
-        .await
-        .map_err(failed)?
-        .click()
-        .await
-        .map_err(failed)?;
+    click(browser, "#run-pending form button[type=submit]").await?;
     let refusal = wait_for(browser, "#run-pending .refusal:not(:empty)").await;
     let refused = refusal.text().await.map_err(failed)?;
     if !refused.contains("RUN_ANSWER_INVALID") || !refused.contains("the secret is empty") {
@@ -134,11 +127,12 @@ async fn give_secret(
         .send_keys(&Key::Enter.to_string())
         .await
         .map_err(failed)?;
-    let end = wait_for(browser, "#timeline li.end").await;
-    let end_text = end.text().await.map_err(failed)?;
-    if !end_text.contains("Tokio is the most used async runtime.") {
-        return Err(format!("the run's end {end_text:?}"));
-    }
+    ended_with(
+        browser,
+        "#timeline li.end",
+        "Tokio is the most used async runtime.",
+    )
+    .await?;
     let mut seen = Vec::new();
     for expression in [
         "document.documentElement.outerHTML",
@@ -241,10 +235,7 @@ fn the_console_declines_an_mcp_servers_form() {
 async fn decline_form(browser: Client, base: &str, run_id: &str) -> Result<(), String> {
     let browser = &browser;
     let failed = |e: fantoccini::error::CmdError| e.to_string();
-    browser
-        .goto(&format!("{base}/#/runs/{run_id}"))
-        .await
-        .map_err(failed)?;
+    show(browser, &format!("{base}/#/runs/{run_id}")).await?;
     wait_for(browser, "#run-pending .card form").await;
     let mut declined = false;
     for button in browser
@@ -268,10 +259,7 @@ async fn decline_form(browser: Client, base: &str, run_id: &str) -> Result<(), S
 async fn fill_form(browser: Client, base: &str, run_id: &str) -> Result<(), String> {
     let browser = &browser;
     let failed = |e: fantoccini::error::CmdError| e.to_string();
-    browser
-        .goto(&format!("{base}/#/inbox"))
-        .await
-        .map_err(failed)?;
+    show(browser, &format!("{base}/#/inbox")).await?;
     let card = wait_for(browser, "#inbox-list .card form").await;
     let card_text = card.text().await.map_err(failed)?;
     let whole = wait_for(browser, "#inbox-list .card").await;
@@ -320,22 +308,9 @@ async fn fill_form(browser: Client, base: &str, run_id: &str) -> Result<(), Stri
         .select_by_label("satin")
         .await
         .map_err(failed)?;
-    browser
-        .find(Locator::Css("#inbox-list form button[type=submit]"))
-        .await
-        .map_err(failed)?
-        .click()
-        .await
-        .map_err(failed)?;
-    browser
-        .goto(&format!("{base}/#/runs/{run_id}"))
-        .await
-        .map_err(failed)?;
-    let end = wait_for(browser, "#timeline li.end").await;
-    let end_text = end.text().await.map_err(failed)?;
-    if !end_text.contains("Ordered.") {
-        return Err(format!("the run's end {end_text:?}"));
-    }
+    click(browser, "#inbox-list form button[type=submit]").await?;
+    show(browser, &format!("{base}/#/runs/{run_id}")).await?;
+    ended_with(browser, "#timeline li.end", "Ordered.").await?;
     let result = wait_for(browser, "#timeline li.call .result pre").await;
     assert_eq!(
         result.text().await.map_err(failed)?,
