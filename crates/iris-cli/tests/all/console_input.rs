@@ -12,28 +12,8 @@ use serde_json::{Value, json};
 use super::console::{
     click, ended_with, eval, in_browser, run_until, screenshot, serve, show, start_run, wait_for,
 };
+use super::secret::{GOOD_KEY, tavily};
 use super::signals::Spawned;
-use super::wire::{Reply, Server};
-
-/// The key the search server takes.
-const GOOD_KEY: &str = "tvly-console-good-5e81c2";
-
-/// A Tavily-compatible search server: 200 with one result for the good key, 401
-/// otherwise.
-fn search_server() -> Server {
-    Server::start(|_, request| {
-        if request.header("authorization") == Some(&format!("Bearer {GOOD_KEY}")) {
-            Reply::Json(
-                200,
-                json!({"query": "q", "answer": null, "images": [], "response_time": 0.1,
-                       "results": [{"title": "Tokio", "url": "https://tokio.rs/",
-                                    "content": "An asynchronous Rust runtime.", "score": 0.9}]}),
-            )
-        } else {
-            Reply::Json(401, json!({"detail": {"error": "Unauthorized"}}))
-        }
-    })
-}
 
 /// `examples/secret`: the search fails for want of a key, the model calls
 /// `store_secret`, and the run waits for the secret. In the console: a labelled
@@ -43,7 +23,7 @@ fn search_server() -> Server {
 /// got it.
 #[test]
 fn the_console_gives_a_secret() {
-    let server = search_server();
+    let server = tavily();
     let dir = tempfile::tempdir().unwrap();
     std::fs::copy(
         super::examples().join("secret/iris.yaml"),

@@ -11,10 +11,12 @@ use super::run::Pty;
 use super::wire::{Reply, Server};
 use super::{Run, examples, iris};
 
-const GOOD_KEY: &str = "tvly-cli-good-93d1c0a7";
+/// The key the Tavily-compatible server takes.
+pub(super) const GOOD_KEY: &str = "tvly-cli-good-93d1c0a7";
 
-/// 200 with one result for the good key, 401 otherwise.
-fn tavily() -> Server {
+/// A server speaking Tavily's `/search`: 200 with one result for the good key, 401
+/// otherwise.
+pub(super) fn tavily() -> Server {
     Server::start(|_, request| {
         if request.header("authorization") == Some(&format!("Bearer {GOOD_KEY}")) {
             Reply::Json(
