@@ -208,21 +208,24 @@ pub(crate) struct SseEvent {
     pub(crate) data: Value,
 }
 
-/// An open event stream.
-pub(crate) struct EventReader {
+/// One block of an SSE stream: its `id`, `event` and `data` fields.
+#[derive(Debug, Default)]
+struct Block {
+    text: String,
+    id: Option<String>,
+    event: Option<String>,
+    data: String,
+}
+
+/// An open `text/event-stream` response, read block by block.
+struct SseBlocks {
     response: reqwest::Response,
     buffer: String,
 }
 
-impl EventReader {
-    /// `GET /v1/runs/{run_id}/events`, after `last` when given.
-    pub(crate) async fn open(serving: &Serving, run_id: &str, last: Option<u64>) -> Self {
-        let mut request = serving
-            .client
-            .get(serving.url(&format!("/v1/runs/{run_id}/events")));
-        if let Some(last) = last {
-            request = request.header("Last-Event-ID", last.to_string());
-        }
+impl SseBlocks {
+    /// Sends `request` and checks that it opened an event stream.
+    async fn open(request: reqwest::RequestBuilder) -> Self {
         let response = request.send().await.unwrap();
         assert_eq!(response.status(), 200);
         assert_eq!(
@@ -235,38 +238,72 @@ impl EventReader {
         }
     }
 
-    /// The next event; `None` when the stream ended. Panics after 30 s without one.
-    pub(crate) async fn next(&mut self) -> Option<SseEvent> {
+    /// The next block that is not a keep-alive comment; `None` when the stream ended.
+    /// Panics after 30 s without one.
+    async fn next(&mut self) -> Option<Block> {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
         loop {
             if let Some(end) = self.buffer.find("\n\n") {
-                let block: String = self.buffer.drain(..end + 2).collect();
-                let (mut id, mut data) = (None, String::new());
-                for line in block.lines() {
+                let text: String = self.buffer.drain(..end + 2).collect();
+                let mut block = Block::default();
+                for line in text.lines() {
                     if let Some(v) = line.strip_prefix("id: ") {
-                        id = Some(v.parse().unwrap());
+                        block.id = Some(v.to_owned());
+                    } else if let Some(v) = line.strip_prefix("event: ") {
+                        block.event = Some(v.to_owned());
                     } else if let Some(v) = line.strip_prefix("data: ") {
-                        data.push_str(v);
+                        block.data.push_str(v);
                     }
                 }
-                // A keep-alive comment has neither.
-                if let Some(id) = id {
-                    return Some(SseEvent {
-                        id,
-                        data: serde_json::from_str(&data).unwrap(),
-                    });
+                block.text = text;
+                // A keep-alive comment has no field.
+                if block.id.is_some() || block.event.is_some() || !block.data.is_empty() {
+                    return Some(block);
                 }
                 continue;
             }
             let chunk = tokio::time::timeout_at(deadline, self.response.chunk())
                 .await
-                .expect("no event within 30 s")
+                .expect("nothing on the event stream within 30 s")
                 .unwrap();
             match chunk {
                 Some(bytes) => self.buffer.push_str(std::str::from_utf8(&bytes).unwrap()),
                 None => return None,
             }
         }
+    }
+}
+
+/// An open event stream.
+pub(crate) struct EventReader {
+    blocks: SseBlocks,
+}
+
+impl EventReader {
+    /// `GET /v1/runs/{run_id}/events`, after `last` when given.
+    pub(crate) async fn open(serving: &Serving, run_id: &str, last: Option<u64>) -> Self {
+        let mut request = serving
+            .client
+            .get(serving.url(&format!("/v1/runs/{run_id}/events")));
+        if let Some(last) = last {
+            request = request.header("Last-Event-ID", last.to_string());
+        }
+        Self {
+            blocks: SseBlocks::open(request).await,
+        }
+    }
+
+    /// The next event; `None` when the stream ended. Panics after 30 s without one.
+    pub(crate) async fn next(&mut self) -> Option<SseEvent> {
+        let block = self.blocks.next().await?;
+        let id = block
+            .id
+            .as_deref()
+            .unwrap_or_else(|| panic!("no id: {}", block.text));
+        Some(SseEvent {
+            id: id.parse().unwrap(),
+            data: serde_json::from_str(&block.data).unwrap(),
+        })
     }
 
     /// Every event until the stream ends.
@@ -289,62 +326,24 @@ pub(crate) fn types(events: &[SseEvent]) -> Vec<String> {
 
 /// An open runs feed (`GET /v1/events`).
 pub(crate) struct FeedReader {
-    response: reqwest::Response,
-    buffer: String,
+    blocks: SseBlocks,
 }
 
 impl FeedReader {
     /// Opens the feed.
     pub(crate) async fn open(serving: &Serving) -> Self {
-        let response = serving
-            .client
-            .get(serving.url("/v1/events"))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 200);
-        assert_eq!(
-            response.headers()["content-type"].to_str().unwrap(),
-            "text/event-stream"
-        );
         Self {
-            response,
-            buffer: String::new(),
+            blocks: SseBlocks::open(serving.client.get(serving.url("/v1/events"))).await,
         }
     }
 
     /// The next `run` item; `None` when the stream ended. Panics after 30 s without
     /// one.
     pub(crate) async fn next(&mut self) -> Option<Value> {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(end) = self.buffer.find("\n\n") {
-                let block: String = self.buffer.drain(..end + 2).collect();
-                let (mut kind, mut data) = (None, String::new());
-                for line in block.lines() {
-                    if let Some(v) = line.strip_prefix("event: ") {
-                        kind = Some(v.to_owned());
-                    } else if let Some(v) = line.strip_prefix("data: ") {
-                        data.push_str(v);
-                    }
-                    assert!(!line.starts_with("id:"), "the feed has no ids: {block}");
-                }
-                // A keep-alive comment has neither.
-                if let Some(kind) = kind {
-                    assert_eq!(kind, "run", "{block}");
-                    return Some(serde_json::from_str(&data).unwrap());
-                }
-                continue;
-            }
-            let chunk = tokio::time::timeout_at(deadline, self.response.chunk())
-                .await
-                .expect("no feed item within 30 s")
-                .unwrap();
-            match chunk {
-                Some(bytes) => self.buffer.push_str(std::str::from_utf8(&bytes).unwrap()),
-                None => return None,
-            }
-        }
+        let block = self.blocks.next().await?;
+        assert!(block.id.is_none(), "the feed has no ids: {}", block.text);
+        assert_eq!(block.event.as_deref(), Some("run"), "{}", block.text);
+        Some(serde_json::from_str(&block.data).unwrap())
     }
 
     /// Reads items until one for `run_id` has `status`; the items for `run_id` read.
