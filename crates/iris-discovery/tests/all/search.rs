@@ -32,6 +32,8 @@ fn every_rule() -> iris_discovery::search::Tuning {
         stemming: true,
         stop_words: true,
         named_tier: true,
+        // Every thesaurus group, those the default leaves out too.
+        thesaurus_groups: u64::MAX,
         ..iris_discovery::search::Tuning::DEFAULT
     }
 }

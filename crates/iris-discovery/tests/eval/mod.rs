@@ -670,12 +670,27 @@ fn bfcl_query(entry: &BfclEntry) -> String {
 
 /// The single ground-truth function of each `possible_answer` entry, by id.
 fn bfcl_answers(jsonl: &str) -> Result<HashMap<String, String>> {
+    Ok(bfcl_answer_lists(jsonl)?
+        .into_iter()
+        .filter_map(|(id, mut names)| (!names.is_empty()).then(|| (id, names.swap_remove(0))))
+        .collect())
+}
+
+/// Every function an entry's ground truth calls, keyed by entry id: its tool names in
+/// call order, each once (a `parallel` entry calls one function several times, a
+/// `parallel_multiple` entry several functions).
+fn bfcl_answer_lists(jsonl: &str) -> Result<HashMap<String, Vec<String>>> {
     let mut out = HashMap::new();
     for line in jsonl.lines().filter(|l| !l.trim().is_empty()) {
         let answer: BfclAnswer = serde_json::from_str(line)?;
-        if let Some(name) = answer.ground_truth.first().and_then(|m| m.keys().next()) {
-            out.insert(answer.id, bfcl_tool_name(name));
+        let mut names: Vec<String> = Vec::new();
+        for name in answer.ground_truth.iter().flat_map(|m| m.keys()) {
+            let name = bfcl_tool_name(name);
+            if !names.contains(&name) {
+                names.push(name);
+            }
         }
+        out.insert(answer.id, names);
     }
     Ok(out)
 }
@@ -834,28 +849,31 @@ pub fn bfcl_pooled(questions: &str, answers: &str) -> Result<EvalSet> {
 /// named `name`, as [`bfcl_pooled`] pools one: every function of every entry of every
 /// file, once per name (the first description seen wins), each question labelled with
 /// its ground-truth function, split by entry id. The `simple_*` files pool this way
-/// into `bfcl-simple`.
+/// into `bfcl-simple`, `parallel` and `parallel_multiple` into `bfcl-parallel`. A
+/// question whose ground truth calls several functions (`parallel_multiple`: "find the
+/// hotel, then book it") is labelled with the first and accepts the others: a tool it
+/// needs is a right answer.
 pub fn bfcl_pool(name: &str, files: &[(&str, &str)]) -> Result<EvalSet> {
     let mut tools: Vec<ToolDefinition> = Vec::new();
     let mut seen = std::collections::HashSet::new();
     let mut cases = Vec::new();
     for (questions, answers) in files {
         let entries = bfcl_entries(questions)?;
-        let answers = bfcl_answers(answers)?;
+        let answers = bfcl_answer_lists(answers)?;
         for entry in &entries {
             for f in &entry.function {
                 if seen.insert(bfcl_tool_name(&f.name)) {
                     tools.push(bfcl_definition(f)?);
                 }
             }
-            if let Some(expected) = answers.get(&entry.id) {
+            if let Some([expected, others @ ..]) = answers.get(&entry.id).map(Vec::as_slice) {
                 let query = bfcl_query(entry);
                 cases.push(Case {
                     kind: QueryKind::of(&query, expected),
                     half: half_of(&entry.id),
                     query,
                     expected: expected.clone(),
-                    accepted: Vec::new(),
+                    accepted: others.to_vec(),
                 });
             }
         }
@@ -1009,7 +1027,8 @@ pub fn packaged_set(catalog: &str, queries: &str) -> Result<EvalSet> {
 }
 
 /// Every development set of the leave-one-set-out protocol, as labelled: `fixture`,
-/// `packaged`, `bfcl-multiple` and `bfcl-simple` (the last two from [`data_dir`]).
+/// `packaged`, `bfcl-multiple`, `bfcl-simple` and `bfcl-parallel` (the last three from
+/// [`data_dir`]).
 /// BFCL's `live_*` files are never read.
 ///
 /// # Errors
@@ -1053,7 +1072,19 @@ pub fn development_sets() -> std::result::Result<Vec<EvalSet>, String> {
         .map(|(q, a)| (q.as_str(), a.as_str()))
         .collect();
     let simple = bfcl_pool("bfcl-simple", &files).map_err(|e| format!("bfcl-simple: {e}"))?;
-    Ok(vec![fixture, packaged, multiple, simple])
+    let mut parallel_files = Vec::new();
+    for file in ["parallel", "parallel_multiple"] {
+        parallel_files.push((
+            read(bfcl.join(format!("BFCL_v4_{file}.json")))?,
+            read(bfcl.join(format!("possible_answer/BFCL_v4_{file}.json")))?,
+        ));
+    }
+    let files: Vec<(&str, &str)> = parallel_files
+        .iter()
+        .map(|(q, a)| (q.as_str(), a.as_str()))
+        .collect();
+    let parallel = bfcl_pool("bfcl-parallel", &files).map_err(|e| format!("bfcl-parallel: {e}"))?;
+    Ok(vec![fixture, packaged, multiple, simple, parallel])
 }
 
 /// Where `data/fetch.sh` puts the BFCL files and the model: `$IRIS_DISCOVERY_DATA`, else

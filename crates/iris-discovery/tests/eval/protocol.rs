@@ -5,7 +5,8 @@
 //! BM25F ([`stock`]: every field weight 1, b 0.75, k1 1.2, words only lower-cased) and
 //! takes the [`steps`] one at a time, in order, twice over: at each step the option with
 //! the best mean R@1 over the *other* sets is taken, if it beats the current one by more
-//! than [`MIN_GAIN`] and leaves none of those sets below BM25. The configuration reached
+//! than [`MIN_GAIN`] and puts none of those sets below BM25 (a set that is already below
+//! BM25, as the plain BM25F can be, must not fall further). The configuration reached
 //! is then measured on the left-out set, next to BM25. A step *survives* when, on every
 //! fold that took it, the configuration reached is not below BM25 on the left-out set
 //! and undoing that step alone would not have scored better there. The shipped default
@@ -243,18 +244,33 @@ pub fn select(training: &[&EvalSet], allowed: Option<&[&str]>, groups: u64) -> C
         .iter()
         .map(|s| bm25_metrics(s, &all(s)).at1)
         .collect();
-    let score = |tuning: Tuning| -> (f64, bool) {
-        let at1: Vec<f64> = training
+    let at1 = |tuning: Tuning| -> Vec<f64> {
+        training
             .iter()
             .map(|s| lexical_metrics(s, tuning, &all(s)).at1)
-            .collect();
+            .collect()
+    };
+    // The mean, and whether each set is at or above the lower of BM25 and where the
+    // current configuration has it: a step may not put a set below BM25, nor sink one
+    // that is below already. (Requiring every set at BM25 outright refused every step
+    // once one set started below it: no single step could lift that set alone.)
+    let score = |tuning: Tuning, floor: &[f64]| -> (f64, bool) {
+        let at1 = at1(tuning);
         let mean = at1.iter().sum::<f64>() / at1.len().max(1) as f64;
-        let above = at1.iter().zip(&bm25).all(|(a, b)| a >= b);
+        let above = at1.iter().zip(floor).all(|(a, f)| a >= f);
         (mean, above)
+    };
+    let floor_of = |tuning: Tuning| -> Vec<f64> {
+        at1(tuning)
+            .iter()
+            .zip(&bm25)
+            .map(|(a, b)| a.min(*b))
+            .collect()
     };
     let mut tuning = stock();
     tuning.thesaurus_groups = groups;
-    let (mut best, _) = score(tuning);
+    let mut floor = floor_of(tuning);
+    let (mut best, _) = score(tuning, &floor);
     for _pass in 0..2 {
         for step in &steps {
             if allowed.is_some_and(|a| !a.contains(&step.name)) {
@@ -267,7 +283,7 @@ pub fn select(training: &[&EvalSet], allowed: Option<&[&str]>, groups: u64) -> C
                 if candidate == tuning {
                     continue;
                 }
-                let (mean, above) = score(candidate);
+                let (mean, above) = score(candidate, &floor);
                 if above && mean > best + MIN_GAIN && pick.is_none_or(|(m, _)| mean > m) {
                     pick = Some((mean, candidate));
                 }
@@ -275,6 +291,7 @@ pub fn select(training: &[&EvalSet], allowed: Option<&[&str]>, groups: u64) -> C
             if let Some((mean, candidate)) = pick {
                 best = mean;
                 tuning = candidate;
+                floor = floor_of(tuning);
             }
         }
     }
@@ -282,10 +299,11 @@ pub fn select(training: &[&EvalSet], allowed: Option<&[&str]>, groups: u64) -> C
         for g in groups_of(&tuning) {
             let mut candidate = tuning;
             candidate.thesaurus_groups &= !(1 << g);
-            let (mean, above) = score(candidate);
+            let (mean, above) = score(candidate, &floor);
             if above && mean > best {
                 best = mean;
                 tuning = candidate;
+                floor = floor_of(tuning);
             }
         }
     }
