@@ -375,19 +375,12 @@ async fn a_token_is_required_and_foreign_hosts_are_refused() {
         |o| o.bearer_token("t0ken-for-tests"),
     )
     .await;
-    for path in [
-        "/v1/runs",
-        "/v1/runs/run_1",
-        "/v1/runs/run_1/events",
-        "/v1/runs/run_1/artifacts/call_1_1",
-        "/v1/events",
-        "/v1/openapi.json",
-    ] {
-        let (status, body) = serving.get(path).await;
+    for (method, path) in ROUTES {
+        let (status, body) = on_route(&serving, method, path, |r| r).await;
         assert_eq!(
             (status, body["error"]["code"].as_str()),
             (401, Some("SERVE_UNAUTHORIZED")),
-            "{path}"
+            "{method} {path}"
         );
     }
     let wrong = serving
@@ -420,7 +413,51 @@ async fn a_token_is_required_and_foreign_hosts_are_refused() {
         (status, body["error"]["code"].as_str()),
         (403, Some("SERVE_HOST_REFUSED"))
     );
+    for (method, path) in ROUTES {
+        let (status, body) = on_route(&serving, method, path, |r| {
+            r.bearer_auth("t0ken-for-tests")
+                .header("host", "evil.example:80")
+        })
+        .await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (403, Some("SERVE_HOST_REFUSED")),
+            "{method} {path}"
+        );
+    }
     serving.shut_down().await;
+}
+
+/// Every route of the API, on a run and a call that do not exist.
+const ROUTES: [(&str, &str); 9] = [
+    ("POST", "/v1/runs"),
+    ("GET", "/v1/runs"),
+    ("GET", "/v1/runs/run_1"),
+    ("POST", "/v1/runs/run_1/answer"),
+    ("POST", "/v1/runs/run_1/cancel"),
+    ("GET", "/v1/runs/run_1/events"),
+    ("GET", "/v1/runs/run_1/artifacts/call_1_1"),
+    ("GET", "/v1/events"),
+    ("GET", "/v1/openapi.json"),
+];
+
+/// `method path` (a POST with an empty JSON object), as `configure` sets it up →
+/// (status, JSON body).
+async fn on_route(
+    serving: &crate::support::Serving,
+    method: &str,
+    path: &str,
+    configure: impl FnOnce(reqwest::RequestBuilder) -> reqwest::RequestBuilder,
+) -> (u16, Value) {
+    let request = match method {
+        "POST" => serving
+            .client
+            .post(serving.url(path))
+            .header("content-type", "application/json")
+            .body("{}"),
+        _ => serving.client.get(serving.url(path)),
+    };
+    crate::support::read(configure(request).send().await.unwrap()).await
 }
 
 /// A client may have `max_per_client` requests in progress; an open event stream
@@ -438,12 +475,14 @@ async fn a_client_is_limited_to_its_requests_in_progress() {
     serving.wait_for(&run_id, "waiting").await;
     // The stream stays open while the run waits.
     let stream = EventReader::open(&serving, &run_id, None).await;
-    let (status, body) = serving.get("/v1/runs").await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (429, Some("SERVE_TOO_MANY_REQUESTS")),
-        "{body}"
-    );
+    for (method, path) in ROUTES {
+        let (status, body) = on_route(&serving, method, path, |r| r).await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (429, Some("SERVE_TOO_MANY_REQUESTS")),
+            "{method} {path}: {body}"
+        );
+    }
     drop(stream);
     permit_given_back(&serving).await;
     // The runs feed holds a permit too while it is open.
