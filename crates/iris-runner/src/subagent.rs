@@ -287,8 +287,9 @@ pub(crate) fn check_children(
     problems
 }
 
-/// The refusal of resuming a child run on its own.
-pub(crate) fn child_run_refused(run_id: &str, parent: &ParentRun) -> RunError {
+/// The refusal of resuming or answering a child run on its own (`RUN_IS_SUBAGENT`):
+/// its parent run relays what it waits for and is answered instead.
+pub fn child_run_refused(run_id: &str, parent: &ParentRun) -> RunError {
     RunError::new(
         codes::RUN_IS_SUBAGENT,
         format!(

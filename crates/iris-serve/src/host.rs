@@ -256,14 +256,7 @@ impl Host {
         // A child's agent is its parent's subagent, not a served one: say so before
         // looking for it.
         if let Some(parent) = &record.parent {
-            return Err(ApiError::new(
-                iris_runner::codes::RUN_IS_SUBAGENT,
-                format!(
-                    "run `{run_id}` is a subagent's child run; answer its parent run `{}`, \
-                     whose interaction relays this one",
-                    parent.run_id
-                ),
-            ));
+            return Err(iris_runner::subagent::child_run_refused(run_id, parent).into());
         }
         let runner = self.runner(&record.agent_id)?;
         self.settle(run_id).await;
